@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "PlistSync",
+    products: [
+        .executable(name: "plistsync", targets: ["plistsync"])
+    ],
+    targets: [
+        // C libraries from Debian packages.
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // Pure layers: no sockets, no files.
+        .target(name: "SyncProtocol"),
+        .target(name: "SyncCore", dependencies: ["SyncProtocol"]),
+
+        // I/O layers.
+        .target(name: "EventLoop", dependencies: ["CLibUV"]),
+        .target(name: "RecordStore", dependencies: ["SyncCore", "CSQLite"]),
+        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "EventLoop", "COpenSSL"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit"]),
+
+        .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,237 @@
+import CLibUV
+import Glibc
+
+/// One TCP stream on the loop: reads as byte chunks, coalesced queued writes, orderly close.
+///
+/// Ownership: the handle holds a retained reference to this object from init until libuv's
+/// close callback, so a connection lives exactly as long as its socket; drop it by `close()`.
+public final class TCPConnection {
+    /// Why a connection's reading ended.
+    public enum EndOfInput: Sendable, Equatable {
+        /// The peer closed its side.
+        case eof
+        /// A socket error (reset, timeout), with libuv's text.
+        case failed(String)
+    }
+
+    public let loop: EventLoop
+    let handle: UnsafeMutablePointer<uv_tcp_t>
+    private var stream: UnsafeMutablePointer<uv_stream_t> { UnsafeMutablePointer(OpaquePointer(handle)) }
+
+    /// Called with each chunk of bytes received.
+    public var onData: (([UInt8]) -> Void)?
+    /// Called once when reading ends; the connection is still open for writes.
+    public var onEnd: ((EndOfInput) -> Void)?
+    /// Called when every queued byte has been handed to the kernel.
+    public var onDrain: (() -> Void)?
+    /// Called once, after the socket is closed and its memory released.
+    public var onClose: (() -> Void)?
+
+    private var outbox: [UInt8] = []
+    private var flushScheduled = false
+    private var bytesInFlight = 0
+    private var closing = false
+    private var shutdownRequested = false
+
+    /// The remote endpoint, read once at accept or connect.
+    public private(set) var peer: SocketAddress?
+
+    init(loop: EventLoop) {
+        self.loop = loop
+        handle = .allocate(capacity: 1)
+        uv_tcp_init(loop.raw, handle)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    static func owner(_ pointer: UnsafeMutableRawPointer?) -> TCPConnection {
+        Unmanaged<TCPConnection>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    func didConnect() {
+        uv_tcp_nodelay(handle, 1)
+        var storage = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            uv_tcp_getpeername(handle, UnsafeMutablePointer<sockaddr>(OpaquePointer($0)), &length)
+        }
+        if result == 0 { peer = SocketAddress.from(storage) }
+    }
+
+    /// Opens a connection to `address`; `completion` runs on the loop thread.
+    public static func connect(
+        on loop: EventLoop, to address: SocketAddress,
+        completion: @escaping (Result<TCPConnection, LoopError>) -> Void
+    ) {
+        let connection = TCPConnection(loop: loop)
+        let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+        request.pointee.data = Unmanaged.passRetained(ConnectBox(connection, completion)).toOpaque()
+        do {
+            try address.withSockaddr { sockaddr throws(LoopError) in
+                try check(uv_tcp_connect(request, connection.handle, sockaddr) { request, status in
+                    let box = Unmanaged<ConnectBox>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                    request!.deallocate()
+                    if status < 0 {
+                        box.connection.close()
+                        box.completion(.failure(LoopError(status, "connect")))
+                    } else {
+                        box.connection.didConnect()
+                        box.completion(.success(box.connection))
+                    }
+                }, "connect")
+            }
+        } catch {
+            Unmanaged<ConnectBox>.fromOpaque(request.pointee.data).release()
+            request.deallocate()
+            connection.close()
+            completion(.failure(error))
+        }
+    }
+
+    /// Starts delivering received bytes to `onData`.
+    public func startReading() {
+        guard !closing else { return }
+        uv_read_start(stream, { handle, _, buffer in
+            let connection = TCPConnection.owner(handle!.pointee.data)
+            buffer!.pointee = uv_buf_init(connection.loop.readBuffer, UInt32(EventLoop.readBufferSize))
+        }, { stream, count, buffer in
+            let connection = TCPConnection.owner(stream!.pointee.data)
+            if count > 0 {
+                let bytes = UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count)
+                connection.onData?(Array(bytes))
+            } else if count < 0 {
+                uv_read_stop(stream)
+                let end: EndOfInput = count == Int(UV_EOF.rawValue) ? .eof : .failed(String(cString: uv_strerror(Int32(count))))
+                connection.onEnd?(end)
+            }
+        })
+    }
+
+    /// Stops reading (backpressure); `startReading()` resumes.
+    public func stopReading() {
+        guard !closing else { return }
+        uv_read_stop(stream)
+    }
+
+    /// Bytes accepted by `write` that the kernel has not taken yet.
+    public var pendingOutputBytes: Int { outbox.count + bytesInFlight }
+
+    /// Whether `close()` or `closeAfterWriting()` has been called.
+    public var isClosing: Bool { closing || shutdownRequested }
+
+    /// Queues bytes; they go out, coalesced with others, before the loop next sleeps.
+    public func write(_ bytes: some Sequence<UInt8>) {
+        guard !closing, !shutdownRequested else { return }
+        outbox.append(contentsOf: bytes)
+        if !flushScheduled {
+            flushScheduled = true
+            loop.scheduleFlush(self)
+        }
+    }
+
+    /// Queues a string's UTF-8 bytes.
+    public func write(_ text: String) {
+        write(text.utf8)
+    }
+
+    /// Drops output that was queued but not yet handed to the kernel.
+    public func discardUnflushedOutput() {
+        outbox.removeAll()
+    }
+
+    func flush() {
+        flushScheduled = false
+        guard !closing, !outbox.isEmpty else { return }
+        var offset = 0
+        if bytesInFlight == 0 {
+            // Fast path: the kernel usually takes everything at once, with no copy.
+            let written = outbox.withUnsafeMutableBytes { raw -> Int in
+                var buffer = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
+                return Int(uv_try_write(stream, &buffer, 1))
+            }
+            if written > 0 { offset = written }
+        }
+        if offset < outbox.count {
+            let box = WriteBox(Array(outbox[offset...]))
+            bytesInFlight += box.count
+            let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+            request.pointee.data = Unmanaged.passRetained(box).toOpaque()
+            var buffer = uv_buf_init(box.bytes, UInt32(box.count))
+            let result = uv_write(request, stream, &buffer, 1) { request, status in
+                let box = Unmanaged<WriteBox>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                let connection = TCPConnection.owner(request!.pointee.handle.pointee.data)
+                request!.deallocate()
+                connection.bytesInFlight -= box.count
+                if status == 0, connection.pendingOutputBytes == 0 { connection.onDrain?() }
+            }
+            if result < 0 {
+                bytesInFlight -= box.count
+                Unmanaged<WriteBox>.fromOpaque(request.pointee.data).release()
+                request.deallocate()
+            }
+        }
+        outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
+        if pendingOutputBytes == 0 { onDrain?() }
+    }
+
+    /// Sends what is queued, then half-closes and closes: the way to deliver a last `* BYE`.
+    public func closeAfterWriting() {
+        guard !closing, !shutdownRequested else { return }
+        flush()
+        shutdownRequested = true
+        uv_read_stop(stream)
+        let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+        let result = uv_shutdown(request, stream) { request, _ in
+            let connection = TCPConnection.owner(request!.pointee.handle.pointee.data)
+            request!.deallocate()
+            connection.close()
+        }
+        if result < 0 {
+            request.deallocate()
+            close()
+        }
+    }
+
+    /// Closes now; queued writes not yet sent are cancelled.
+    public func close() {
+        guard !closing else { return }
+        closing = true
+        outbox.removeAll()
+        uv_close(asHandle(handle)) { handle in
+            let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            connection.handle.deallocate()
+            let onClose = connection.onClose
+            connection.onData = nil
+            connection.onEnd = nil
+            connection.onDrain = nil
+            connection.onClose = nil
+            onClose?()
+        }
+    }
+}
+
+/// Owns a write's bytes until libuv's write callback.
+private final class WriteBox {
+    let bytes: UnsafeMutablePointer<CChar>
+    let count: Int
+
+    init(_ source: [UInt8]) {
+        count = source.count
+        bytes = .allocate(capacity: count)
+        source.withUnsafeBytes { raw in
+            bytes.update(from: raw.bindMemory(to: CChar.self).baseAddress!, count: count)
+        }
+    }
+
+    deinit { bytes.deallocate() }
+}
+
+/// Carries a connect's completion through libuv.
+private final class ConnectBox {
+    let connection: TCPConnection
+    let completion: (Result<TCPConnection, LoopError>) -> Void
+
+    init(_ connection: TCPConnection, _ completion: @escaping (Result<TCPConnection, LoopError>) -> Void) {
+        self.connection = connection
+        self.completion = completion
+    }
+}

@@ -1,0 +1,169 @@
+import SyncProtocol
+
+/// A request the server understands, with its arguments checked and typed.
+public enum Command: Equatable, Sendable {
+    case hello(version: String, clientName: String?)
+    case auth(user: String, password: String)
+    case authToken(String)
+    case tokenNew(label: String?)
+    case tokenRevoke(String)
+    case create(collection: String)
+    case collections
+    case grant(collection: String, user: String, role: Role?)
+    case put(collection: String, id: String, baseRev: Int64, fields: Fields)
+    case move(collection: String, id: String, baseRev: Int64, placement: Placement)
+    case delete(collection: String, id: String, baseRev: Int64)
+    case get(collection: String, id: String)
+    case list(collection: String)
+    case subscribe(collection: String, since: Int64)
+    case unsubscribe(collection: String)
+    case ping
+    case stats
+    case quit
+
+    /// Whether the verb may be used before AUTH succeeds.
+    public var allowedBeforeAuth: Bool {
+        switch self {
+        case .hello, .auth, .authToken, .ping, .quit: true
+        default: false
+        }
+    }
+
+    /// Record writes: pipelined into group commits without waiting for one another.
+    public var isRecordWrite: Bool {
+        switch self {
+        case .put, .move, .delete: true
+        default: false
+        }
+    }
+}
+
+/// One verb's entry in the dispatch table: its name, argument counts, and payload rule.
+struct VerbSpec {
+    let verb: String
+    let arguments: ClosedRange<Int>
+    let takesPayload: Bool
+    let usage: String
+}
+
+/// Turns a `RequestLine` into a `Command`, from one table, with uniform arity errors (redis'
+/// `commandTable`).
+public enum CommandParser {
+    static let table: [String: VerbSpec] = Dictionary(uniqueKeysWithValues: [
+        VerbSpec(verb: "HELLO", arguments: 1...2, takesPayload: false, usage: "HELLO <version> [client-name]"),
+        VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>"),
+        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN REVOKE <token>"),
+        VerbSpec(verb: "CREATE", arguments: 1...1, takesPayload: false, usage: "CREATE <collection>"),
+        VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS"),
+        VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none"),
+        VerbSpec(verb: "PUT", arguments: 3...3, takesPayload: true, usage: "PUT <collection> <id> <base-rev> {fields}"),
+        VerbSpec(verb: "MOVE", arguments: 4...5, takesPayload: false, usage: "MOVE <collection> <id> <base-rev> FIRST|LAST|BEFORE <id>|AFTER <id>"),
+        VerbSpec(verb: "DEL", arguments: 3...3, takesPayload: false, usage: "DEL <collection> <id> <base-rev>"),
+        VerbSpec(verb: "GET", arguments: 2...2, takesPayload: false, usage: "GET <collection> <id>"),
+        VerbSpec(verb: "LIST", arguments: 1...1, takesPayload: false, usage: "LIST <collection>"),
+        VerbSpec(verb: "SUB", arguments: 3...3, takesPayload: false, usage: "SUB <collection> SINCE <seq>"),
+        VerbSpec(verb: "UNSUB", arguments: 1...1, takesPayload: false, usage: "UNSUB <collection>"),
+        VerbSpec(verb: "PING", arguments: 0...0, takesPayload: false, usage: "PING"),
+        VerbSpec(verb: "STATS", arguments: 0...0, takesPayload: false, usage: "STATS"),
+        VerbSpec(verb: "QUIT", arguments: 0...0, takesPayload: false, usage: "QUIT"),
+    ].map { ($0.verb, $0) })
+
+    /// The verbs, for `UNKNOWN_COMMAND` replies and documentation checks.
+    public static var verbs: [String] { table.keys.sorted() }
+
+    /// Checks arity, names and numbers; errors carry the wire code to answer with.
+    public static func parse(_ line: RequestLine) throws(ProtocolError) -> Command {
+        guard let spec = table[line.verb] else {
+            throw ProtocolError(.unknownCommand, "unknown verb \(ValueJSON.quoted(line.verb))")
+        }
+        let args = line.arguments
+        guard spec.arguments.contains(args.count) else {
+            throw ProtocolError(.badRequest, "wrong number of arguments; usage: \(spec.usage)")
+        }
+        if spec.takesPayload {
+            guard line.payload != nil else { throw ProtocolError(.badRequest, "missing JSON payload; usage: \(spec.usage)") }
+        } else if line.payload != nil {
+            throw ProtocolError(.badRequest, "\(spec.verb) takes no JSON payload")
+        }
+
+        switch spec.verb {
+        case "HELLO":
+            return .hello(version: args[0], clientName: args.count > 1 ? args[1] : nil)
+        case "AUTH":
+            if args[0].uppercased() == "TOKEN" { return .authToken(args[1]) }
+            return .auth(user: args[0], password: args[1])
+        case "TOKEN":
+            switch args[0].uppercased() {
+            case "NEW": return .tokenNew(label: args.count > 1 ? args[1] : nil)
+            case "REVOKE" where args.count == 2: return .tokenRevoke(args[1])
+            default: throw ProtocolError(.badRequest, "usage: \(spec.usage)")
+            }
+        case "CREATE":
+            return .create(collection: try collection(args[0]))
+        case "COLLECTIONS":
+            return .collections
+        case "GRANT":
+            let role: Role?
+            if args[2].lowercased() == "none" {
+                role = nil
+            } else if let named = Role(name: args[2]) {
+                role = named
+            } else {
+                throw ProtocolError(.badRequest, "role must be read, write, admin or none")
+            }
+            guard Names.isValidUser(args[1]) else { throw ProtocolError(.badRequest, "invalid user name") }
+            return .grant(collection: try collection(args[0]), user: args[1], role: role)
+        case "PUT":
+            return .put(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), fields: line.payload!)
+        case "MOVE":
+            return .move(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), placement: try placement(Array(args[3...]), usage: spec.usage))
+        case "DEL":
+            return .delete(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]))
+        case "GET":
+            return .get(collection: try collection(args[0]), id: try recordID(args[1]))
+        case "LIST":
+            return .list(collection: try collection(args[0]))
+        case "SUB":
+            guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(spec.usage)") }
+            guard let since = Int64(args[2]), since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
+            return .subscribe(collection: try collection(args[0]), since: since)
+        case "UNSUB":
+            return .unsubscribe(collection: try collection(args[0]))
+        case "PING":
+            return .ping
+        case "STATS":
+            return .stats
+        default:
+            return .quit
+        }
+    }
+
+    private static func collection(_ name: String) throws(ProtocolError) -> String {
+        guard Names.isValidCollection(name) else {
+            throw ProtocolError(.badRequest, "invalid collection name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+        }
+        return name
+    }
+
+    private static func recordID(_ id: String) throws(ProtocolError) -> String {
+        guard Names.isValidRecordID(id) else {
+            throw ProtocolError(.badRequest, "invalid record id: 1-200 bytes, no '/', control characters or leading '.'")
+        }
+        return id
+    }
+
+    private static func revision(_ text: String) throws(ProtocolError) -> Int64 {
+        guard let rev = Int64(text), rev >= 0 else { throw ProtocolError(.badRequest, "base-rev must be a non-negative integer") }
+        return rev
+    }
+
+    private static func placement(_ words: [String], usage: String) throws(ProtocolError) -> Placement {
+        switch (words[0].uppercased(), words.count) {
+        case ("FIRST", 1): return .first
+        case ("LAST", 1): return .last
+        case ("BEFORE", 2): return .before(try recordID(words[1]))
+        case ("AFTER", 2): return .after(try recordID(words[1]))
+        default: throw ProtocolError(.badRequest, "usage: \(usage)")
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import SyncProtocol
+
+/// Rules for the names users choose: collections, record ids and user names (DESIGN.md §2).
+public enum Names {
+    /// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`: safe as a folder name on every platform.
+    public static func isValidCollection(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...64).contains(bytes.count), isAlphanumeric(bytes[0]) else { return false }
+        return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// Any UTF-8 file stem of 1–200 bytes with no `/`, NUL or control character, not `.`/`..`,
+    /// not hidden, and not a conflict-copy name.
+    public static func isValidRecordID(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard (1...200).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
+        guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return false }
+        return !id.contains(".sync-conflict-")
+    }
+
+    /// User names follow the collection-name rule, so they are safe in paths and logs too.
+    public static func isValidUser(_ name: String) -> Bool {
+        isValidCollection(name)
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+    }
+}

@@ -1,0 +1,46 @@
+import SyncProtocol
+
+/// The state of one record as the server holds it: live with fields, or a tombstone.
+public struct RecordState: Equatable, Sendable {
+    /// Live fields, kept as their canonical JSON so the broadcast path never re-encodes them.
+    public enum Body: Equatable, Sendable {
+        case live(position: String, fieldsJSON: String)
+        case deleted
+    }
+
+    public var id: String
+    public var rev: Int64
+    public var body: Body
+
+    public init(id: String, rev: Int64, body: Body) {
+        self.id = id
+        self.rev = rev
+        self.body = body
+    }
+
+    /// `<rev> <position> {fields}` or `<rev> - DELETED`, the tail shared by GET, CHANGE and CONFLICT.
+    public var wireTail: String {
+        switch body {
+        case .live(let position, let fieldsJSON): "\(rev) \(position) \(fieldsJSON)"
+        case .deleted: "\(rev) - DELETED"
+        }
+    }
+}
+
+/// One committed change: a record's new state and the server-wide sequence number it got.
+public struct Change: Equatable, Sendable {
+    public var collection: String
+    public var seq: Int64
+    public var state: RecordState
+
+    public init(collection: String, seq: Int64, state: RecordState) {
+        self.collection = collection
+        self.seq = seq
+        self.state = state
+    }
+
+    /// The `* CHANGE` line subscribers receive, with its LF.
+    public var line: String {
+        "* CHANGE \(collection) \(seq) \(ResponseLine.argument(state.id)) \(state.wireTail)\n"
+    }
+}

@@ -1,0 +1,42 @@
+/// The stable error codes of the wire protocol (`TAG ERR CODE text`), listed in PROTOCOL.md.
+public enum ErrorCode: String, Sendable, CaseIterable {
+    /// The line could not be parsed, or an argument is malformed.
+    case badRequest = "BAD_REQUEST"
+    /// The verb is not one the server knows.
+    case unknownCommand = "UNKNOWN_COMMAND"
+    /// A line or record is over its limit.
+    case tooLarge = "TOO_LARGE"
+    /// The verb needs an authenticated connection.
+    case authRequired = "AUTH_REQUIRED"
+    /// Wrong user, password or token.
+    case authFailed = "AUTH_FAILED"
+    /// The user's role on the collection does not allow the verb.
+    case forbidden = "FORBIDDEN"
+    /// No such collection, record or user.
+    case notFound = "NOT_FOUND"
+    /// The collection already exists.
+    case exists = "EXISTS"
+    /// The base revision is stale; the reply carries the server's state.
+    case conflict = "CONFLICT"
+    /// `SINCE` is older than the oldest kept tombstone: resync from 0.
+    case expired = "EXPIRED"
+    /// The client speaks a protocol major the server does not.
+    case unsupportedVersion = "UNSUPPORTED_VERSION"
+    /// Too many requests; try later.
+    case rateLimited = "RATE_LIMITED"
+    /// The server cannot take the request now (shutting down, overloaded).
+    case busy = "BUSY"
+    /// A fault on the server side; the request may be retried.
+    case `internal` = "INTERNAL"
+}
+
+/// A request that failed with a wire error code and a human-readable reason.
+public struct ProtocolError: Error, Equatable, Sendable {
+    public var code: ErrorCode
+    public var message: String
+
+    public init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+}

@@ -1,0 +1,46 @@
+/// Splits a byte stream into LF-terminated lines (a CR before the LF is dropped), refusing to
+/// buffer a line longer than the limit.
+public struct LineFramer: Sendable {
+    /// The line in progress passed `maxLineBytes` before its LF arrived.
+    public struct LineTooLong: Error, Equatable {}
+
+    public let maxLineBytes: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var scanned = 0
+
+    public init(maxLineBytes: Int) {
+        self.maxLineBytes = maxLineBytes
+    }
+
+    /// Bytes received but not yet returned as a line.
+    public var bufferedByteCount: Int { buffer.count - start }
+
+    /// Adds received bytes; call `nextLine()` until it returns nil afterwards.
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        if start > 0, start >= buffer.count / 2 {
+            buffer.removeFirst(start)
+            scanned -= start
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete line without its terminator, or nil when none is complete yet.
+    public mutating func nextLine() throws(LineTooLong) -> ArraySlice<UInt8>? {
+        var index = scanned
+        while index < buffer.count, buffer[index] != 0x0A { index += 1 }
+        guard index < buffer.count else {
+            scanned = index
+            if buffer.count - start > maxLineBytes { throw LineTooLong() }
+            return nil
+        }
+        var end = index
+        if end > start, buffer[end - 1] == 0x0D { end -= 1 }
+        guard end - start <= maxLineBytes else { throw LineTooLong() }
+        let line = buffer[start..<end]
+        start = index + 1
+        scanned = start
+        return line
+    }
+}

@@ -1,0 +1,121 @@
+/// One parsed client line: `TAG VERB ARG... [PAYLOAD]`.
+public struct RequestLine: Equatable, Sendable {
+    /// The client's tag, echoed in the reply.
+    public var tag: String
+    /// The verb in upper case (verbs are case-insensitive, as in Redis).
+    public var verb: String
+    /// Atoms and decoded JSON-string arguments, in order.
+    public var arguments: [String]
+    /// The trailing JSON object, where the line has one.
+    public var payload: Fields?
+
+    public init(tag: String, verb: String, arguments: [String] = [], payload: Fields? = nil) {
+        self.tag = tag
+        self.verb = verb
+        self.arguments = arguments
+        self.payload = payload
+    }
+}
+
+/// Why a line could not become a `RequestLine`.
+public enum LineParseError: Error, Equatable {
+    /// The tag itself is unreadable: answer with an untagged `* ERR`.
+    case untagged(ProtocolError)
+    /// The tag was read; answer `TAG ERR ...`.
+    case tagged(String, ProtocolError)
+}
+
+/// Parses request lines; pure, so every edge case is tested without a socket.
+public enum RequestParser {
+    /// Longest tag a client may choose.
+    public static let maxTagLength = 32
+
+    /// Parses one line (without its LF). Returns nil for a blank line, which is ignored.
+    public static func parse(_ line: some Collection<UInt8>) throws(LineParseError) -> RequestLine? {
+        let bytes = Array(line)
+        var index = 0
+        skipSpaces(bytes, &index)
+        if index == bytes.count { return nil }
+
+        let tagStart = index
+        while index < bytes.count, bytes[index] != 0x20 { index += 1 }
+        let tagBytes = bytes[tagStart..<index]
+        guard tagBytes.count <= maxTagLength, tagBytes.allSatisfy(isTagByte) else {
+            throw .untagged(ProtocolError(.badRequest, "unreadable tag: a tag is 1-32 of [A-Za-z0-9._-]"))
+        }
+        let tag = String(decoding: tagBytes, as: UTF8.self)
+        func fail(_ code: ErrorCode, _ message: String) -> LineParseError {
+            .tagged(tag, ProtocolError(code, message))
+        }
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw fail(.badRequest, "line is not valid UTF-8")
+        }
+
+        skipSpaces(bytes, &index)
+        guard index < bytes.count else { throw fail(.badRequest, "missing verb") }
+        let verbStart = index
+        while index < bytes.count, bytes[index] != 0x20 { index += 1 }
+        let verbBytes = bytes[verbStart..<index]
+        guard verbBytes.allSatisfy(isAtomByte) else { throw fail(.badRequest, "malformed verb") }
+        let verb = String(decoding: verbBytes, as: UTF8.self).uppercased()
+
+        var arguments: [String] = []
+        var payload: Fields?
+        while true {
+            skipSpaces(bytes, &index)
+            guard index < bytes.count else { break }
+            guard payload == nil else { throw fail(.badRequest, "text after the JSON payload") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"):
+                do {
+                    let (value, end) = try ValueJSON.decodePrefix(bytes, from: index)
+                    guard case .dictionary(let fields) = value else { throw fail(.badRequest, "payload must be an object") }
+                    payload = fields
+                    index = end
+                } catch let error as ProtocolError {
+                    throw fail(error.code, error.message)
+                } catch {
+                    throw error as! LineParseError
+                }
+            case UInt8(ascii: "\""):
+                var reader = JSONReader(bytes: bytes, index: index)
+                do {
+                    arguments.append(try reader.readString())
+                } catch {
+                    throw fail(.badRequest, "bad quoted argument: \(error.message)")
+                }
+                index = reader.index
+                guard index == bytes.count || bytes[index] == 0x20 else {
+                    throw fail(.badRequest, "quoted argument must be followed by a space")
+                }
+            default:
+                let start = index
+                while index < bytes.count, bytes[index] != 0x20 { index += 1 }
+                let atom = bytes[start..<index]
+                guard atom.allSatisfy(isAtomByte) else {
+                    throw fail(.badRequest, "argument \(arguments.count + 1) has a quote or control character")
+                }
+                arguments.append(String(decoding: atom, as: UTF8.self))
+            }
+        }
+        return RequestLine(tag: tag, verb: verb, arguments: arguments, payload: payload)
+    }
+
+    private static func skipSpaces(_ bytes: [UInt8], _ index: inout Int) {
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+    }
+
+    static func isTagByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    static func isAtomByte(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte != 0x7F && byte != UInt8(ascii: "\"")
+    }
+}
