@@ -1,0 +1,59 @@
+import Foundation
+
+/// Users and tokens, read and changed directly on the store file: the `plistsync user`
+/// commands use it whether or not a server runs, and the server reads logins through it.
+public final class Accounts {
+    let db: SQLiteDatabase
+
+    public init(folder: DataFolder) throws(StoreError) {
+        db = try folder.open()
+    }
+
+    /// A user's stored login facts.
+    public struct User: Sendable, Equatable {
+        public var name: String
+        public var passwordHash: String
+        public var isAdmin: Bool
+    }
+
+    public func user(named name: String) throws(StoreError) -> User? {
+        try db.queryFirst("SELECT name, password_hash, is_admin FROM users WHERE name = ?", .text(name)) { row in
+            User(name: row.text(0) ?? "", passwordHash: row.text(1) ?? "", isAdmin: row.integer(2) != 0)
+        }
+    }
+
+    public func users() throws(StoreError) -> [User] {
+        try db.query("SELECT name, password_hash, is_admin FROM users ORDER BY name") { row in
+            User(name: row.text(0) ?? "", passwordHash: row.text(1) ?? "", isAdmin: row.integer(2) != 0)
+        }
+    }
+
+    /// The user a token (given as its SHA-256 hex) belongs to.
+    public func tokenOwner(hash: String) throws(StoreError) -> String? {
+        try db.queryFirst("SELECT user FROM tokens WHERE hash = ?", .text(hash)) { $0.text(0) } ?? nil
+    }
+
+    /// Adds a user; false when the name is taken.
+    public func addUser(_ name: String, passwordHash: String, isAdmin: Bool) throws(StoreError) -> Bool {
+        try db.execute(
+            "INSERT OR IGNORE INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+            .text(name), .text(passwordHash), .integer(isAdmin ? 1 : 0), .integer(Int64(Date().timeIntervalSince1970))) == 1
+    }
+
+    /// Replaces a password and revokes the user's tokens; false when there is no such user.
+    public func setPassword(_ name: String, passwordHash: String) throws(StoreError) -> Bool {
+        try db.transaction(immediate: true) { () throws(StoreError) in
+            let changed = try db.execute("UPDATE users SET password_hash = ? WHERE name = ?", .text(passwordHash), .text(name))
+            try db.execute("DELETE FROM tokens WHERE user = ?", .text(name))
+            return changed == 1
+        }
+    }
+
+    /// Removes a user, their tokens and memberships; false when there is no such user.
+    public func removeUser(_ name: String) throws(StoreError) -> Bool {
+        try db.transaction(immediate: true) { () throws(StoreError) in
+            try db.execute("DELETE FROM members WHERE user = ?", .text(name))
+            return try db.execute("DELETE FROM users WHERE name = ?", .text(name)) == 1
+        }
+    }
+}

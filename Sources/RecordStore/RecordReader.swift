@@ -1,0 +1,98 @@
+import SyncCore
+import SyncProtocol
+
+/// Read-only queries over the store, on its own connection (WAL lets it read while a commit
+/// is in flight on the thread pool). Used on the loop thread.
+public final class RecordReader {
+    let db: SQLiteDatabase
+
+    public init(folder: DataFolder) throws(StoreError) {
+        db = try folder.open()
+    }
+
+    /// A collection as the access rules need it.
+    public struct CollectionInfo: Sendable, Equatable {
+        public var name: String
+        public var owner: String
+        public var members: [String: Role]
+        public var lastSeq: Int64
+    }
+
+    /// Identity of this data folder, stable across restarts.
+    public func serverID() throws(StoreError) -> String {
+        try db.queryFirst("SELECT value FROM meta WHERE key = 'server_id'") { $0.text(0) ?? "" } ?? ""
+    }
+
+    /// The last seq handed out.
+    public func currentSeq() throws(StoreError) -> Int64 {
+        try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
+    }
+
+    /// Every collection with its members and the seq of its latest change.
+    public func collections() throws(StoreError) -> [CollectionInfo] {
+        var byName: [String: CollectionInfo] = [:]
+        for info in try db.query("SELECT name, owner FROM collections", row: { row in
+            CollectionInfo(name: row.text(0) ?? "", owner: row.text(1) ?? "", members: [:], lastSeq: 0)
+        }) {
+            byName[info.name] = info
+        }
+        for (collection, user, role) in try db.query("SELECT collection, user, role FROM members", row: { row in
+            (row.text(0) ?? "", row.text(1) ?? "", Role(rawValue: Int(row.integer(2))) ?? .read)
+        }) {
+            byName[collection]?.members[user] = role
+        }
+        for (collection, seq) in try db.query("SELECT collection, max(seq) FROM records GROUP BY collection", row: { row in
+            (row.text(0) ?? "", row.integer(1))
+        }) {
+            byName[collection]?.lastSeq = seq
+        }
+        return byName.values.sorted { $0.name < $1.name }
+    }
+
+    /// One record's state, nil when it never existed (or its tombstone was purged).
+    public func record(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
+        try Self.state(in: db, collection, id)
+    }
+
+    /// The live records of a collection in order, and the seq the listing is current to.
+    public func list(_ collection: String) throws(StoreError) -> (records: [RecordState], seq: Int64) {
+        try db.transaction { () throws(StoreError) in
+            let seq = try currentSeq()
+            let records = try db.query(
+                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id",
+                .text(collection)) { row in
+                RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
+            }
+            return (records, seq)
+        }
+    }
+
+    /// The latest state of every record changed after `since`, in seq order, and the seq the
+    /// answer is current to; nil when tombstones after `since` may have been purged.
+    public func changes(_ collection: String, since: Int64) throws(StoreError) -> (changes: [Change], seq: Int64)? {
+        try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
+            let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
+            if since > 0, since < purged { return nil }
+            let seq = try currentSeq()
+            let changes = try db.query(
+                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq",
+                .text(collection), .integer(since)) { row in
+                Change(collection: collection, seq: row.integer(2), state: Self.decodeState(row, id: 0, rev: 1, position: 3, fields: 4))
+            }
+            return (changes, seq)
+        }
+    }
+
+    static func state(in db: SQLiteDatabase, _ collection: String, _ id: String) throws(StoreError) -> RecordState? {
+        try db.queryFirst(
+            "SELECT id, rev, position, fields FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { row in
+            decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
+        }
+    }
+
+    private static func decodeState(_ row: Row, id: Int32, rev: Int32, position: Int32, fields: Int32) -> RecordState {
+        let body: RecordState.Body = row.isNull(fields)
+            ? .deleted : .live(position: row.text(position) ?? "", fieldsJSON: row.text(fields) ?? "{}")
+        return RecordState(id: row.text(id) ?? "", rev: row.integer(rev), body: body)
+    }
+}

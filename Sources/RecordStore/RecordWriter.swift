@@ -1,0 +1,182 @@
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// Applies batches of writes in one transaction each: the group commit.
+///
+/// Runs on the thread pool, one batch at a time (the committer guarantees it). Each operation's
+/// revision check happens inside the transaction, so it is atomic with its write.
+public final class RecordWriter: @unchecked Sendable {
+    private let db: SQLiteDatabase
+    private var seq: Int64
+
+    public init(folder: DataFolder) throws(StoreError) {
+        db = try folder.open()
+        seq = try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
+    }
+
+    /// Applies `operations` in order and makes them durable; one outcome per operation. When
+    /// this throws, nothing of the batch was committed.
+    public func commit(_ operations: [StoreOperation], now: Date = Date()) throws(StoreError) -> [StoreOutcome] {
+        let startSeq = seq
+        let timestamp = Int64(now.timeIntervalSince1970)
+        do {
+            return try db.transaction(immediate: true) { () throws(StoreError) in
+                var outcomes: [StoreOutcome] = []
+                outcomes.reserveCapacity(operations.count)
+                for operation in operations {
+                    outcomes.append(try apply(operation, timestamp: timestamp))
+                }
+                if seq != startSeq {
+                    try db.execute("UPDATE meta SET value = ? WHERE key = 'seq'", .integer(seq))
+                }
+                return outcomes
+            }
+        } catch {
+            seq = startSeq
+            throw error
+        }
+    }
+
+    private func apply(_ operation: StoreOperation, timestamp: Int64) throws(StoreError) -> StoreOutcome {
+        switch operation {
+        case .put(let collection, let id, let baseRev, let fieldsJSON):
+            return try put(collection, id, baseRev, fieldsJSON, timestamp)
+        case .move(let collection, let id, let baseRev, let placement):
+            return try move(collection, id, baseRev, placement, timestamp)
+        case .delete(let collection, let id, let baseRev):
+            guard let current = try state(collection, id), case .live = current.body, current.rev == baseRev else {
+                return .conflict(collection: collection, id: id, current: try state(collection, id))
+            }
+            return try record(collection, RecordState(id: id, rev: current.rev + 1, body: .deleted), timestamp)
+        case .createCollection(let name, let owner):
+            let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
+            if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
+            try db.execute("INSERT INTO collections (name, owner, created_at) VALUES (?, ?, ?)", .text(name), .text(owner), .integer(timestamp))
+            try db.execute("INSERT INTO members (collection, user, role) VALUES (?, ?, ?)", .text(name), .text(owner), .integer(Int64(Role.admin.rawValue)))
+            return .done
+        case .grant(let collection, let user, let role):
+            let known = try db.queryFirst("SELECT 1 FROM users WHERE name = ?", .text(user)) { _ in true } ?? false
+            guard known else { return .refused(ProtocolError(.notFound, "no user \(user)")) }
+            if let role {
+                try db.execute(
+                    "INSERT INTO members (collection, user, role) VALUES (?, ?, ?) ON CONFLICT (collection, user) DO UPDATE SET role = excluded.role",
+                    .text(collection), .text(user), .integer(Int64(role.rawValue)))
+            } else {
+                try db.execute("DELETE FROM members WHERE collection = ? AND user = ?", .text(collection), .text(user))
+            }
+            return .done
+        case .createToken(let hash, let user, let label):
+            try db.execute("INSERT INTO tokens (hash, user, label, created_at) VALUES (?, ?, ?, ?)",
+                           .text(hash), .text(user), label.map(SQLValue.text) ?? .null, .integer(timestamp))
+            return .done
+        case .revokeToken(let hash, let user):
+            let removed = if let user {
+                try db.execute("DELETE FROM tokens WHERE hash = ? AND user = ?", .text(hash), .text(user))
+            } else {
+                try db.execute("DELETE FROM tokens WHERE hash = ?", .text(hash))
+            }
+            return removed > 0 ? .done : .refused(ProtocolError(.notFound, "no such token"))
+        case .purgeTombstones(let cutoff):
+            let newest = try db.queryFirst(
+                "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
+            if let newest {
+                try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
+                try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
+            }
+            return .done
+        }
+    }
+
+    private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
+        let current = try state(collection, id)
+        switch current?.body {
+        case .live(let position, _)?:
+            guard current!.rev == baseRev else { return .conflict(collection: collection, id: id, current: current) }
+            return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+        case .deleted?:
+            // Re-creating over a tombstone: from scratch (0) or from the tombstone's rev.
+            guard baseRev == 0 || baseRev == current!.rev else { return .conflict(collection: collection, id: id, current: current) }
+            let position = try positionAtEnd(collection, excluding: id)
+            return try record(collection, RecordState(id: id, rev: current!.rev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+        case nil:
+            guard baseRev == 0 else { return .conflict(collection: collection, id: id, current: nil) }
+            let position = try positionAtEnd(collection, excluding: id)
+            return try record(collection, RecordState(id: id, rev: 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+        }
+    }
+
+    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
+        guard let current = try state(collection, id), case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else {
+            return .conflict(collection: collection, id: id, current: try state(collection, id))
+        }
+        let live = "collection = ? AND fields IS NOT NULL AND id != ?"
+        let lower: String?
+        let upper: String?
+        switch placement {
+        case .first:
+            lower = nil
+            upper = try db.queryFirst("SELECT position FROM records WHERE \(live) ORDER BY position, id LIMIT 1", .text(collection), .text(id)) { $0.text(0) } ?? nil
+        case .last:
+            lower = try db.queryFirst("SELECT position FROM records WHERE \(live) ORDER BY position DESC, id DESC LIMIT 1", .text(collection), .text(id)) { $0.text(0) } ?? nil
+            upper = nil
+        case .before(let anchor), .after(let anchor):
+            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
+            guard let anchorState = try state(collection, anchor), case .live(let anchorPosition, _) = anchorState.body else {
+                return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
+            }
+            if case .before = placement {
+                upper = anchorPosition
+                lower = try db.queryFirst("SELECT position FROM records WHERE \(live) AND position < ? ORDER BY position DESC LIMIT 1",
+                                          .text(collection), .text(id), .text(anchorPosition)) { $0.text(0) } ?? nil
+            } else {
+                lower = anchorPosition
+                upper = try db.queryFirst("SELECT position FROM records WHERE \(live) AND position > ? ORDER BY position LIMIT 1",
+                                          .text(collection), .text(id), .text(anchorPosition)) { $0.text(0) } ?? nil
+            }
+        }
+        let position = try key(between: lower, upper)
+        return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+    }
+
+    private func positionAtEnd(_ collection: String, excluding id: String) throws(StoreError) -> String {
+        let last = try db.queryFirst(
+            "SELECT position FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position DESC, id DESC LIMIT 1",
+            .text(collection), .text(id)) { $0.text(0) } ?? nil
+        return try key(between: last, nil)
+    }
+
+    private func key(between lower: String?, _ upper: String?) throws(StoreError) -> String {
+        do {
+            return try PositionKey.between(lower, upper)
+        } catch {
+            throw .sqlite(code: 0, message: "position keys exhausted between \(lower ?? "start") and \(upper ?? "end")")
+        }
+    }
+
+    private func state(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
+        try RecordReader.state(in: db, collection, id)
+    }
+
+    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
+        seq += 1
+        let position: SQLValue
+        let fields: SQLValue
+        switch state.body {
+        case .live(let key, let json):
+            position = .text(key)
+            fields = .text(json)
+        case .deleted:
+            position = .null
+            fields = .null
+        }
+        try db.execute(
+            """
+            INSERT INTO records (collection, id, rev, seq, position, fields, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
+                position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
+            """,
+            .text(collection), .text(state.id), .integer(state.rev), .integer(seq), position, fields, .integer(timestamp))
+        return .changed(Change(collection: collection, seq: seq, state: state))
+    }
+}

@@ -1,0 +1,62 @@
+/// The store's tables, as readable SQL. `PRAGMA user_version` says which migrations ran.
+enum Schema {
+    /// Migrations in order; entry N brings a database from version N to N+1.
+    static let migrations: [String] = [
+        """
+        -- Facts about this data folder: 'server_id' (random, made once), 'seq' (the last seq
+        -- handed out), 'purged_seq' (the newest seq of a tombstone purged so far: SINCE below
+        -- it may have missed a delete, so it answers EXPIRED).
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value ANY NOT NULL
+        ) STRICT;
+
+        -- Accounts. password_hash is a self-describing KDF string
+        -- ('pbkdf2-sha256$<iterations>$<salt b64>$<hash b64>'); is_admin users may do anything.
+        CREATE TABLE users (
+            name          TEXT PRIMARY KEY,
+            password_hash TEXT NOT NULL,
+            is_admin      INTEGER NOT NULL DEFAULT 0,
+            created_at    INTEGER NOT NULL
+        ) STRICT;
+
+        -- Long-lived login tokens, stored as the SHA-256 of the token, never the token itself.
+        CREATE TABLE tokens (
+            hash       TEXT PRIMARY KEY,
+            user       TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,
+            label      TEXT,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+
+        -- Collections and who may use them. role: 1 read, 2 write, 3 admin. The owner is an
+        -- admin member from creation on.
+        CREATE TABLE collections (
+            name       TEXT PRIMARY KEY,
+            owner      TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE members (
+            collection TEXT NOT NULL REFERENCES collections(name) ON DELETE CASCADE,
+            user       TEXT NOT NULL,
+            role       INTEGER NOT NULL CHECK (role BETWEEN 1 AND 3),
+            PRIMARY KEY (collection, user)
+        ) STRICT;
+
+        -- One row per record, live or tombstone. fields is the canonical JSON of the record's
+        -- fields, NULL for a tombstone (position is then NULL too). seq is the server-wide
+        -- sequence number of the record's latest change; rev counts its changes.
+        CREATE TABLE records (
+            collection TEXT NOT NULL,
+            id         TEXT NOT NULL,
+            rev        INTEGER NOT NULL,
+            seq        INTEGER NOT NULL,
+            position   TEXT,
+            fields     TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (collection, id)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX records_by_seq ON records (collection, seq);
+        CREATE INDEX records_in_order ON records (collection, position, id) WHERE fields IS NOT NULL;
+        """
+    ]
+}

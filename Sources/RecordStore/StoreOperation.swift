@@ -1,0 +1,27 @@
+import SyncCore
+import SyncProtocol
+
+/// One write the committer applies inside a group-commit transaction.
+public enum StoreOperation: Sendable {
+    case put(collection: String, id: String, baseRev: Int64, fieldsJSON: String)
+    case move(collection: String, id: String, baseRev: Int64, placement: Placement)
+    case delete(collection: String, id: String, baseRev: Int64)
+    case createCollection(name: String, owner: String)
+    case grant(collection: String, user: String, role: Role?)
+    case createToken(hash: String, user: String, label: String?)
+    /// Revokes a token; `user` nil lets any user's token go (a server admin).
+    case revokeToken(hash: String, user: String?)
+    case purgeTombstones(updatedBefore: Int64)
+}
+
+/// What one operation of a batch came to.
+public enum StoreOutcome: Sendable, Equatable {
+    /// A record changed; broadcast it.
+    case changed(Change)
+    /// The base revision was stale: the record's current state, nil when it never existed.
+    case conflict(collection: String, id: String, current: RecordState?)
+    /// The operation broke a rule (NOT_FOUND, EXISTS, ...); nothing changed.
+    case refused(ProtocolError)
+    /// A non-record operation took effect.
+    case done
+}
