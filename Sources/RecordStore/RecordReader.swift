@@ -16,6 +16,13 @@ public final class RecordReader {
         public var owner: String
         public var members: [String: Role]
         public var lastSeq: Int64
+
+        public init(name: String, owner: String, members: [String: Role], lastSeq: Int64) {
+            self.name = name
+            self.owner = owner
+            self.members = members
+            self.lastSeq = lastSeq
+        }
     }
 
     /// Identity of this data folder, stable across restarts.

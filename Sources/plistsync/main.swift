@@ -1,1 +1,3 @@
-print("x")
+import Foundation
+
+exit(CLI.run(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,200 @@
+import EventLoop
+import Foundation
+import RecordStore
+import SyncCore
+import SyncProtocol
+
+/// `plistsync serve`: the listener, the sessions, the group committer and the broadcast hub,
+/// wired together on one event loop.
+///
+/// Loop-thread object. `start()` binds and returns; `EventLoop.run()` serves until `shutdown()`
+/// (SIGINT/SIGTERM) has drained the in-flight commits and said `* BYE SHUTDOWN` to everyone.
+public final class Server {
+    public let configuration: ServerConfiguration
+    let loop: EventLoop
+    let folder: DataFolder
+    let reader: RecordReader
+    let accounts: Accounts
+    let committer: Committer
+    let hub = Hub()
+    let directory: Directory
+    var throttle = AuthThrottle()
+    let serverID: String
+    let limitsJSON: String
+
+    private var listener: TCPListener?
+    private var sessions: [ObjectIdentifier: Session] = [:]
+    private var housekeeping: LoopTimer?
+    private var signalWatchers: [SignalWatcher] = []
+    private var shuttingDown = false
+    private let startedAt: UInt64
+    private var recentChanges: [(second: UInt64, count: Int)] = []
+    private var onStopped: (() -> Void)?
+
+    /// Opens the store (creating it on first use); nothing listens until `start()`.
+    public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
+        self.configuration = configuration
+        self.loop = loop
+        folder = DataFolder(path: configuration.dataPath)
+        let writer = try RecordWriter(folder: folder)
+        reader = try RecordReader(folder: folder)
+        accounts = try Accounts(folder: folder)
+        committer = Committer(loop: loop, writer: writer)
+        directory = Directory(try reader.collections())
+        serverID = try reader.serverID()
+        let limits = configuration.limits
+        limitsJSON = ValueJSON.encode(.dictionary([
+            "max_line_bytes": .integer(Int64(limits.maxLineBytes)),
+            "max_record_bytes": .integer(Int64(limits.maxRecordBytes)),
+            "max_pending_output_bytes": .integer(Int64(limits.maxPendingOutputBytes)),
+            "idle_timeout_seconds": .integer(Int64(configuration.idleTimeoutSeconds)),
+        ]))
+        startedAt = loop.nowMilliseconds
+        committer.onCommitted = { [unowned self] changes in committed(changes) }
+        committer.onIdle = { [unowned self] in if shuttingDown { finishShutdown() } }
+    }
+
+    /// The address actually bound (the real port when 0 was asked for).
+    public var boundAddress: SocketAddress? { listener?.address }
+
+    /// Binds the listener, installs signal handlers and starts housekeeping.
+    public func start(onStopped: @escaping () -> Void = {}) throws(LoopError) {
+        self.onStopped = onStopped
+        listener = try TCPListener(loop: loop, address: configuration.listen) { [unowned self] connection in
+            accept(connection)
+        }
+        for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
+            signalWatchers.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in shutdown() })
+        }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: 1_000, repeatEvery: 1_000) { [unowned self] in housekeep() }
+        housekeeping = timer
+        purgeTombstones()
+        ServerLog.info("plistsync serving on \(listener!.address), data in \(configuration.dataPath)")
+    }
+
+    private func accept(_ connection: TCPConnection) {
+        guard !shuttingDown else {
+            connection.write("* BYE SHUTDOWN\n")
+            connection.closeAfterWriting()
+            return
+        }
+        let session = Session(server: self, connection: connection)
+        let key = ObjectIdentifier(session)
+        sessions[key] = session
+        connection.onClose = { [unowned self] in
+            sessions[key] = nil
+            if shuttingDown, sessions.isEmpty { closeHandles() }
+        }
+    }
+
+    // MARK: - Changes and collections
+
+    private func committed(_ changes: [Change]) {
+        for change in changes { directory.committed(change) }
+        let second = loop.nowMilliseconds / 1000
+        if recentChanges.last?.second == second {
+            recentChanges[recentChanges.count - 1].count += changes.count
+        } else {
+            recentChanges.append((second, changes.count))
+            if recentChanges.count > 16 { recentChanges.removeFirst() }
+        }
+        hub.broadcast(changes)
+    }
+
+    func collectionCreated(_ name: String, owner: String) {
+        directory.created(name, owner: owner)
+        for session in sessions.values where session.user == owner {
+            session.collectionChanged(name, role: .admin, seq: 0)
+        }
+    }
+
+    func granted(_ role: Role?, to user: String, in collection: String) {
+        directory.granted(role, to: user, in: collection)
+        let seq = directory.lastSeq(collection)
+        for session in sessions.values where session.user == user {
+            session.collectionChanged(collection, role: role, seq: seq)
+        }
+    }
+
+    /// Runs `body` once on the loop thread after `milliseconds`.
+    func after(milliseconds: UInt64, _ body: @escaping () -> Void) {
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: milliseconds) {
+            timer.close()
+            body()
+        }
+    }
+
+    // MARK: - Housekeeping
+
+    private func housekeep() {
+        let now = loop.nowMilliseconds
+        if configuration.idleTimeoutSeconds > 0 {
+            let limit = configuration.idleTimeoutSeconds * 1000
+            for session in sessions.values where now - session.lastActivity > limit {
+                session.sayGoodbye("IDLE", reason: .idle)
+            }
+        }
+        let purgeEvery = max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
+        if (now - startedAt) % purgeEvery < 1000 { purgeTombstones() }
+    }
+
+    private func purgeTombstones() {
+        let cutoff = Int64(Date().timeIntervalSince1970) - Int64(configuration.tombstoneTTLSeconds)
+        committer.submit(.purgeTombstones(updatedBefore: cutoff)) { _ in }
+    }
+
+    /// The STATS reply's JSON.
+    func statsJSON() -> String {
+        let now = loop.nowMilliseconds
+        let window = recentChanges.filter { now / 1000 - $0.second < 10 && $0.second < now / 1000 }
+        let rate = Double(window.reduce(0) { $0 + $1.count }) / 10.0
+        return ValueJSON.encode(.dictionary([
+            "connections": .integer(Int64(sessions.count)),
+            "subscribers": .integer(Int64(hub.subscriptionCount)),
+            "seq": .integer(hub.lastBroadcastSeq),
+            "changes_per_second": .real(rate),
+            "uptime_seconds": .integer(Int64((now - startedAt) / 1000)),
+            "store_bytes": .integer(folder.storeSizeBytes()),
+            "collections": .integer(Int64(directory.collections.count)),
+            "commits": .integer(Int64(committer.batches)),
+            "queued_writes": .integer(Int64(committer.queuedCount)),
+        ]))
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops accepting, lets in-flight commits finish and answer, says `* BYE SHUTDOWN` to every
+    /// client, and lets the loop end.
+    public func shutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        ServerLog.info("shutting down")
+        listener?.close()
+        listener = nil
+        for session in sessions.values { session.connection.stopReading() }
+        if committer.isIdle { finishShutdown() }
+    }
+
+    private func finishShutdown() {
+        for session in sessions.values { session.sayGoodbye("SHUTDOWN", reason: .shutdown) }
+        if sessions.isEmpty {
+            closeHandles()
+        } else {
+            // Clients that do not read their last bytes are cut off after a grace period.
+            after(milliseconds: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+                for session in sessions.values { session.connection.close() }
+            }
+        }
+    }
+
+    private func closeHandles() {
+        housekeeping?.close()
+        housekeeping = nil
+        for watcher in signalWatchers { watcher.close() }
+        signalWatchers.removeAll()
+        onStopped?()
+        onStopped = nil
+    }
+}

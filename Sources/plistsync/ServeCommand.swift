@@ -1,0 +1,53 @@
+import EventLoop
+import Foundation
+import ServerKit
+
+/// `plistsync serve`: runs the server until SIGINT or SIGTERM.
+enum ServeCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Run the PlistSync server.
+
+        USAGE: plistsync serve [--listen ADDR:PORT] [--data DIR] [options]
+
+        OPTIONS:
+          --listen ADDR:PORT       Address to listen on (default 127.0.0.1:7420; port 0 picks one).
+          --data DIR               Data folder (default ./plistsync-data).
+          --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
+          --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
+          --port-file FILE         Write the bound port to FILE once listening.
+          --quiet                  Log errors only.
+          -h, --help               Show this help.
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(
+            arguments, valueOptions: ["listen", "data", "idle-timeout", "tombstone-ttl", "port-file"], flagOptions: ["quiet"])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
+        var configuration = ServerConfiguration()
+        if let listen = options.value("listen") {
+            guard let address = SocketAddress(parsing: listen) else { throw UsageError("--listen must be ADDR:PORT, e.g. 127.0.0.1:7420") }
+            configuration.listen = address
+        }
+        configuration.dataPath = options.value("data") ?? configuration.dataPath
+        configuration.idleTimeoutSeconds = UInt64(try options.integer("idle-timeout", default: 300, range: 0...31_536_000))
+        configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
+        ServerLog.quiet = options.flag("quiet")
+
+        let loop = EventLoop()
+        let server: Server
+        do {
+            server = try Server(configuration: configuration, loop: loop)
+            try server.start()
+        } catch let error as LoopError where error.isAddressInUse {
+            throw RuntimeError("\(configuration.listen) is already in use; is another server running? (--listen picks another)")
+        } catch {
+            throw RuntimeError("cannot start: \(error)")
+        }
+        if let portFile = options.value("port-file"), let port = server.boundAddress?.port {
+            try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
+        }
+        loop.run()
+        loop.close()
+        ServerLog.info("stopped")
+    }
+}
