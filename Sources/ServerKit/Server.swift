@@ -30,6 +30,7 @@ public final class Server {
     private let startedAt: UInt64
     private var recentChanges: [(second: UInt64, count: Int)] = []
     private var onStopped: (() -> Void)?
+    private var graceTimer: LoopTimer?
 
     /// Opens the store (creating it on first use); nothing listens until `start()`.
     public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
@@ -117,13 +118,15 @@ public final class Server {
         }
     }
 
-    /// Runs `body` once on the loop thread after `milliseconds`.
-    func after(milliseconds: UInt64, _ body: @escaping () -> Void) {
+    /// Runs `body` once on the loop thread after `milliseconds`; the returned timer can cancel it.
+    @discardableResult
+    func after(milliseconds: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
         let timer = LoopTimer(loop: loop)
         timer.start(after: milliseconds) {
             timer.close()
             body()
         }
+        return timer
     }
 
     // MARK: - Housekeeping
@@ -183,13 +186,16 @@ public final class Server {
             closeHandles()
         } else {
             // Clients that do not read their last bytes are cut off after a grace period.
-            after(milliseconds: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+            graceTimer = after(milliseconds: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+                graceTimer = nil
                 for session in sessions.values { session.connection.close() }
             }
         }
     }
 
     private func closeHandles() {
+        graceTimer?.close()
+        graceTimer = nil
         housekeeping?.close()
         housekeeping = nil
         for watcher in signalWatchers { watcher.close() }

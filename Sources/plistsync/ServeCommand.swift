@@ -14,6 +14,8 @@ enum ServeCommand: Subcommand {
           --data DIR               Data folder (default ./plistsync-data).
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
           --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
+          --max-pending-output BYTES
+                                   Unsent bytes a subscriber may hold before * BYE SLOW (default 8388608).
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           -h, --help               Show this help.
@@ -21,7 +23,7 @@ enum ServeCommand: Subcommand {
 
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
-            arguments, valueOptions: ["listen", "data", "idle-timeout", "tombstone-ttl", "port-file"], flagOptions: ["quiet"])
+            arguments, valueOptions: ["listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output"], flagOptions: ["quiet"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
         if let listen = options.value("listen") {
@@ -31,6 +33,8 @@ enum ServeCommand: Subcommand {
         configuration.dataPath = options.value("data") ?? configuration.dataPath
         configuration.idleTimeoutSeconds = UInt64(try options.integer("idle-timeout", default: 300, range: 0...31_536_000))
         configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
+        configuration.limits.maxPendingOutputBytes = try options.integer(
+            "max-pending-output", default: configuration.limits.maxPendingOutputBytes, range: 4096...(1 << 34))
         ServerLog.quiet = options.flag("quiet")
 
         let loop = EventLoop()

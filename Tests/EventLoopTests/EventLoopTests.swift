@@ -1,0 +1,85 @@
+import XCTest
+@testable import EventLoop
+
+final class EventLoopTests: XCTestCase {
+    /// An echo server and a client on one loop over real TCP; every handle is closed at the
+    /// end, so `close()` (uv_loop_close) succeeds only if nothing leaked.
+    func testEchoOverRealTCPLeaksNoHandle() throws {
+        let loop = EventLoop()
+        var received: [UInt8] = []
+        var serverSide: TCPConnection?
+        let listener = try TCPListener(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)) { connection in
+            serverSide = connection
+            connection.onData = { connection.write($0) }
+            connection.onEnd = { _ in connection.closeAfterWriting() }
+            connection.startReading()
+        }
+        XCTAssertNotEqual(listener.address.port, 0)
+        let message = Array(repeating: Array("hello over libuv\n".utf8), count: 10_000).flatMap { $0 }
+        TCPConnection.connect(on: loop, to: listener.address) { result in
+            guard case .success(let client) = result else { return XCTFail("connect failed") }
+            client.onData = { bytes in
+                received += bytes
+                if received.count == message.count {
+                    client.close()
+                    listener.close()
+                }
+            }
+            client.startReading()
+            client.write(message)
+        }
+        loop.run()
+        XCTAssertEqual(received, message)
+        XCTAssertNotNil(serverSide)
+        XCTAssertTrue(loop.close(), "a handle or request leaked")
+    }
+
+    func testBlockingWorkCompletesOnLoopThread() {
+        let loop = EventLoop()
+        let loopThread = pthread_self()
+        var results: [Int] = []
+        for value in 1...8 {
+            loop.runBlocking({ value * value }, then: { square in
+                XCTAssertTrue(pthread_equal(pthread_self(), loopThread) != 0)
+                results.append(square)
+            })
+        }
+        loop.run()
+        XCTAssertEqual(results.sorted(), [1, 4, 9, 16, 25, 36, 49, 64])
+        XCTAssertTrue(loop.close())
+    }
+
+    func testTimerFiresAndRepeats() {
+        let loop = EventLoop()
+        let timer = LoopTimer(loop: loop)
+        var fired = 0
+        timer.start(after: 1, repeatEvery: 1) {
+            fired += 1
+            if fired == 3 { timer.close() }
+        }
+        loop.run()
+        XCTAssertEqual(fired, 3)
+        XCTAssertTrue(loop.close())
+    }
+
+    func testConnectFailureIsReported() {
+        let loop = EventLoop()
+        var failure: LoopError?
+        // Port 1 on loopback has no listener on these machines.
+        TCPConnection.connect(on: loop, to: SocketAddress(host: "127.0.0.1", port: 1)) { result in
+            if case .failure(let error) = result { failure = error }
+        }
+        loop.run()
+        XCTAssertNotNil(failure)
+        XCTAssertTrue(loop.close())
+    }
+
+    func testAddressParsing() {
+        XCTAssertEqual(SocketAddress(parsing: "127.0.0.1:7420"), SocketAddress(host: "127.0.0.1", port: 7420))
+        XCTAssertEqual(SocketAddress(parsing: "[::1]:80"), SocketAddress(host: "::1", port: 80))
+        XCTAssertEqual(SocketAddress(parsing: "localhost:1"), SocketAddress(host: "127.0.0.1", port: 1))
+        XCTAssertNil(SocketAddress(parsing: "nohost"))
+        XCTAssertNil(SocketAddress(parsing: ":80"))
+        XCTAssertNil(SocketAddress(parsing: "h:99999"))
+    }
+}

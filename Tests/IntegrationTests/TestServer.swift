@@ -1,0 +1,223 @@
+import Foundation
+import XCTest
+
+/// The built `plistsync` executable, found beside the test bundle.
+enum PlistSyncBinary {
+    static let url: URL = {
+        if let path = ProcessInfo.processInfo.environment["PLISTSYNC_BIN"] { return URL(fileURLWithPath: path) }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("plistsync")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: ".build/debug/plistsync")
+    }()
+
+    /// Runs `plistsync` to completion with `input` on stdin; returns (status, stdout, stderr).
+    @discardableResult
+    static func run(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+}
+
+/// A real `plistsync serve` process on 127.0.0.1 with a temporary data folder.
+final class TestServer {
+    let dataPath: String
+    private(set) var port = 0
+    private var process: Process?
+    private let extraArguments: [String]
+    private let logPath: String
+
+    init(extraArguments: [String] = []) throws {
+        dataPath = NSTemporaryDirectory() + "plistsync-test-" + UUID().uuidString
+        logPath = dataPath + ".log"
+        self.extraArguments = extraArguments
+        try FileManager.default.createDirectory(atPath: dataPath, withIntermediateDirectories: true)
+    }
+
+    /// Adds an account with a low KDF work factor, so tests stay fast.
+    func addUser(_ name: String, password: String, admin: Bool = false) throws {
+        let (status, _, err) = try PlistSyncBinary.run(
+            ["user", "add", name, "--password-stdin", "--iterations", "1000", "--data", dataPath] + (admin ? ["--admin"] : []),
+            input: password + "\n")
+        XCTAssertEqual(status, 0, err)
+    }
+
+    /// Starts the server (again, after a stop, on the same port) and waits until it listens.
+    func start() throws {
+        let portFile = dataPath + ".port"
+        try? FileManager.default.removeItem(atPath: portFile)
+        let process = Process()
+        process.executableURL = PlistSyncBinary.url
+        process.arguments = ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + extraArguments
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        self.process = process
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let bound = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                port = bound
+                return
+            }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        throw NSError(domain: "TestServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "server did not start: \(self.log())"])
+    }
+
+    func log() -> String {
+        (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Sends `signal` and waits for the process; returns its exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        guard let process, process.isRunning else { return process?.terminationStatus ?? 0 }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    func connect() throws -> LineClient {
+        try LineClient(port: port)
+    }
+
+    /// A connection that has said HELLO and logged in.
+    func login(_ user: String, _ password: String) throws -> LineClient {
+        let client = try connect()
+        try client.expect("h HELLO 1", prefix: "h OK HELLO 1 ")
+        try client.expect("a AUTH \(user) \(password)", equals: "a OK AUTH \(user)")
+        return client
+    }
+
+    deinit {
+        stop(signal: SIGKILL)
+        try? FileManager.default.removeItem(atPath: dataPath)
+        try? FileManager.default.removeItem(atPath: logPath)
+        try? FileManager.default.removeItem(atPath: dataPath + ".port")
+    }
+}
+
+/// A blocking line client over a real TCP socket, with a read timeout.
+final class LineClient {
+    private let socket: Int32
+    var fileDescriptor: Int32 { socket }
+    private var buffer: [UInt8] = []
+    var timeoutSeconds = 10.0
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(port: Int) throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(socket)
+            throw Failure(description: "connect to port \(port) failed: errno \(errno)")
+        }
+    }
+
+    deinit { close(socket) }
+
+    /// Sends raw bytes.
+    func send(bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw Failure(description: "send failed: errno \(errno)") }
+            offset += sent
+        }
+    }
+
+    /// Sends one line, adding the LF.
+    func send(_ line: String) throws {
+        try send(bytes: Array((line + "\n").utf8))
+    }
+
+    /// The next line without its LF; nil when the server closed the connection.
+    func readLine(timeout: Double? = nil) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout ?? timeoutSeconds)
+        while true {
+            if let newline = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeFirst(newline + 1)
+                return line
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw Failure(description: "timed out waiting for a line; have \(String(decoding: buffer, as: UTF8.self))") }
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let count = recv(socket, &chunk, chunk.count, 0)
+            if count <= 0 {
+                if buffer.isEmpty { return nil }
+                let line = String(decoding: buffer, as: UTF8.self)
+                buffer.removeAll()
+                return line
+            }
+            buffer.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Reads a line that must exist.
+    func line(file: StaticString = #filePath, lineNumber: UInt = #line) throws -> String {
+        guard let line = try readLine() else { throw Failure(description: "connection closed") }
+        return line
+    }
+
+    /// Sends `request` and checks the reply line equals `expected`.
+    func expect(_ request: String, equals expected: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try send(request)
+        XCTAssertEqual(try self.line(), expected, "reply to \(request)", file: file, line: line)
+    }
+
+    /// Sends `request` and checks the reply line starts with `prefix`; returns the line.
+    @discardableResult
+    func expect(_ request: String, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try send(request)
+        let reply = try self.line()
+        XCTAssertTrue(reply.hasPrefix(prefix), "reply to \(request): \(reply)", file: file, line: line)
+        return reply
+    }
+
+    /// Whether the server has closed the connection (reads and drops lines until it does).
+    func closedByServer(within seconds: Double = 5) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            do {
+                if try readLine(timeout: deadline.timeIntervalSinceNow) == nil { return true }
+            } catch {
+                return false
+            }
+        }
+        return false
+    }
+}

@@ -1,0 +1,70 @@
+import SyncProtocol
+import XCTest
+@testable import SyncCore
+
+final class CommandParserTests: XCTestCase {
+    private func command(_ text: String) throws -> Command {
+        try CommandParser.parse(XCTUnwrap(RequestParser.parse(Array(text.utf8))))
+    }
+
+    private func code(_ text: String) -> ErrorCode? {
+        do {
+            _ = try command(text)
+            return nil
+        } catch {
+            return (error as? ProtocolError)?.code
+        }
+    }
+
+    func testEveryVerbParses() throws {
+        XCTAssertEqual(try command("t HELLO 1 cli"), .hello(version: "1", clientName: "cli"))
+        XCTAssertEqual(try command("t AUTH alice secret"), .auth(user: "alice", password: "secret"))
+        XCTAssertEqual(try command("t AUTH TOKEN pst_x"), .authToken("pst_x"))
+        XCTAssertEqual(try command("t TOKEN NEW laptop"), .tokenNew(label: "laptop"))
+        XCTAssertEqual(try command("t TOKEN REVOKE pst_x"), .tokenRevoke("pst_x"))
+        XCTAssertEqual(try command("t CREATE contacts"), .create(collection: "contacts"))
+        XCTAssertEqual(try command("t COLLECTIONS"), .collections)
+        XCTAssertEqual(try command("t GRANT contacts bob write"), .grant(collection: "contacts", user: "bob", role: .write))
+        XCTAssertEqual(try command("t GRANT contacts bob none"), .grant(collection: "contacts", user: "bob", role: nil))
+        XCTAssertEqual(try command(#"t PUT contacts "Ada L" 0 {"a":1}"#), .put(collection: "contacts", id: "Ada L", baseRev: 0, fields: ["a": .integer(1)]))
+        XCTAssertEqual(try command("t MOVE c x 3 BEFORE y"), .move(collection: "c", id: "x", baseRev: 3, placement: .before("y")))
+        XCTAssertEqual(try command("t MOVE c x 3 first"), .move(collection: "c", id: "x", baseRev: 3, placement: .first))
+        XCTAssertEqual(try command("t DEL c x 2"), .delete(collection: "c", id: "x", baseRev: 2))
+        XCTAssertEqual(try command("t GET c x"), .get(collection: "c", id: "x"))
+        XCTAssertEqual(try command("t LIST c"), .list(collection: "c"))
+        XCTAssertEqual(try command("t SUB c SINCE 7"), .subscribe(collection: "c", since: 7))
+        XCTAssertEqual(try command("t UNSUB c"), .unsubscribe(collection: "c"))
+        XCTAssertEqual(try command("t PING"), .ping)
+        XCTAssertEqual(try command("t STATS"), .stats)
+        XCTAssertEqual(try command("t QUIT"), .quit)
+    }
+
+    func testUniformErrors() {
+        XCTAssertEqual(code("t FLY"), .unknownCommand)
+        XCTAssertEqual(code("t PING extra"), .badRequest)
+        XCTAssertEqual(code("t GET c"), .badRequest)
+        XCTAssertEqual(code("t GET c x y"), .badRequest)
+        XCTAssertEqual(code("t PUT c x 0"), .badRequest)
+        XCTAssertEqual(code("t PUT c x 0 [1]"), .badRequest)
+        XCTAssertEqual(code("t GET c x {}"), .badRequest)
+        XCTAssertEqual(code("t PUT c x -1 {}"), .badRequest)
+        XCTAssertEqual(code("t PUT c x one {}"), .badRequest)
+        XCTAssertEqual(code("t CREATE .hidden"), .badRequest)
+        XCTAssertEqual(code("t CREATE a/b"), .badRequest)
+        XCTAssertEqual(code("t GET c .x"), .badRequest)
+        XCTAssertEqual(code("t GET c a.sync-conflict-1"), .badRequest)
+        XCTAssertEqual(code("t MOVE c x 1 SIDEWAYS"), .badRequest)
+        XCTAssertEqual(code("t SUB c FROM 1"), .badRequest)
+        XCTAssertEqual(code("t GRANT c bob owner"), .badRequest)
+        XCTAssertEqual(code("t TOKEN REVOKE"), .badRequest)
+    }
+
+    func testNames() {
+        XCTAssertTrue(Names.isValidCollection("presidents_2024.v1-x"))
+        XCTAssertFalse(Names.isValidCollection(String(repeating: "a", count: 65)))
+        XCTAssertTrue(Names.isValidRecordID("Ada Lovelace (née Byron)"))
+        XCTAssertFalse(Names.isValidRecordID(".."))
+        XCTAssertFalse(Names.isValidRecordID("a\nb"))
+        XCTAssertFalse(Names.isValidRecordID(String(repeating: "é", count: 101)))
+    }
+}

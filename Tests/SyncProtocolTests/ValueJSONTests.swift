@@ -1,0 +1,81 @@
+import Foundation
+import XCTest
+@testable import SyncProtocol
+
+final class ValueJSONTests: XCTestCase {
+    private func roundTrip(_ value: Value, file: StaticString = #filePath, line: UInt = #line) throws {
+        let text = ValueJSON.encode(value)
+        XCTAssertEqual(try ValueJSON.decode(Array(text.utf8)), value, "through \(text)", file: file, line: line)
+    }
+
+    func testEveryTypeRoundTrips() throws {
+        try roundTrip(.string("Ada Lovelace"))
+        try roundTrip(.string("quotes \" backslash \\ newline \n tab \t control \u{01} emoji 🎉"))
+        try roundTrip(.integer(0))
+        try roundTrip(.integer(Int64.max))
+        try roundTrip(.integer(Int64.min))
+        try roundTrip(.real(1.0))
+        try roundTrip(.real(-0.5))
+        try roundTrip(.real(1e300))
+        try roundTrip(.real(1.5e-7))
+        try roundTrip(.bool(true))
+        try roundTrip(.bool(false))
+        try roundTrip(.date(Date(timeIntervalSince1970: 0)))
+        try roundTrip(.date(Date(timeIntervalSince1970: 1_577_836_800.125)))
+        try roundTrip(.date(Date(timeIntervalSince1970: -86_400 * 365 * 100)))
+        try roundTrip(.data(Data([0, 1, 2, 255])))
+        try roundTrip(.data(Data()))
+        try roundTrip(.array([]))
+        try roundTrip(.dictionary([:]))
+    }
+
+    func testNestingRoundTrips() throws {
+        let inventory: Value = .dictionary([
+            "name": .string("Laptop"),
+            "serial": .string("SN-123"),
+            "value": .integer(1200),
+            "created": .date(Date(timeIntervalSince1970: 1_600_000_000)),
+            "tags": .array([.string("a"), .integer(1), .real(1.0), .array([.dictionary(["deep": .bool(true)])])]),
+            "$price": .dictionary(["$$twice": .data(Data([9]))]),
+            "$date": .string("not a date, just a key"),
+        ])
+        try roundTrip(inventory)
+    }
+
+    func testIntegerAndRealStayDistinct() throws {
+        XCTAssertEqual(ValueJSON.encode(.integer(1)), "1")
+        XCTAssertEqual(ValueJSON.encode(.real(1.0)), "1.0")
+        XCTAssertEqual(try ValueJSON.decode(Array("1".utf8)), .integer(1))
+        XCTAssertEqual(try ValueJSON.decode(Array("1.0".utf8)), .real(1.0))
+        XCTAssertEqual(try ValueJSON.decode(Array("1e2".utf8)), .real(100))
+        XCTAssertNotEqual(try ValueJSON.decode(Array("1".utf8)), try ValueJSON.decode(Array("1.0".utf8)))
+    }
+
+    func testTypedObjectsAndDollarKeys() throws {
+        XCTAssertEqual(try ValueJSON.decode(Array(#"{"$date":"2020-01-01T00:00:00Z"}"#.utf8)), .date(Date(timeIntervalSince1970: 1_577_836_800)))
+        XCTAssertEqual(try ValueJSON.decode(Array(#"{"$data":"AAE="}"#.utf8)), .data(Data([0, 1])))
+        XCTAssertEqual(try ValueJSON.decode(Array(#"{"$$a":1}"#.utf8)), .dictionary(["$a": .integer(1)]))
+        XCTAssertEqual(ValueJSON.encode(.dictionary(["$a": .integer(1)])), #"{"$$a":1}"#)
+    }
+
+    func testMalformedJSONIsRefused() {
+        let bad = [
+            "null", "{\"a\":null}", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"unterminated", "{\"a\":1,\"a\":2}",
+            "{\"$date\":\"yesterday\"}", "{\"$data\":\"***\"}", "{\"$x\":1}", "tru", "99999999999999999999", "1e999",
+            "\"\\ud800\"", "\"\u{01}\"", "[1] 2", String(repeating: "[", count: 100) + String(repeating: "]", count: 100),
+        ]
+        for text in bad {
+            XCTAssertThrowsError(try ValueJSON.decode(Array(text.utf8)), text) { error in
+                XCTAssertEqual((error as? ProtocolError)?.code, .badRequest, text)
+            }
+        }
+    }
+
+    func testISODatesWithFractions() {
+        XCTAssertEqual(ISO8601UTC.format(Date(timeIntervalSince1970: 951_782_400)), "2000-02-29T00:00:00Z")
+        XCTAssertEqual(ISO8601UTC.parse("2000-02-29T12:30:45.5Z"), Date(timeIntervalSince1970: 951_827_445.5))
+        XCTAssertNil(ISO8601UTC.parse("2001-02-29T00:00:00Z"))
+        XCTAssertNil(ISO8601UTC.parse("2001-01-01 00:00:00Z"))
+        XCTAssertNil(ISO8601UTC.parse("2001-01-01T00:00:00+01:00"))
+    }
+}
