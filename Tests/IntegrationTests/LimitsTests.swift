@@ -1,0 +1,110 @@
+import Foundation
+import XCTest
+
+/// Limits that need a server started with non-default settings.
+final class LimitsTests: XCTestCase {
+    func testSlowSubscriberIsDroppedWithByeSlow() throws {
+        let server = try TestServer(extraArguments: ["--max-pending-output", "65536"])
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let writer = try server.login("alice", "pw")
+        try writer.expect("c CREATE big", equals: "c OK CREATE big")
+        let slow = try server.login("alice", "pw")
+        try slow.expect("s SUB big SINCE 0", equals: "s OK SUB big 0")
+        // The subscriber reads nothing while ~16 MB of changes are committed.
+        let value = String(repeating: "v", count: 20_000)
+        var batch = ""
+        for index in 0..<800 { batch += "p\(index) PUT big r\(index) 0 {\"v\":\"\(value)\"}\n" }
+        try writer.send(bytes: Array(batch.utf8))
+        for index in 0..<800 { XCTAssertTrue(try writer.line().hasPrefix("p\(index) OK PUT")) }
+        var lines: [String] = []
+        while let line = try slow.readLine() { lines.append(line) }
+        XCTAssertEqual(lines.last, "* BYE SLOW")
+        XCTAssertLessThan(lines.count, 801, "the slow subscriber was buffered without bound")
+        // What it did get is in seq order with none skipped, so it can resume with SINCE.
+        let seqs = lines.dropLast().map { Int($0.split(separator: " ")[3])! }
+        XCTAssertEqual(seqs, Array(1...seqs.count))
+        let resumed = try server.login("alice", "pw")
+        try resumed.send("s SUB big SINCE \(seqs.count)")
+        XCTAssertEqual(try resumed.line().split(separator: " ")[3], "\(seqs.count + 1)")
+        try writer.expect("p PING", equals: "p OK PONG")
+    }
+
+    func testIdleConnectionsAreClosedWithByeIdle() throws {
+        let server = try TestServer(extraArguments: ["--idle-timeout", "1"])
+        try server.start()
+        let client = try server.connect()
+        try client.expect("p PING", equals: "p OK PONG")
+        XCTAssertEqual(try client.readLine(timeout: 5), "* BYE IDLE")
+        XCTAssertNil(try client.readLine(timeout: 5))
+    }
+
+    func testSinceOlderThanPurgedTombstonesIsExpired() throws {
+        let server = try TestServer(extraArguments: ["--tombstone-ttl", "1"])
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("a PUT c a 0 {}", equals: "a OK PUT c a 1 1")
+        try alice.expect("b PUT c b 0 {}", equals: "b OK PUT c b 1 2")
+        try alice.expect("d DEL c a 1", equals: "d OK DEL c a 2 3")
+        var expired = false
+        for _ in 0..<40 where !expired {
+            usleep(200_000)
+            try alice.send("s SUB c SINCE 1")
+            let reply = try alice.line()
+            if reply.hasPrefix("s ERR EXPIRED ") {
+                expired = true
+            } else {
+                while try alice.line() != "s OK SUB c 3" {}
+                try alice.expect("u UNSUB c", equals: "u OK UNSUB c")
+            }
+        }
+        XCTAssertTrue(expired, server.log())
+        try alice.send("f SUB c SINCE 0")
+        XCTAssertEqual(try alice.line(), "* CHANGE c 2 b 1 a1 {}")
+        XCTAssertEqual(try alice.line(), "f OK SUB c 3")
+        try alice.expect("g SUB c SINCE 3", equals: "g OK SUB c 3")
+    }
+}
+
+/// The `plistsync user` and usage contracts (DESIGN.md §4).
+final class CommandLineTests: XCTestCase {
+    func testUserAdministrationWorksOnTheDataFolder() throws {
+        let data = NSTemporaryDirectory() + "plistsync-cli-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
+        let duplicate = try PlistSyncBinary.run(["user", "add", "carol", "--password-stdin", "--data", data], input: "pw\n")
+        XCTAssertEqual(duplicate.0, 1)
+        XCTAssertTrue(duplicate.2.contains("exists"), duplicate.2)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "dave", "--admin", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "list", "--data", data]).1, "carol\ndave (admin)\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "passwd", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "new\n").0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "remove", "carol", "--data", data]).0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "remove", "carol", "--data", data]).0, 1)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "list", "--data", data]).1, "dave (admin)\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "bad/name", "--password-stdin", "--data", data], input: "pw\n").0, 64)
+        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "erin", "--password-stdin", "--data", data], input: "\n").0, 1)
+    }
+
+    func testUsageErrorsExit64WithoutABacktrace() throws {
+        for arguments in [["frobnicate"], ["serve", "--listen", "nonsense"], ["serve", "--bogus"], ["user"], ["serve", "--idle-timeout", "-3"]] {
+            let (status, _, err) = try PlistSyncBinary.run(arguments)
+            XCTAssertEqual(status, 64, "\(arguments)")
+            XCTAssertFalse(err.contains("Fatal error") || err.contains("backtrace"), err)
+            XCTAssertFalse(err.isEmpty)
+        }
+        let help = try PlistSyncBinary.run(["serve", "--help"])
+        XCTAssertEqual(help.0, 0)
+        XCTAssertTrue(help.1.contains("USAGE: plistsync serve"))
+    }
+
+    func testAddressInUseIsOneClearLine() throws {
+        let server = try TestServer()
+        try server.start()
+        let (status, _, err) = try PlistSyncBinary.run(["serve", "--listen", "127.0.0.1:\(server.port)", "--data", server.dataPath + "-other"])
+        try? FileManager.default.removeItem(atPath: server.dataPath + "-other")
+        XCTAssertEqual(status, 1)
+        XCTAssertTrue(err.contains("already in use"), err)
+    }
+}
