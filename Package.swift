@@ -20,7 +20,8 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "RecordStore", dependencies: ["SyncCore", "CSQLite"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "EventLoop", "COpenSSL"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "RecordStore", "SyncCore", "EventLoop"]),
+        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "RecordStore", "SyncCore", "EventLoop", "LoadGenerator"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),

@@ -11,7 +11,7 @@ enum CLI {
         SUBCOMMANDS:
           serve        Run the sync server.
           user         Add, change, remove or list accounts in a data folder.
-          bench        Measure the server: durable write throughput, fan-out latency.
+          bench        Measure a server: durable write throughput, fan-out latency.
 
           See 'plistsync <subcommand> --help' for a subcommand's options.
         """

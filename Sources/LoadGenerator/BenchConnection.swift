@@ -1,0 +1,80 @@
+import EventLoop
+import SyncProtocol
+
+/// A load-generator client connection: sends lines, hands back received lines.
+final class BenchConnection {
+    let connection: TCPConnection
+    private var framer = LineFramer(maxLineBytes: 4 << 20)
+    var onLine: (String) -> Void = { _ in }
+    var onClosed: () -> Void = {}
+
+    init(_ connection: TCPConnection) {
+        self.connection = connection
+        connection.onData = { [unowned self] bytes in
+            framer.append(bytes)
+            while let line = try? framer.nextLine() { onLine(String(decoding: line, as: UTF8.self)) }
+        }
+        connection.onEnd = { [unowned self] _ in
+            onClosed()
+            connection.close()
+        }
+        connection.startReading()
+    }
+
+    func send(_ line: String) {
+        connection.write(line)
+        connection.write(CollectionOfOne(0x0A))
+    }
+
+    /// Connects, says HELLO and logs in, then calls `ready` (nil on failure).
+    static func open(
+        loop: EventLoop, target: BenchTarget, ready: @escaping (BenchConnection?) -> Void
+    ) {
+        TCPConnection.connect(on: loop, to: target.address) { result in
+            guard case .success(let tcp) = result else { return ready(nil) }
+            let client = BenchConnection(tcp)
+            client.onLine = { [unowned client] line in
+                if line.hasPrefix("a OK AUTH") {
+                    client.onLine = { _ in }
+                    ready(client)
+                } else if line.hasPrefix("a ERR") {
+                    ready(nil)
+                }
+            }
+            client.send("h HELLO 1 bench")
+            client.send("a AUTH \(ResponseLine.argument(target.user)) \(ResponseLine.argument(target.password))")
+        }
+    }
+}
+
+/// Where the load goes, and as whom.
+public struct BenchTarget: Sendable {
+    public var address: SocketAddress
+    public var user: String
+    public var password: String
+
+    public init(address: SocketAddress, user: String, password: String) {
+        self.address = address
+        self.user = user
+        self.password = password
+    }
+}
+
+/// Latency samples in nanoseconds, summarised as percentiles.
+struct LatencySamples {
+    private(set) var values: [UInt64] = []
+
+    mutating func add(_ nanoseconds: UInt64) { values.append(nanoseconds) }
+
+    var count: Int { values.count }
+
+    /// p in 0...100, in milliseconds.
+    func percentile(_ p: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let index = min(sorted.count - 1, Int((p / 100) * Double(sorted.count)))
+        return Double(sorted[index]) / 1e6
+    }
+
+    var maxMilliseconds: Double { Double(values.max() ?? 0) / 1e6 }
+}

@@ -1,0 +1,128 @@
+import EventLoop
+import Foundation
+
+/// `bench put`: N connections, each keeping `window` PUTs of ~200-byte records in flight,
+/// counting durable acknowledgements.
+public struct PutScenario {
+    public var clients: Int
+    public var seconds: Double
+    public var window: Int
+    public var collection = "bench_put"
+
+    public init(clients: Int, seconds: Double, window: Int) {
+        self.clients = clients
+        self.seconds = seconds
+        self.window = window
+    }
+
+    /// What one run measured.
+    public struct Result: Sendable {
+        public var acknowledged: Int
+        public var seconds: Double
+        public var p50Milliseconds: Double
+        public var p99Milliseconds: Double
+        public var maxMilliseconds: Double
+        public var errors: Int
+
+        public var perSecond: Double { Double(acknowledged) / seconds }
+    }
+
+    public func run(against target: BenchTarget) -> Result? {
+        let loop = EventLoop()
+        var connections: [BenchConnection] = []
+        var latencies = LatencySamples()
+        var acknowledged = 0
+        var errors = 0
+        var measuring = false
+        var startNanos: UInt64 = 0
+        var endNanos: UInt64 = 0
+        var failed = false
+        let padding = String(repeating: "x", count: 150)
+
+        func begin() {
+            startNanos = EventLoop.monotonicNanoseconds()
+            measuring = true
+            for (clientIndex, client) in connections.enumerated() {
+                var sentAt: [UInt64] = []
+                var head = 0
+                var revs = [Int](repeating: 0, count: window)
+                var pendingSlots: [Int] = []
+                func put(_ slot: Int) {
+                    let fields = "{\"name\":\"record \(slot)\",\"serial\":\"SN-\(clientIndex)-\(slot)\",\"value\":\(revs[slot]),\"pad\":\"\(padding)\"}"
+                    client.send("p PUT \(collection) c\(clientIndex)-\(slot) \(revs[slot]) \(fields)")
+                    sentAt.append(EventLoop.monotonicNanoseconds())
+                    pendingSlots.append(slot)
+                }
+                client.onLine = { line in
+                    guard line.hasPrefix("p ") else { return }
+                    let now = EventLoop.monotonicNanoseconds()
+                    let slot = pendingSlots[head]
+                    let started = sentAt[head]
+                    head += 1
+                    if head > 4096 {
+                        sentAt.removeFirst(head)
+                        pendingSlots.removeFirst(head)
+                        head = 0
+                    }
+                    if line.hasPrefix("p OK PUT") {
+                        revs[slot] = Int(line.split(separator: " ")[5]) ?? revs[slot] + 1
+                        if measuring {
+                            acknowledged += 1
+                            latencies.add(now - started)
+                        }
+                    } else {
+                        errors += 1
+                        if line.hasPrefix("p ERR CONFLICT"), let rev = Int(line.split(separator: " ")[5]) { revs[slot] = rev }
+                    }
+                    if measuring { put(slot) } else if head == sentAt.count { client.connection.close() }
+                }
+                for slot in 0..<window { put(slot) }
+            }
+            let timer = LoopTimer(loop: loop)
+            timer.start(after: UInt64(seconds * 1000)) {
+                measuring = false
+                endNanos = EventLoop.monotonicNanoseconds()
+                timer.close()
+            }
+        }
+
+        func connectAll() {
+            var ready = 0
+            for _ in 0..<clients {
+                BenchConnection.open(loop: loop, target: target) { client in
+                    guard let client else {
+                        failed = true
+                        loop.stop()
+                        return
+                    }
+                    connections.append(client)
+                    ready += 1
+                    if ready == clients { begin() }
+                }
+            }
+        }
+
+        // The first connection makes sure the collection exists.
+        BenchConnection.open(loop: loop, target: target) { setup in
+            guard let setup else {
+                failed = true
+                return
+            }
+            setup.onLine = { line in
+                guard line.hasPrefix("c ") else { return }
+                setup.connection.close()
+                connectAll()
+            }
+            setup.send("c CREATE \(collection)")
+        }
+        loop.run()
+        for connection in connections { connection.connection.close() }
+        loop.runOnce(wait: false)
+        loop.close()
+        guard !failed, endNanos > startNanos else { return nil }
+        let elapsed = Double(endNanos - startNanos) / 1e9
+        return Result(
+            acknowledged: acknowledged, seconds: elapsed, p50Milliseconds: latencies.percentile(50),
+            p99Milliseconds: latencies.percentile(99), maxMilliseconds: latencies.maxMilliseconds, errors: errors)
+    }
+}
