@@ -10,11 +10,12 @@ final class BenchConnection {
 
     init(_ connection: TCPConnection) {
         self.connection = connection
-        connection.onData = { [unowned self] bytes in
+        // The connection owns its client until it closes (close() drops these closures).
+        connection.onData = { [self] bytes in
             framer.append(bytes)
             while let line = try? framer.nextLine() { onLine(String(decoding: line, as: UTF8.self)) }
         }
-        connection.onEnd = { [unowned self] _ in
+        connection.onEnd = { [self] _ in
             onClosed()
             connection.close()
         }
