@@ -30,9 +30,10 @@ public enum PasswordHasher {
         return Crypto.constantTimeEqual(key, Array(expected))
     }
 
-    /// A hash of a random password, verified against when the user does not exist so that the
-    /// answer takes as long as for a real user.
-    public static let decoy = hash(UUID().uuidString, iterations: defaultIterations)
+    /// Verified against when the user does not exist, so that the answer takes as long as for a
+    /// real user. No password matches it; making it costs nothing (no derivation at start-up).
+    public static let decoy =
+        "pbkdf2-sha256$\(defaultIterations)$\(Data(Crypto.randomBytes(16)).base64EncodedString())$\(Data(Crypto.randomBytes(32)).base64EncodedString())"
 
     private static func derive(_ password: String, salt: [UInt8], iterations: Int, length: Int = 32) -> [UInt8] {
         var key = [UInt8](repeating: 0, count: length)

@@ -7,7 +7,12 @@ import SyncCore
 /// and the same bytes go to every subscriber.
 final class Hub {
     private var subscribers: [String: [ObjectIdentifier: Session]] = [:]
-    private(set) var lastBroadcastSeq: Int64 = 0
+    private(set) var lastBroadcastSeq: Int64
+
+    /// `lastSeq`: the store's seq at start, so STATS is right before the first change.
+    init(lastSeq: Int64) {
+        lastBroadcastSeq = lastSeq
+    }
 
     var subscriptionCount: Int { subscribers.values.reduce(0) { $0 + $1.count } }
 

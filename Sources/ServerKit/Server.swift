@@ -16,7 +16,7 @@ public final class Server {
     let reader: RecordReader
     let accounts: Accounts
     let committer: Committer
-    let hub = Hub()
+    let hub: Hub
     let directory: Directory
     var throttle = AuthThrottle()
     let serverID: String
@@ -31,6 +31,7 @@ public final class Server {
     private var recentChanges: [(second: UInt64, count: Int)] = []
     private var onStopped: (() -> Void)?
     private var graceTimer: LoopTimer?
+    private var nextPurgeAt: UInt64 = 0
 
     /// Opens the store (creating it on first use); nothing listens until `start()`.
     public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
@@ -43,6 +44,7 @@ public final class Server {
         committer = Committer(loop: loop, writer: writer)
         directory = Directory(try reader.collections())
         serverID = try reader.serverID()
+        hub = Hub(lastSeq: try reader.currentSeq())
         let limits = configuration.limits
         limitsJSON = ValueJSON.encode(.dictionary([
             "max_line_bytes": .integer(Int64(limits.maxLineBytes)),
@@ -139,11 +141,11 @@ public final class Server {
                 session.sayGoodbye("IDLE", reason: .idle)
             }
         }
-        let purgeEvery = max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
-        if (now - startedAt) % purgeEvery < 1000 { purgeTombstones() }
+        if now >= nextPurgeAt { purgeTombstones() }
     }
 
     private func purgeTombstones() {
+        nextPurgeAt = loop.nowMilliseconds + max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
         let cutoff = Int64(Date().timeIntervalSince1970) - Int64(configuration.tombstoneTTLSeconds)
         committer.submit(.purgeTombstones(updatedBefore: cutoff)) { _ in }
     }

@@ -242,6 +242,7 @@ final class ServerTests: XCTestCase {
             XCTAssertTrue(try again.line().hasSuffix("{\"n\":\(index)}"))
         }
         XCTAssertEqual(try again.line(), "l OK LIST contacts 50 50")
+        XCTAssertTrue(try again.expect("s STATS", prefix: "s OK STATS {").contains("\"seq\":50,"))
     }
 
     func testKill9RightAfterOKLosesNothing() throws {
