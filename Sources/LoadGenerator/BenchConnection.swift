@@ -1,4 +1,5 @@
 import EventLoop
+import Foundation
 import SyncProtocol
 
 /// A load-generator client connection: sends lines, hands back received lines.
@@ -77,5 +78,19 @@ struct LatencySamples {
         return Double(sorted[index]) / 1e6
     }
 
-    var maxMilliseconds: Double { Double(values.max() ?? 0) / 1e6 }
+    var summary: LatencySummary {
+        LatencySummary(p50Milliseconds: percentile(50), p99Milliseconds: percentile(99), maxMilliseconds: Double(values.max() ?? 0) / 1e6)
+    }
+}
+
+/// The latency figures a scenario reports.
+public struct LatencySummary: Sendable {
+    public var p50Milliseconds: Double
+    public var p99Milliseconds: Double
+    public var maxMilliseconds: Double
+
+    /// `p50 X ms p99 Y ms max Z ms`.
+    public var text: String {
+        String(format: "p50 %.3f ms p99 %.3f ms max %.3f ms", p50Milliseconds, p99Milliseconds, maxMilliseconds)
+    }
 }

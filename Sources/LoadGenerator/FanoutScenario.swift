@@ -20,9 +20,7 @@ public struct FanoutScenario {
         public var delivered: Int
         public var expected: Int
         public var seconds: Double
-        public var p50Milliseconds: Double
-        public var p99Milliseconds: Double
-        public var maxMilliseconds: Double
+        public var latency: LatencySummary
 
         public var deliveredPerSecond: Double { Double(delivered) / seconds }
     }
@@ -130,8 +128,7 @@ public struct FanoutScenario {
         guard !failed, lastDelivery > firstSend else { return nil }
         return Result(
             delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9,
-            p50Milliseconds: latencies.percentile(50), p99Milliseconds: latencies.percentile(99),
-            maxMilliseconds: latencies.maxMilliseconds)
+            latency: latencies.summary)
     }
 
     static func integer(in line: [UInt8], after marker: [UInt8]) -> UInt64? {

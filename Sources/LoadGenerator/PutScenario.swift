@@ -19,9 +19,7 @@ public struct PutScenario {
     public struct Result: Sendable {
         public var acknowledged: Int
         public var seconds: Double
-        public var p50Milliseconds: Double
-        public var p99Milliseconds: Double
-        public var maxMilliseconds: Double
+        public var latency: LatencySummary
         public var errors: Int
 
         public var perSecond: Double { Double(acknowledged) / seconds }
@@ -122,7 +120,6 @@ public struct PutScenario {
         guard !failed, endNanos > startNanos else { return nil }
         let elapsed = Double(endNanos - startNanos) / 1e9
         return Result(
-            acknowledged: acknowledged, seconds: elapsed, p50Milliseconds: latencies.percentile(50),
-            p99Milliseconds: latencies.percentile(99), maxMilliseconds: latencies.maxMilliseconds, errors: errors)
+            acknowledged: acknowledged, seconds: elapsed, latency: latencies.summary, errors: errors)
     }
 }

@@ -52,9 +52,8 @@ enum BenchCommand: Subcommand {
             guard let result = PutScenario(clients: clients, seconds: Double(seconds), window: window).run(against: target) else {
                 throw RuntimeError("the benchmark could not connect or log in to \(target.address)")
             }
-            print(String(format: "put clients=%d window=%d: %.0f acknowledged changes/s, ack latency p50 %.3f ms p99 %.3f ms max %.3f ms (%d acks in %.2f s, %d errors)",
-                         clients, window, result.perSecond, result.p50Milliseconds, result.p99Milliseconds, result.maxMilliseconds,
-                         result.acknowledged, result.seconds, result.errors))
+            print(String(format: "put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
+                         clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors))
         case "fanout":
             let subscribers = try options.integer("subscribers", default: 100, range: 1...100_000)
             let messages = try options.integer("messages", default: 2000, range: 1...10_000_000)
@@ -62,9 +61,9 @@ enum BenchCommand: Subcommand {
             guard let result = FanoutScenario(subscribers: subscribers, messages: messages, rate: rate).run(against: target) else {
                 throw RuntimeError("the benchmark could not connect, log in, or was disconnected by \(target.address)")
             }
-            print(String(format: "fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery p50 %.3f ms p99 %.3f ms max %.3f ms (%d of %d delivered in %.2f s)",
-                         subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.p50Milliseconds,
-                         result.p99Milliseconds, result.maxMilliseconds, result.delivered, result.expected, result.seconds))
+            print(String(format: "fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
+                         subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
+                         result.delivered, result.expected, result.seconds))
         default:
             throw UsageError("unknown scenario '\(scenario)': put or fanout")
         }
