@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs missing packages, builds, and runs `swift test`
 # (unit tests, then integration tests that start real servers on 127.0.0.1).
+# The tests are XCTest; the last line sums them up as "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash Deploy/install-deps.sh
 swift build --build-tests
-swift test "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+swift test --disable-swift-testing "$@" 2>&1 | tee "$log" || status=$?
+summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$log" | tail -n 1 || true)
+if [ -n "$summary" ]; then
+    total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')
+    failed=$(echo "$summary" | sed -E 's/.*with ([0-9]+) failures?.*/\1/')
+    echo "$((total - failed)) passed, $failed failed"
+fi
+exit "$status"
