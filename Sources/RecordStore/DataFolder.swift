@@ -23,7 +23,9 @@ public struct DataFolder: Sendable {
     /// Opens a connection in WAL mode with full fsync, creating and migrating the store as needed.
     public func open() throws(StoreError) -> SQLiteDatabase {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            // Owner-only: the store holds password hashes.
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw .dataDirectory("cannot create \(path): \(error.localizedDescription)")
         }
