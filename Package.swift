@@ -15,6 +15,7 @@ let package = Package(
         // Pure layers: no sockets, no files.
         .target(name: "SyncProtocol"),
         .target(name: "SyncCore", dependencies: ["SyncProtocol"]),
+        .target(name: "PlistFormat", dependencies: ["SyncProtocol"]),
 
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
@@ -25,6 +26,7 @@ let package = Package(
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol"]),
     ],

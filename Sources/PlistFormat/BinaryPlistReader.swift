@@ -1,0 +1,139 @@
+import Foundation
+import SyncProtocol
+
+/// Parses `bplist00` files, checking every offset and count against the file's size.
+struct BinaryPlistReader {
+    private let bytes: [UInt8]
+    private var offsetSize = 0
+    private var referenceSize = 0
+    private var objectCount = 0
+    private var offsetTable = 0
+
+    /// Seconds between 1970 and 2001, the binary format's date epoch.
+    static let epochOffset = 978_307_200.0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    private func failure(_ reason: String) -> PlistFile.ParseError {
+        PlistFile.ParseError("binary plist: \(reason)")
+    }
+
+    mutating func read() throws(PlistFile.ParseError) -> Value {
+        guard bytes.count >= 8 + 32 else { throw failure("too short") }
+        let trailer = bytes.count - 32
+        offsetSize = Int(bytes[trailer + 6])
+        referenceSize = Int(bytes[trailer + 7])
+        let count = try unsigned(at: trailer + 8, size: 8)
+        let top = try unsigned(at: trailer + 16, size: 8)
+        let table = try unsigned(at: trailer + 24, size: 8)
+        guard [1, 2, 4, 8].contains(offsetSize), [1, 2, 4, 8].contains(referenceSize),
+            count > 0, count < UInt64(bytes.count), top < count, table < UInt64(trailer),
+            UInt64(table) + count * UInt64(offsetSize) <= UInt64(trailer)
+        else { throw failure("bad trailer") }
+        objectCount = Int(count)
+        offsetTable = Int(table)
+        var visiting = Set<Int>()
+        return try object(Int(top), depth: 0, visiting: &visiting)
+    }
+
+    private func unsigned(at position: Int, size: Int) throws(PlistFile.ParseError) -> UInt64 {
+        guard position >= 0, position + size <= bytes.count else { throw failure("read past the end") }
+        var value: UInt64 = 0
+        for offset in 0..<size { value = value << 8 | UInt64(bytes[position + offset]) }
+        return value
+    }
+
+    private func offset(of object: Int) throws(PlistFile.ParseError) -> Int {
+        guard object >= 0, object < objectCount else { throw failure("object reference out of range") }
+        let position = try unsigned(at: offsetTable + object * offsetSize, size: offsetSize)
+        guard position >= 8, position < UInt64(offsetTable) else { throw failure("object offset out of range") }
+        return Int(position)
+    }
+
+    /// A marker's count: the low nibble, or a following integer object when the nibble is 0xF.
+    private func count(at position: Int, nibble: UInt8) throws(PlistFile.ParseError) -> (Int, Int) {
+        guard nibble == 0xF else { return (Int(nibble), position + 1) }
+        guard position + 1 < bytes.count, bytes[position + 1] & 0xF0 == 0x10 else { throw failure("bad count") }
+        let size = 1 << Int(bytes[position + 1] & 0x0F)
+        guard size <= 8 else { throw failure("bad count size") }
+        let value = try unsigned(at: position + 2, size: size)
+        guard value < UInt64(bytes.count) else { throw failure("count larger than the file") }
+        return (Int(value), position + 2 + size)
+    }
+
+    private func object(_ reference: Int, depth: Int, visiting: inout Set<Int>) throws(PlistFile.ParseError) -> Value {
+        guard depth < PlistFile.maxDepth else { throw failure("nested deeper than \(PlistFile.maxDepth)") }
+        let position = try offset(of: reference)
+        let marker = bytes[position]
+        let nibble = marker & 0x0F
+        switch marker >> 4 {
+        case 0x0:
+            switch marker {
+            case 0x08: return .bool(false)
+            case 0x09: return .bool(true)
+            default: throw failure("null and fill objects have no plist value")
+            }
+        case 0x1:
+            let size = 1 << Int(nibble)
+            guard size <= 16 else { throw failure("bad integer size") }
+            if size == 16 {
+                // 128-bit integers hold values that fit in 64 bits in the low half.
+                return .integer(Int64(bitPattern: try unsigned(at: position + 9, size: 8)))
+            }
+            let raw = try unsigned(at: position + 1, size: size)
+            return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
+        case 0x2:
+            switch nibble {
+            case 2: return .real(Double(Float(bitPattern: UInt32(try unsigned(at: position + 1, size: 4)))))
+            case 3: return .real(Double(bitPattern: try unsigned(at: position + 1, size: 8)))
+            default: throw failure("bad real size")
+            }
+        case 0x3:
+            guard marker == 0x33 else { throw failure("bad date marker") }
+            let seconds = Double(bitPattern: try unsigned(at: position + 1, size: 8))
+            return .date(Date(timeIntervalSince1970: seconds + Self.epochOffset))
+        case 0x4:
+            let (length, start) = try count(at: position, nibble: nibble)
+            guard start + length <= bytes.count else { throw failure("data past the end") }
+            return .data(Data(bytes[start..<(start + length)]))
+        case 0x5:
+            let (length, start) = try count(at: position, nibble: nibble)
+            guard start + length <= bytes.count else { throw failure("string past the end") }
+            return .string(String(decoding: bytes[start..<(start + length)], as: UTF8.self))
+        case 0x6:
+            let (length, start) = try count(at: position, nibble: nibble)
+            guard start + length * 2 <= bytes.count else { throw failure("string past the end") }
+            var units: [UInt16] = []
+            units.reserveCapacity(length)
+            for unit in 0..<length { units.append(UInt16(bytes[start + unit * 2]) << 8 | UInt16(bytes[start + unit * 2 + 1])) }
+            return .string(String(decoding: units, as: UTF16.self))
+        case 0xA, 0xD:
+            let (length, start) = try count(at: position, nibble: nibble)
+            let isDictionary = marker >> 4 == 0xD
+            let references = length * (isDictionary ? 2 : 1)
+            guard start + references * referenceSize <= bytes.count else { throw failure("references past the end") }
+            guard visiting.insert(reference).inserted else { throw failure("a container contains itself") }
+            defer { visiting.remove(reference) }
+            func child(_ slot: Int) throws(PlistFile.ParseError) -> Int {
+                Int(try unsigned(at: start + slot * referenceSize, size: referenceSize))
+            }
+            if !isDictionary {
+                var items: [Value] = []
+                for slot in 0..<length { items.append(try object(try child(slot), depth: depth + 1, visiting: &visiting)) }
+                return .array(items)
+            }
+            var members: [String: Value] = [:]
+            for slot in 0..<length {
+                guard case .string(let key) = try object(try child(slot), depth: depth + 1, visiting: &visiting) else {
+                    throw failure("dictionary key is not a string")
+                }
+                members[key] = try object(try child(length + slot), depth: depth + 1, visiting: &visiting)
+            }
+            return .dictionary(members)
+        default:
+            throw failure(String(format: "unsupported object marker 0x%02x", marker))
+        }
+    }
+}

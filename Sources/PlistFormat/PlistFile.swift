@@ -1,0 +1,49 @@
+import Foundation
+import SyncProtocol
+
+/// Reads and writes property-list files in the two formats apps use, keeping every plist type.
+///
+/// Hand-written rather than Foundation's `PropertyListSerialization`, whose Linux version hands
+/// back `NSNumber`s that blur integer, real and bool. Pure: bytes in, bytes out.
+public enum PlistFile {
+    /// The on-disk encodings; a file is written back in the one it had.
+    public enum Format: String, Sendable, Equatable {
+        case xml
+        case binary
+    }
+
+    /// Why bytes are not a plist (or not a dictionary, where one is needed).
+    public struct ParseError: Error, Equatable, CustomStringConvertible, Sendable {
+        public let reason: String
+        public init(_ reason: String) { self.reason = reason }
+        public var description: String { reason }
+    }
+
+    /// Nesting deeper than this is refused, so a hostile file cannot exhaust the stack.
+    public static let maxDepth = 64
+
+    /// Parses XML or binary plist bytes; returns the value and the format it was in.
+    public static func decode(_ bytes: [UInt8]) throws(ParseError) -> (Value, Format) {
+        if bytes.starts(with: Array("bplist00".utf8)) {
+            var reader = BinaryPlistReader(bytes)
+            return (try reader.read(), .binary)
+        }
+        var reader = XMLPlistReader(bytes)
+        return (try reader.read(), .xml)
+    }
+
+    /// Parses a record file: its top level must be a dictionary.
+    public static func decodeRecord(_ bytes: [UInt8]) throws(ParseError) -> (Fields, Format) {
+        let (value, format) = try decode(bytes)
+        guard case .dictionary(let fields) = value else { throw ParseError("the top level is not a dictionary") }
+        return (fields, format)
+    }
+
+    /// Encodes `value` in `format`.
+    public static func encode(_ value: Value, as format: Format) -> [UInt8] {
+        switch format {
+        case .xml: XMLPlistWriter.encode(value)
+        case .binary: BinaryPlistWriter.encode(value)
+        }
+    }
+}
