@@ -19,10 +19,11 @@ let package = Package(
 
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
-        .target(name: "RecordStore", dependencies: ["SyncCore", "CSQLite"]),
-        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "EventLoop", "COpenSSL"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit"]),
+        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "RecordStore", "SyncCore", "EventLoop", "LoadGenerator"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "RecordStore", "SQLiteKit", "SyncCore", "EventLoop", "LoadGenerator"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteKit
 
 /// Users and tokens, read and changed directly on the store file: the `plistsync user`
 /// commands use it whether or not a server runs, and the server reads logins through it.

@@ -1,5 +1,5 @@
-import CSQLite
 import Foundation
+import SQLiteKit
 
 /// The server's data folder: where the store file lives, and how a connection to it is opened.
 public struct DataFolder: Sendable {
@@ -37,15 +37,8 @@ public struct DataFolder: Sendable {
     }
 
     private func migrate(_ db: SQLiteDatabase) throws(StoreError) {
+        try db.migrate(Schema.migrations)
         try db.transaction(immediate: true) { () throws(StoreError) in
-            let version = Int(try db.queryFirst("PRAGMA user_version") { $0.integer(0) } ?? 0)
-            guard version <= Schema.migrations.count else { throw .schemaTooNew(version) }
-            for step in version..<Schema.migrations.count {
-                try db.execute(script: Schema.migrations[step])
-            }
-            if version < Schema.migrations.count {
-                try db.execute(script: "PRAGMA user_version = \(Schema.migrations.count)")
-            }
             let serverID = (0..<12).map { _ in String("0123456789abcdefghijklmnopqrstuvwxyz".randomElement()!) }.joined()
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_id', ?)", .text(serverID))
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")

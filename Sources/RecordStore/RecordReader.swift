@@ -1,3 +1,4 @@
+import SQLiteKit
 import SyncCore
 import SyncProtocol
 

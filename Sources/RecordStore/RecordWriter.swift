@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteKit
 import SyncCore
 import SyncProtocol
 

@@ -1,5 +1,6 @@
 import EventLoop
 import RecordStore
+import SQLiteKit
 import SyncCore
 
 /// Group commit: writes that arrive while a commit is in flight wait and go into the next

@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import RecordStore
+import SQLiteKit
 import SyncCore
 import SyncProtocol
 

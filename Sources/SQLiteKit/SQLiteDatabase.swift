@@ -1,6 +1,7 @@
 import CSQLite
 
-/// A SQLite connection with a cache of prepared statements.
+/// A SQLite connection with a cache of prepared statements: the one small wrapper through which
+/// the server's store and the agent's state file use SQLite.
 ///
 /// Not thread-safe: one thread at a time uses a connection (the loop thread, or the single
 /// in-flight commit on the thread pool), which is why it is `@unchecked Sendable`.
@@ -78,6 +79,20 @@ public final class SQLiteDatabase: @unchecked Sendable {
         } catch {
             try? execute(script: "ROLLBACK")
             throw error
+        }
+    }
+
+    /// Brings the schema up to date: `migrations[N]` takes `PRAGMA user_version` N to N+1.
+    public func migrate(_ migrations: [String]) throws(StoreError) {
+        try transaction(immediate: true) { () throws(StoreError) in
+            let version = Int(try queryFirst("PRAGMA user_version") { $0.integer(0) } ?? 0)
+            guard version <= migrations.count else { throw .schemaTooNew(version) }
+            for step in version..<migrations.count {
+                try execute(script: migrations[step])
+            }
+            if version < migrations.count {
+                try execute(script: "PRAGMA user_version = \(migrations.count)")
+            }
         }
     }
 

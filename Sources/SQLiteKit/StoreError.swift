@@ -1,8 +1,8 @@
-/// Failures of the storage layer itself (not of a request's rules, which are `ProtocolError`s).
+/// Failures of SQLite storage itself (not of a request's rules, which are `ProtocolError`s).
 public enum StoreError: Error, CustomStringConvertible, Sendable {
     /// SQLite refused an operation; the text is SQLite's own message.
     case sqlite(code: Int32, message: String)
-    /// The data folder could not be prepared.
+    /// The folder for the database could not be prepared.
     case dataDirectory(String)
     /// The file was written by a newer PlistSync whose schema this one does not know.
     case schemaTooNew(Int)
