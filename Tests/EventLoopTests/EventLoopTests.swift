@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 @testable import EventLoop
 
@@ -81,5 +82,34 @@ final class EventLoopTests: XCTestCase {
         XCTAssertNil(SocketAddress(parsing: "nohost"))
         XCTAssertNil(SocketAddress(parsing: ":80"))
         XCTAssertNil(SocketAddress(parsing: "h:99999"))
+    }
+}
+
+final class FolderWatcherTests: XCTestCase {
+    func testReportsCreatedAndWrittenFilesByName() throws {
+        let folder = NSTemporaryDirectory() + "watch-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let loop = EventLoop()
+        var events: [FolderWatcher.Event] = []
+        let watcher = try FolderWatcher(loop: loop, path: folder) { events.append($0) }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: 20) {
+            FileManager.default.createFile(atPath: folder + "/Ada.plist", contents: Data("x".utf8))
+            timer.start(after: 50) {
+                watcher.close()
+                timer.close()
+            }
+        }
+        loop.run()
+        XCTAssertTrue(events.contains(.renamed("Ada.plist")), "\(events)")
+        XCTAssertTrue(loop.close())
+    }
+
+    func testMissingFolderIsAnError() {
+        let loop = EventLoop()
+        XCTAssertThrowsError(try FolderWatcher(loop: loop, path: "/nonexistent/\(UUID())") { _ in })
+        loop.runOnce(wait: false)
+        XCTAssertTrue(loop.close())
     }
 }

@@ -1,0 +1,55 @@
+import CLibUV
+
+/// Watches one folder (not recursively: inotify is per folder) and reports which entry changed.
+///
+/// Events are hints: a name may be missing, events may coalesce, and a full queue drops them,
+/// so callers rescan on a timer as a backstop.
+public final class FolderWatcher {
+    /// What happened to an entry of the folder.
+    public enum Event: Equatable, Sendable {
+        /// Created, deleted or renamed (an atomic save ends in one).
+        case renamed(String?)
+        /// Written to or its attributes changed.
+        case changed(String?)
+        /// The watch failed (the folder went away, the watch limit was hit).
+        case failed(String)
+    }
+
+    public let path: String
+    private let handle: UnsafeMutablePointer<uv_fs_event_t>
+    private let callback: (Event) -> Void
+    private var closed = false
+
+    public init(loop: EventLoop, path: String, _ callback: @escaping (Event) -> Void) throws(LoopError) {
+        self.path = path
+        self.callback = callback
+        handle = .allocate(capacity: 1)
+        uv_fs_event_init(loop.raw, handle)
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        let status = uv_fs_event_start(handle, { handle, name, events, status in
+            let watcher = Unmanaged<FolderWatcher>.fromOpaque(handle!.pointee.data).takeUnretainedValue()
+            guard status >= 0 else {
+                return watcher.callback(.failed(String(cString: uv_strerror(status))))
+            }
+            let entry = name.map { String(cString: $0) }
+            if events & Int32(UV_RENAME.rawValue) != 0 {
+                watcher.callback(.renamed(entry))
+            } else {
+                watcher.callback(.changed(entry))
+            }
+        }, path, 0)
+        if status < 0 {
+            close()
+            throw LoopError(status, "watch \(path)")
+        }
+    }
+
+    public func close() {
+        guard !closed else { return }
+        closed = true
+        uv_close(asHandle(handle)) { handle in
+            let watcher = Unmanaged<FolderWatcher>.fromOpaque(handle!.pointee.data).takeRetainedValue()
+            watcher.handle.deallocate()
+        }
+    }
+}
