@@ -44,62 +44,69 @@ public enum RequestParser {
             throw .untagged(ProtocolError(.badRequest, "unreadable tag: a tag is 1-32 of [A-Za-z0-9._-]"))
         }
         let tag = String(decoding: tagBytes, as: UTF8.self)
-        func fail(_ code: ErrorCode, _ message: String) -> LineParseError {
-            .tagged(tag, ProtocolError(code, message))
+        func fail(_ message: String) -> LineParseError {
+            .tagged(tag, ProtocolError(.badRequest, message))
         }
         guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw fail(.badRequest, "line is not valid UTF-8")
+            throw fail("line is not valid UTF-8")
         }
 
         skipSpaces(bytes, &index)
-        guard index < bytes.count else { throw fail(.badRequest, "missing verb") }
+        guard index < bytes.count else { throw fail("missing verb") }
         let verbStart = index
         while index < bytes.count, bytes[index] != 0x20 { index += 1 }
         let verbBytes = bytes[verbStart..<index]
-        guard verbBytes.allSatisfy(isAtomByte) else { throw fail(.badRequest, "malformed verb") }
+        guard verbBytes.allSatisfy(isAtomByte) else { throw fail("malformed verb") }
         let verb = String(decoding: verbBytes, as: UTF8.self).uppercased()
 
+        do {
+            let (arguments, payload) = try readArguments(bytes, from: index)
+            return RequestLine(tag: tag, verb: verb, arguments: arguments, payload: payload)
+        } catch {
+            throw .tagged(tag, error)
+        }
+    }
+
+    /// Reads space-separated atoms and JSON strings from `index` to the end, with an optional
+    /// trailing JSON object; shared by the request parser and the client's reply parser.
+    static func readArguments(_ bytes: [UInt8], from start: Int) throws(ProtocolError) -> ([String], Fields?) {
+        var index = start
         var arguments: [String] = []
         var payload: Fields?
         while true {
             skipSpaces(bytes, &index)
             guard index < bytes.count else { break }
-            guard payload == nil else { throw fail(.badRequest, "text after the JSON payload") }
+            guard payload == nil else { throw ProtocolError(.badRequest, "text after the JSON payload") }
             switch bytes[index] {
             case UInt8(ascii: "{"):
-                do {
-                    let (value, end) = try ValueJSON.decodePrefix(bytes, from: index)
-                    guard case .dictionary(let fields) = value else { throw fail(.badRequest, "payload must be an object") }
-                    payload = fields
-                    index = end
-                } catch let error as ProtocolError {
-                    throw fail(error.code, error.message)
-                } catch {
-                    throw error as! LineParseError
-                }
+                let (value, end) = try ValueJSON.decodePrefix(bytes, from: index)
+                guard case .dictionary(let fields) = value else { throw ProtocolError(.badRequest, "payload must be an object") }
+                payload = fields
+                index = end
             case UInt8(ascii: "\""):
                 var reader = JSONReader(bytes: bytes, index: index)
                 do {
                     arguments.append(try reader.readString())
                 } catch {
-                    throw fail(.badRequest, "bad quoted argument: \(error.message)")
+                    throw ProtocolError(.badRequest, "bad quoted argument: \(error.message)")
                 }
                 index = reader.index
                 guard index == bytes.count || bytes[index] == 0x20 else {
-                    throw fail(.badRequest, "quoted argument must be followed by a space")
+                    throw ProtocolError(.badRequest, "quoted argument must be followed by a space")
                 }
             default:
-                let start = index
+                let atomStart = index
                 while index < bytes.count, bytes[index] != 0x20 { index += 1 }
-                let atom = bytes[start..<index]
+                let atom = bytes[atomStart..<index]
                 guard atom.allSatisfy(isAtomByte) else {
-                    throw fail(.badRequest, "argument \(arguments.count + 1) has a quote or control character")
+                    throw ProtocolError(.badRequest, "argument \(arguments.count + 1) has a quote or control character")
                 }
                 arguments.append(String(decoding: atom, as: UTF8.self))
             }
         }
-        return RequestLine(tag: tag, verb: verb, arguments: arguments, payload: payload)
+        return (arguments, payload)
     }
+
 
     private static func skipSpaces(_ bytes: [UInt8], _ index: inout Int) {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }

@@ -68,3 +68,18 @@ final class RequestParserTests: XCTestCase {
         XCTAssertEqual(ResponseLine.error("t", ProtocolError(.badRequest, "a\r\nb")), "t ERR BAD_REQUEST a  b\n")
     }
 }
+
+final class ServerLineTests: XCTestCase {
+    func testUntaggedChangeWithQuotedIdAndFields() throws {
+        let line = try ServerLine.parse(Array(#"* CHANGE contacts 4 "Ada L" 2 a0 {"phone":"1"}"#.utf8))
+        XCTAssertNil(line.tag)
+        XCTAssertEqual(line.words, ["CHANGE", "contacts", "4", "Ada L", "2", "a0"])
+        XCTAssertEqual(line.payload, ["phone": .string("1")])
+    }
+
+    func testTaggedErrorKeepsItsText() throws {
+        let line = try ServerLine.parse(Array("t7 ERR FORBIDDEN bob has no access".utf8))
+        XCTAssertEqual(line.tag, "t7")
+        XCTAssertEqual(line.words, ["ERR", "FORBIDDEN", "bob", "has", "no", "access"])
+    }
+}
