@@ -21,9 +21,10 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit"]),
+        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "RecordStore", "SQLiteKit", "SyncCore", "EventLoop", "LoadGenerator"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),

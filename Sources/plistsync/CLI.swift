@@ -11,6 +11,11 @@ enum CLI {
         SUBCOMMANDS:
           serve        Run the sync server.
           user         Add, change, remove or list accounts in a data folder.
+          agent        Mirror a folder of plist files through a server.
+          login        Log in once and keep a token; logout revokes it.
+          status       Show what the agent of a folder is doing.
+          ls|get|put|rm|mv|watch
+                       Scripting client: list, read, write, delete, move records, tail changes.
           bench        Measure a server: durable write throughput, fan-out latency.
 
           See 'plistsync <subcommand> --help' for a subcommand's options.
@@ -27,6 +32,10 @@ enum CLI {
         case "serve": subcommand = ServeCommand.self
         case "user": subcommand = UserCommand.self
         case "bench": subcommand = BenchCommand.self
+        case "agent": subcommand = AgentCommand.self
+        case "login": subcommand = LoginCommand.self
+        case "logout": subcommand = LogoutCommand.self
+        case "status": subcommand = StatusCommand.self
         case "--help", "-h", "help":
             print(overview)
             return 0

@@ -1,0 +1,158 @@
+import EventLoop
+import Foundation
+import SQLiteKit
+
+/// `plistsync agent`: mirrors a directory of plist files through the server. Owns the loop's
+/// watchers and timers and wires the link, the state file and the sync engine together.
+public final class Agent {
+    private let configuration: AgentConfiguration
+    private let loop: EventLoop
+    private let mirror: MirrorFolder
+    private let state: AgentState
+    private let link: ServerLink
+    private let engine: SyncEngine
+    private let status: AgentStatus
+    private var rootWatcher: FolderWatcher?
+    private var folderWatchers: [String: FolderWatcher] = [:]
+    private var dueFiles: [RecordKey: UInt64] = [:]
+    private var dueTimer: LoopTimer?
+    private var rescanTimer: LoopTimer?
+    private var signals: [SignalWatcher] = []
+
+    /// Opens the state file in `DIR/.plistsync/`; nothing happens until `run()`.
+    public init(configuration: AgentConfiguration) throws {
+        self.configuration = configuration
+        loop = EventLoop()
+        mirror = MirrorFolder(root: configuration.directory)
+        try mirror.ensureFolder(mirror.stateFolder)
+        state = try AgentState(path: mirror.stateFolder + "/state.sqlite")
+        link = ServerLink(loop: loop, configuration: configuration)
+        status = AgentStatus(loop: loop, configuration: configuration)
+        engine = SyncEngine(configuration: configuration, link: link, state: state, mirror: mirror, status: status)
+    }
+
+    /// Runs until SIGINT or SIGTERM.
+    public func run() throws {
+        let log: (String) -> Void = { AgentLog.info($0) }
+        link.log = log
+        engine.log = log
+        link.onReady = { [engine] in engine.connected() }
+        link.onLost = { [engine] in engine.disconnected() }
+        link.onEvent = { [engine] event in engine.handle(event) }
+        link.onBatch = { [state, engine] starting in
+            if starting {
+                state.beginBatch()
+            } else {
+                engine.batchEnded()
+                state.endBatch()
+            }
+        }
+        engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
+        status.collectionsProvider = { [state] in
+            var result: [String: (seq: Int64, records: Int)] = [:]
+            for (name, seq) in state.lastSeq { result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0) }
+            return result
+        }
+        status.lastError = { [link] in link.lastError }
+
+        rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [unowned self] event in rootEvent(event) }
+        for collection in state.lastSeq.keys where FileManager.default.fileExists(atPath: mirror.folder(collection)) { watch(collection) }
+        let rescan = LoopTimer(loop: loop)
+        rescan.start(after: configuration.rescanSeconds * 1000, repeatEvery: configuration.rescanSeconds * 1000) { [engine] in engine.scanAll() }
+        rescanTimer = rescan
+        for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
+            signals.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in stop() })
+        }
+        mirror.pruneVersions(olderThan: configuration.keepVersionsDays)
+        AgentLog.info("mirroring \(configuration.directory) with \(configuration.server) as \(configuration.user)")
+        link.start()
+        status.changed()
+        loop.run()
+        loop.close()
+    }
+
+    private func stop() {
+        AgentLog.info("stopping")
+        link.stop()
+        rootWatcher?.close()
+        for watcher in folderWatchers.values { watcher.close() }
+        folderWatchers.removeAll()
+        dueTimer?.close()
+        rescanTimer?.close()
+        for signal in signals { signal.close() }
+        status.connected = false
+        status.close()
+    }
+
+    private func watch(_ collection: String) {
+        guard folderWatchers[collection] == nil else { return }
+        do {
+            folderWatchers[collection] = try FolderWatcher(loop: loop, path: mirror.folder(collection)) { [unowned self] event in
+                folderEvent(collection, event)
+            }
+        } catch {
+            AgentLog.info("cannot watch \(mirror.folder(collection)): \(error); relying on rescans")
+        }
+    }
+
+    private func rootEvent(_ event: FolderWatcher.Event) {
+        switch event {
+        case .renamed(let name?), .changed(let name?):
+            if name.hasSuffix(".order.plist") {
+                schedule(RecordKey(collection: String(name.dropLast(12)), id: ""), delay: configuration.debounceMilliseconds)
+            } else if let collection = MirrorFolder.collectionName(forEntry: name), engine.collections[collection] == nil {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: mirror.folder(collection), isDirectory: &isDirectory), isDirectory.boolValue {
+                    engine.create(collection)
+                }
+            }
+        case .renamed(nil), .changed(nil):
+            engine.scanAll()
+        case .failed(let reason):
+            AgentLog.info("watching \(configuration.directory) failed: \(reason)")
+        }
+    }
+
+    private func folderEvent(_ collection: String, _ event: FolderWatcher.Event) {
+        switch event {
+        case .renamed(let name?):
+            // An atomic save ends in a rename: push at once (next loop turn, coalescing a burst).
+            if let id = MirrorFolder.recordID(forFileName: name) { schedule(RecordKey(collection: collection, id: id), delay: 0) }
+        case .changed(let name?):
+            // A plain write may be one of several: wait briefly for the editor to finish.
+            if let id = MirrorFolder.recordID(forFileName: name) {
+                schedule(RecordKey(collection: collection, id: id), delay: configuration.debounceMilliseconds)
+            }
+        case .renamed(nil), .changed(nil):
+            engine.scan(collection)
+        case .failed(let reason):
+            AgentLog.info("watching \(collection) failed: \(reason); relying on rescans")
+            folderWatchers.removeValue(forKey: collection)?.close()
+        }
+    }
+
+    /// Marks a record (or, with an empty id, an order file) due after `delay` ms; later events
+    /// for the same file push the deadline back.
+    private func schedule(_ key: RecordKey, delay: UInt64) {
+        dueFiles[key] = loop.nowMilliseconds + delay
+        armDueTimer()
+    }
+
+    private func armDueTimer() {
+        guard let next = dueFiles.values.min() else { return }
+        let timer = dueTimer ?? LoopTimer(loop: loop)
+        dueTimer = timer
+        timer.start(after: next > loop.nowMilliseconds ? next - loop.nowMilliseconds : 0) { [unowned self] in
+            let now = loop.nowMilliseconds
+            let ready = dueFiles.filter { $0.value <= now }.keys
+            for key in ready { dueFiles[key] = nil }
+            state.beginBatch()
+            for key in ready.sorted(by: { ($0.collection, $0.id) < ($1.collection, $1.id) }) {
+                if key.id.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
+            }
+            engine.batchEnded()
+            state.endBatch()
+            armDueTimer()
+        }
+    }
+}

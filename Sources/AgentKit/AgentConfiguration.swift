@@ -1,0 +1,37 @@
+import EventLoop
+import Foundation
+
+/// Everything `plistsync agent` is told.
+public struct AgentConfiguration: Sendable {
+    /// How the agent logs in.
+    public enum Credential: Sendable {
+        case password(String)
+        case token(String)
+    }
+
+    public var server: SocketAddress
+    public var user: String
+    public var credential: Credential
+    /// The mirrored folder: one subfolder a collection.
+    public var directory: String
+    /// Only these collections, when set.
+    public var collections: Set<String>?
+    /// Names this machine in conflict copies.
+    public var device: String
+    /// Milliseconds a plain modification waits for more writes before it is pushed.
+    public var debounceMilliseconds: UInt64 = 15
+    /// Seconds between full rescans, the backstop for missed events.
+    public var rescanSeconds: UInt64 = 3600
+    /// Seconds between keepalive PINGs.
+    public var keepaliveSeconds: UInt64 = 30
+    /// Days an overwritten local version is kept in `.plistsync/versions`.
+    public var keepVersionsDays: Int = 30
+
+    public init(server: SocketAddress, user: String, credential: Credential, directory: String, device: String) {
+        self.server = server
+        self.user = user
+        self.credential = credential
+        self.directory = directory
+        self.device = device
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import PlistFormat
+import SQLiteKit
+
+/// What the agent knows it last agreed on with the server, kept in `DIR/.plistsync/state.sqlite`:
+/// per record the synced rev, position, fields and the hash of the file as last seen or written;
+/// per collection the last seq seen. Loaded into memory at start; every change is written through.
+final class AgentState {
+    /// One record's last synced state.
+    struct Entry: Equatable {
+        var rev: Int64
+        var position: String?
+        /// Canonical JSON of the synced fields; nil for a tombstone.
+        var fieldsJSON: String?
+        /// Hash of the file as last seen or written; nil when no file should exist.
+        var fileHash: String?
+        var format: PlistFile.Format
+
+        var isLive: Bool { fieldsJSON != nil }
+    }
+
+    private let db: SQLiteDatabase
+    private(set) var records: [String: [String: Entry]] = [:]
+    private(set) var lastSeq: [String: Int64] = [:]
+
+    static let migrations = [
+        """
+        -- The last seq this mirror has applied, per collection: SUB ... SINCE resumes from it.
+        CREATE TABLE collections (
+            name     TEXT PRIMARY KEY,
+            last_seq INTEGER NOT NULL DEFAULT 0
+        ) STRICT;
+
+        -- Per record, the last state both sides agreed on: the base of the next push and of
+        -- three-way merges. fields is canonical JSON (NULL: deleted on the server); file_hash is
+        -- the hash of the file as last seen or written (NULL: no file expected).
+        CREATE TABLE records (
+            collection TEXT NOT NULL,
+            id         TEXT NOT NULL,
+            rev        INTEGER NOT NULL,
+            position   TEXT,
+            fields     TEXT,
+            file_hash  TEXT,
+            format     TEXT NOT NULL DEFAULT 'xml',
+            PRIMARY KEY (collection, id)
+        ) STRICT, WITHOUT ROWID;
+        """
+    ]
+
+    init(path: String) throws(StoreError) {
+        db = try SQLiteDatabase(path: path)
+        // NORMAL in WAL survives a killed agent; after power loss the next scan re-derives
+        // anything lost by comparing files against the server (revisions make that safe).
+        try db.execute(script: "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+        try db.migrate(Self.migrations)
+        for (name, seq) in try db.query("SELECT name, last_seq FROM collections", row: { ($0.text(0) ?? "", $0.integer(1)) }) {
+            lastSeq[name] = seq
+        }
+        for (collection, id, entry) in try db.query(
+            "SELECT collection, id, rev, position, fields, file_hash, format FROM records", row: { row in
+                (row.text(0) ?? "", row.text(1) ?? "",
+                 Entry(rev: row.integer(2), position: row.text(3), fieldsJSON: row.text(4), fileHash: row.text(5),
+                       format: PlistFile.Format(rawValue: row.text(6) ?? "xml") ?? .xml))
+            })
+        {
+            records[collection, default: [:]][id] = entry
+        }
+    }
+
+    func entry(_ collection: String, _ id: String) -> Entry? {
+        records[collection]?[id]
+    }
+
+    func set(_ entry: Entry?, _ collection: String, _ id: String) throws(StoreError) {
+        records[collection, default: [:]][id] = entry
+        if let entry {
+            try db.execute(
+                """
+                INSERT INTO records (collection, id, rev, position, fields, file_hash, format) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, position = excluded.position,
+                    fields = excluded.fields, file_hash = excluded.file_hash, format = excluded.format
+                """,
+                .text(collection), .text(id), .integer(entry.rev), entry.position.map(SQLValue.text) ?? .null,
+                entry.fieldsJSON.map(SQLValue.text) ?? .null, entry.fileHash.map(SQLValue.text) ?? .null, .text(entry.format.rawValue))
+        } else {
+            try db.execute("DELETE FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id))
+        }
+    }
+
+    func setLastSeq(_ seq: Int64, _ collection: String) throws(StoreError) {
+        lastSeq[collection] = seq
+        try db.execute(
+            "INSERT INTO collections (name, last_seq) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_seq = excluded.last_seq",
+            .text(collection), .integer(seq))
+    }
+
+    private var batchDepth = 0
+
+    /// Starts grouping writes into one transaction (one WAL append), e.g. a replay of 10,000
+    /// changes; nests; `endBatch()` commits when the outermost ends.
+    func beginBatch() {
+        batchDepth += 1
+        if batchDepth == 1 { try? db.execute(script: "BEGIN") }
+    }
+
+    func endBatch() {
+        guard batchDepth > 0 else { return }
+        batchDepth -= 1
+        if batchDepth == 0 { try? db.execute(script: "COMMIT") }
+    }
+}

@@ -1,0 +1,97 @@
+import EventLoop
+import Foundation
+import SyncProtocol
+
+/// What the agent is doing, for `plistsync status`: kept in memory and written (at most a few
+/// times a second, only when something changed) to `DIR/.plistsync/status.json`.
+final class AgentStatus {
+    private let path: String
+    private let loop: EventLoop
+    private let configuration: AgentConfiguration
+    private var timer: LoopTimer?
+    private var dirty = false
+
+    var connected = false
+    var pending = 0
+    /// `collection/id` → why the file does not parse.
+    var unparseable: [String: String] = [:]
+    /// `collection/id` or `collection/` → a refusal or failure worth a person's look.
+    var problems: [String: String] = [:]
+    private(set) var applied = 0
+    private(set) var pushed = 0
+    private(set) var conflicts = 0
+    var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
+    var lastError: () -> String? = { nil }
+
+    init(loop: EventLoop, configuration: AgentConfiguration) {
+        self.loop = loop
+        self.configuration = configuration
+        path = configuration.directory + "/.plistsync/status.json"
+    }
+
+    func noteApplied() {
+        applied += 1
+        if applied % 1000 == 0 { AgentLog.info("applied \(applied) changes from the server") }
+    }
+
+    func notePushed() {
+        pushed += 1
+        if pushed % 1000 == 0 { AgentLog.info("pushed \(pushed) local changes") }
+    }
+
+    func noteConflict() { conflicts += 1 }
+
+    /// Marks the status as changed; it is written within 200 ms.
+    func changed() {
+        dirty = true
+        guard timer == nil else { return }
+        let timer = LoopTimer(loop: loop)
+        self.timer = timer
+        timer.start(after: 200) { [self] in
+            timer.close()
+            self.timer = nil
+            writeNow()
+        }
+    }
+
+    func writeNow() {
+        guard dirty else { return }
+        dirty = false
+        var collections: [String: Value] = [:]
+        for (name, info) in collectionsProvider() {
+            collections[name] = .dictionary(["seq": .integer(info.seq), "records": .integer(Int64(info.records))])
+        }
+        var document: [String: Value] = [
+            "pid": .integer(Int64(getpid())),
+            "connected": .bool(connected),
+            "server": .string(configuration.server.description),
+            "user": .string(configuration.user),
+            "device": .string(configuration.device),
+            "updated": .date(Date()),
+            "pending": .integer(Int64(pending)),
+            "applied": .integer(Int64(applied)),
+            "pushed": .integer(Int64(pushed)),
+            "conflicts": .integer(Int64(conflicts)),
+            "collections": .dictionary(collections),
+            "unparseable": .dictionary(unparseable.mapValues(Value.string)),
+            "problems": .dictionary(problems.mapValues(Value.string)),
+        ]
+        if let error = lastError() { document["last_error"] = .string(error) }
+        let text = ValueJSON.encode(.dictionary(document))
+        try? MirrorFolder(root: configuration.directory).writeAtomically(Array(text.utf8), to: path)
+    }
+
+    func close() {
+        timer?.close()
+        timer = nil
+        dirty = true
+        writeNow()
+    }
+}
+
+/// One-line log records on stderr for the agent.
+enum AgentLog {
+    static func info(_ message: String) {
+        FileHandle.standardError.write(Data("\(ISO8601UTC.format(Date())) agent \(message)\n".utf8))
+    }
+}

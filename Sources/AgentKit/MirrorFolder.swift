@@ -1,0 +1,131 @@
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// The files of the mirror directory (DESIGN.md §5): record files, order files, conflict copies,
+/// and kept versions. Every write is atomic: a hidden temp file in the same folder, fsync, rename.
+struct MirrorFolder {
+    let root: String
+
+    var stateFolder: String { root + "/.plistsync" }
+    func folder(_ collection: String) -> String { root + "/" + collection }
+    func recordPath(_ collection: String, _ id: String) -> String { folder(collection) + "/" + id + ".plist" }
+    func orderPath(_ collection: String) -> String { root + "/" + collection + ".order.plist" }
+
+    /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
+    /// copy, not `.plist`).
+    static func recordID(forFileName name: String) -> String? {
+        guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.contains(".sync-conflict-") else {
+            return nil
+        }
+        let id = String(name.dropLast(6))
+        return Names.isValidRecordID(id) ? id : nil
+    }
+
+    /// A collection name for a folder entry of the root, or nil when it is not one.
+    static func collectionName(forEntry name: String) -> String? {
+        Names.isValidCollection(name) && !name.hasPrefix(".") ? name : nil
+    }
+
+    /// The record ids that have files in a collection's folder.
+    func recordIDs(in collection: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder(collection))) ?? []
+        return names.compactMap(Self.recordID(forFileName:))
+    }
+
+    /// Subfolders of the root that can be collections.
+    func collectionFolders() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return names.filter { name in
+            var isDirectory: ObjCBool = false
+            return Self.collectionName(forEntry: name) != nil
+                && FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory) && isDirectory.boolValue
+        }
+    }
+
+    func read(_ path: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path).map { Array($0) }
+    }
+
+    func ensureFolder(_ path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    /// Writes `bytes` to `path` atomically and durably.
+    func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
+        let descriptor = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw MirrorError.io("cannot create \(temp): \(String(cString: strerror(errno)))") }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            guard result > 0 else {
+                close(descriptor)
+                unlink(temp)
+                throw MirrorError.io("cannot write \(temp): \(String(cString: strerror(errno)))")
+            }
+            written += result
+        }
+        fsync(descriptor)
+        close(descriptor)
+        guard rename(temp, path) == 0 else {
+            unlink(temp)
+            throw MirrorError.io("cannot rename onto \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func remove(_ path: String) {
+        unlink(path)
+    }
+
+    /// Keeps the current file of a record in `.plistsync/versions/` before it is overwritten or
+    /// deleted by a remote change.
+    func keepVersion(_ collection: String, _ id: String, now: Date = Date()) {
+        let path = recordPath(collection, id)
+        guard let bytes = read(path) else { return }
+        let folder = stateFolder + "/versions/" + collection
+        try? ensureFolder(folder)
+        try? writeAtomically(bytes, to: folder + "/" + id + "." + Self.stamp(now) + ".plist")
+    }
+
+    /// Deletes kept versions older than `days`.
+    func pruneVersions(olderThan days: Int, now: Date = Date()) {
+        let base = stateFolder + "/versions"
+        guard let enumerator = FileManager.default.enumerator(atPath: base) else { return }
+        let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
+        for case let relative as String in enumerator {
+            let path = base + "/" + relative
+            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+                modified < cutoff, relative.hasSuffix(".plist")
+            {
+                unlink(path)
+            }
+        }
+    }
+
+    /// Saves a local version that lost a field conflict beside the record.
+    func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String, now: Date = Date()) throws -> String {
+        let path = folder(collection) + "/" + id + ".sync-conflict-" + Self.stamp(now) + "-" + device + ".plist"
+        try writeAtomically(bytes, to: path)
+        return path
+    }
+
+    /// `YYYYMMDD-HHMMSS` in UTC.
+    static func stamp(_ date: Date) -> String {
+        let iso = ISO8601UTC.format(Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
+        let digits = iso.filter(\.isNumber)
+        return String(digits.prefix(8)) + "-" + String(digits.dropFirst(8).prefix(6))
+    }
+}
+
+/// A file operation of the mirror that failed.
+enum MirrorError: Error, CustomStringConvertible {
+    case io(String)
+    var description: String {
+        switch self {
+        case .io(let text): text
+        }
+    }
+}

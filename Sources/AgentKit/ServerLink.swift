@@ -1,0 +1,178 @@
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// The agent's connection to the server: connects, says HELLO, logs in, keeps alive with PING,
+/// and reconnects with exponential backoff and full jitter when the connection is lost.
+///
+/// Requests get numbered tags and their reply callback; untagged lines go to `onEvent`.
+/// Loop-thread object.
+final class ServerLink {
+    private let loop: EventLoop
+    private let configuration: AgentConfiguration
+    private var connection: TCPConnection?
+    private var framer = LineFramer(maxLineBytes: 64 << 20)
+    private var pending: [String: (ServerEvent) -> Void] = [:]
+    private var nextTag = 0
+    private var attempts = 0
+    private var reconnectTimer: LoopTimer?
+    private var keepalive: LoopTimer?
+    private var lastHeard: UInt64 = 0
+    private var stopped = false
+
+    /// Called once per connection, after login.
+    var onReady: () -> Void = {}
+    /// Called when a ready connection is lost.
+    var onLost: () -> Void = {}
+    /// Untagged lines: changes, collections, BYE.
+    var onEvent: (ServerEvent) -> Void = { _ in }
+    /// Called before and after each batch of received lines, so their effects can share a
+    /// transaction.
+    var onBatch: (_ starting: Bool) -> Void = { _ in }
+    /// Log lines for the operator.
+    var log: (String) -> Void = { _ in }
+    private(set) var isReady = false
+    /// Why the last attempt failed, for `status`.
+    private(set) var lastError: String?
+
+    init(loop: EventLoop, configuration: AgentConfiguration) {
+        self.loop = loop
+        self.configuration = configuration
+    }
+
+    func start() {
+        stopped = false
+        connect()
+    }
+
+    /// Closes the connection and stops reconnecting.
+    func stop() {
+        stopped = true
+        reconnectTimer?.close()
+        reconnectTimer = nil
+        keepalive?.close()
+        keepalive = nil
+        if let connection {
+            connection.write("q QUIT\n")
+            connection.closeAfterWriting()
+        }
+        connection = nil
+    }
+
+    /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
+    func send(_ request: String, reply: @escaping (ServerEvent) -> Void = { _ in }) {
+        guard let connection, isReady || request.hasPrefix("HELLO") || request.hasPrefix("AUTH") else { return }
+        nextTag += 1
+        let tag = "t\(nextTag)"
+        pending[tag] = reply
+        connection.write(tag + " " + request + "\n")
+    }
+
+    private func connect() {
+        guard !stopped, connection == nil else { return }
+        TCPConnection.connect(on: loop, to: configuration.server) { [self] result in
+            switch result {
+            case .failure(let error):
+                lastError = "cannot connect to \(configuration.server): \(error)"
+                scheduleReconnect()
+            case .success(let tcp):
+                guard !stopped else { return tcp.close() }
+                attach(tcp)
+            }
+        }
+    }
+
+    private func attach(_ tcp: TCPConnection) {
+        connection = tcp
+        framer = LineFramer(maxLineBytes: 64 << 20)
+        lastHeard = loop.nowMilliseconds
+        tcp.onData = { [self] bytes in received(bytes) }
+        tcp.onEnd = { _ in tcp.close() }
+        tcp.onClose = { [self] in lost(tcp) }
+        tcp.startReading()
+        send("HELLO 1 plistsync-agent") { _ in }
+        let login: String
+        switch configuration.credential {
+        case .password(let password): login = "AUTH \(ResponseLine.argument(configuration.user)) \(ResponseLine.argument(password))"
+        case .token(let token): login = "AUTH TOKEN \(ResponseLine.argument(token))"
+        }
+        send(login) { [self] event in
+            guard case .ok = event else {
+                if case .error(_, let code, let message, _) = event { lastError = "login refused: \(code) \(message)" }
+                log(lastError ?? "login refused")
+                tcp.close()
+                return
+            }
+            attempts = 0
+            lastError = nil
+            isReady = true
+            startKeepalive()
+            log("connected to \(configuration.server) as \(configuration.user)")
+            onReady()
+        }
+    }
+
+    private func received(_ bytes: [UInt8]) {
+        lastHeard = loop.nowMilliseconds
+        framer.append(bytes)
+        onBatch(true)
+        defer { onBatch(false) }
+        while let line = try? framer.nextLine() {
+            guard let parsed = try? ServerLine.parse(line) else {
+                log("unreadable line from the server: \(String(decoding: line.prefix(200), as: UTF8.self))")
+                continue
+            }
+            let event = ServerEvent(parsed)
+            if let tag = parsed.tag {
+                pending.removeValue(forKey: tag)?(event)
+            } else {
+                if case .bye(let reason) = event { log("server closed the connection: \(reason)") }
+                onEvent(event)
+            }
+        }
+    }
+
+    private func lost(_ tcp: TCPConnection) {
+        guard connection === tcp else { return }
+        connection = nil
+        pending.removeAll()
+        keepalive?.close()
+        keepalive = nil
+        let wasReady = isReady
+        isReady = false
+        if wasReady {
+            log("disconnected from \(configuration.server)")
+            onLost()
+        }
+        scheduleReconnect()
+    }
+
+    private func scheduleReconnect() {
+        guard !stopped, reconnectTimer == nil else { return }
+        attempts += 1
+        let ceiling = min(30_000, 100 << min(attempts, 9))
+        let delay = UInt64(max(50, Int.random(in: 0...ceiling)))
+        let timer = LoopTimer(loop: loop)
+        reconnectTimer = timer
+        timer.start(after: delay) { [self] in
+            timer.close()
+            reconnectTimer = nil
+            connect()
+        }
+    }
+
+    private func startKeepalive() {
+        let timer = LoopTimer(loop: loop)
+        keepalive = timer
+        let period = configuration.keepaliveSeconds * 1000
+        timer.start(after: period, repeatEvery: period) { [self] in
+            if loop.nowMilliseconds - lastHeard > 3 * period {
+                log("no answer from the server for \(3 * period / 1000) s; reconnecting")
+                connection?.close()
+                return
+            }
+            send("PING")
+        }
+    }
+}

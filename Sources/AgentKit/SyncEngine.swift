@@ -1,0 +1,449 @@
+import EventLoop
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// The agent's sync rules (DESIGN.md §5): applies server changes to the mirror, pushes local
+/// edits with the revision they were based on, and resolves conflicts by three-way merge so
+/// nothing anyone typed is lost. Loop-thread object; file events reach it through `fileChanged`.
+final class SyncEngine {
+    private let configuration: AgentConfiguration
+    private let link: ServerLink
+    private let state: AgentState
+    private let mirror: MirrorFolder
+    let status: AgentStatus
+
+    /// Collections the user may read, with their role.
+    private(set) var collections: [String: Role] = [:]
+    private var subscribed: Set<String> = []
+    private var subscribing: Set<String> = []
+    private var creating: Set<String> = []
+    /// Ids seen in a full (SINCE 0) replay, to forget records the server no longer has.
+    private var replaySeen: [String: Set<String>] = [:]
+    private var inFlight: Set<RecordKey> = []
+    /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
+    private var refused: [RecordKey: String] = [:]
+    private var orderDirty: Set<String> = []
+    private var writtenOrderHash: [String: String] = [:]
+    /// Called when a collection folder should be watched.
+    var onCollectionFolder: (String) -> Void = { _ in }
+    var log: (String) -> Void = { _ in }
+
+    init(configuration: AgentConfiguration, link: ServerLink, state: AgentState, mirror: MirrorFolder, status: AgentStatus) {
+        self.configuration = configuration
+        self.link = link
+        self.state = state
+        self.mirror = mirror
+        self.status = status
+    }
+
+    private func allowed(_ collection: String) -> Bool {
+        configuration.collections?.contains(collection) ?? true
+    }
+
+    // MARK: - Connection
+
+    /// A fresh login: learn the collections, create the ones the user made as folders, subscribe.
+    func connected() {
+        subscribed.removeAll()
+        subscribing.removeAll()
+        creating.removeAll()
+        inFlight.removeAll()
+        status.connected = true
+        link.send("COLLECTIONS") { [self] event in
+            guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
+            for folder in mirror.collectionFolders() where collections[folder] == nil && allowed(folder) {
+                create(folder)
+            }
+        }
+    }
+
+    func disconnected() {
+        subscribed.removeAll()
+        subscribing.removeAll()
+        creating.removeAll()
+        inFlight.removeAll()
+        status.connected = false
+        status.changed()
+    }
+
+    func handle(_ event: ServerEvent) {
+        switch event {
+        case .collection(let name, let role, _):
+            guard allowed(name) else { return }
+            if let role {
+                collections[name] = role
+                startMirroring(name)
+            } else {
+                collections[name] = nil
+                subscribed.remove(name)
+                log("access to \(name) was removed; its folder is left as it is")
+            }
+        case .change(let collection, let seq, let id, let remote):
+            guard subscribed.contains(collection) || subscribing.contains(collection) else { return }
+            replaySeen[collection]?.insert(id)
+            applyRemote(collection, id, remote)
+            if seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
+            status.noteApplied()
+        default:
+            break
+        }
+    }
+
+    /// Called after each batch of server lines.
+    func batchEnded() {
+        for collection in orderDirty { writeOrderFile(collection) }
+        orderDirty.removeAll()
+        status.changed()
+    }
+
+    private func startMirroring(_ collection: String) {
+        try? mirror.ensureFolder(mirror.folder(collection))
+        onCollectionFolder(collection)
+        subscribe(collection)
+    }
+
+    /// A folder the user made becomes a collection.
+    func create(_ collection: String) {
+        guard link.isReady, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
+        creating.insert(collection)
+        link.send("CREATE \(collection)") { [self] event in
+            creating.remove(collection)
+            switch event {
+            case .ok:
+                log("created collection \(collection) from its folder")
+                collections[collection] = .admin
+                startMirroring(collection)
+            case .error(_, let code, let message, _):
+                log("cannot create collection \(collection): \(code) \(message)")
+                status.problems["\(collection)/"] = "\(code) \(message)"
+            default:
+                break
+            }
+        }
+    }
+
+    private func subscribe(_ collection: String) {
+        guard link.isReady, !subscribed.contains(collection), !subscribing.contains(collection) else { return }
+        subscribing.insert(collection)
+        let since = state.lastSeq[collection] ?? 0
+        if since == 0 { replaySeen[collection] = [] }
+        let pendingOrder = orderEditedOffline(collection)
+        link.send("SUB \(collection) SINCE \(since)") { [self] event in
+            subscribing.remove(collection)
+            switch event {
+            case .ok(_, let words, _):
+                subscribed.insert(collection)
+                if words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
+                    try? state.setLastSeq(seq, collection)
+                }
+                if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
+                scan(collection)
+                if let pendingOrder { applyOrder(pendingOrder, in: collection) }
+                orderDirty.insert(collection)
+                batchEnded()
+            case .error(_, "EXPIRED", _, _):
+                log("\(collection): changes since \(since) are no longer kept; resyncing in full")
+                try? state.setLastSeq(0, collection)
+                subscribe(collection)
+            case .error(_, let code, let message, _):
+                log("cannot subscribe to \(collection): \(code) \(message)")
+            default:
+                break
+            }
+        }
+    }
+
+    /// After a full replay: records the server no longer has (a purged tombstone) are gone.
+    private func forgetRecords(in collection: String, except seen: Set<String>) {
+        for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {
+            let path = mirror.recordPath(collection, id)
+            if entry.isLive, let bytes = mirror.read(path), ContentHash.of(bytes) == entry.fileHash {
+                mirror.keepVersion(collection, id)
+                mirror.remove(path)
+            }
+            try? state.set(nil, collection, id)
+        }
+    }
+
+    // MARK: - Local side
+
+    /// Reconciles every file and every known record of a collection.
+    func scan(_ collection: String) {
+        guard subscribed.contains(collection) else { return }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mirror.folder(collection), isDirectory: &isDirectory), isDirectory.boolValue else {
+            // A vanished folder is not read as "delete everything".
+            status.problems["\(collection)/"] = "the folder is missing; recreate it to resume"
+            return
+        }
+        status.problems["\(collection)/"] = nil
+        let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
+        for id in ids.sorted() { reconcile(collection, id) }
+    }
+
+    /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
+    func scanAll() {
+        for folder in mirror.collectionFolders() where collections[folder] == nil { create(folder) }
+        for collection in subscribed { scan(collection) }
+    }
+
+    /// A file event for one record (nil id: rescan the collection).
+    func fileChanged(_ collection: String, _ id: String?) {
+        guard let id else { return scan(collection) }
+        reconcile(collection, id)
+    }
+
+    /// Compares one record's file with the last synced state and pushes the difference.
+    func reconcile(_ collection: String, _ id: String) {
+        let key = RecordKey(collection: collection, id: id)
+        guard subscribed.contains(collection), !inFlight.contains(key) else { return }
+        let entry = state.entry(collection, id)
+        let path = mirror.recordPath(collection, id)
+        guard let bytes = mirror.read(path) else {
+            status.unparseable[key.description] = nil
+            if let entry, entry.isLive, entry.fileHash != nil { push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format) }
+            return
+        }
+        let hash = ContentHash.of(bytes)
+        guard entry?.fileHash != hash, refused[key] != hash else { return }
+        let fields: Fields
+        let format: PlistFile.Format
+        do {
+            (fields, format) = try PlistFile.decodeRecord(bytes)
+        } catch {
+            // Half-written or broken: never pushed; retried when the file changes again.
+            if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(error)") }
+            status.unparseable[key.description] = error.description
+            status.changed()
+            return
+        }
+        status.unparseable[key.description] = nil
+        let json = ValueJSON.encode(fields: fields)
+        if var entry, entry.fieldsJSON == json {
+            entry.fileHash = hash
+            entry.format = format
+            try? state.set(entry, collection, id)
+            return
+        }
+        push(key, "PUT \(collection) \(arg(id)) \(entry?.rev ?? 0) \(json)", hash: hash, fieldsJSON: json, format: format)
+    }
+
+    private func arg(_ id: String) -> String { ResponseLine.argument(id) }
+
+    private func push(_ key: RecordKey, _ request: String, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
+        guard link.isReady else { return }
+        inFlight.insert(key)
+        status.pending = inFlight.count
+        link.send(request) { [self] event in
+            inFlight.remove(key)
+            status.pending = inFlight.count
+            switch event {
+            case .ok(_, let words, _):
+                guard words.count >= 4, let rev = Int64(words[3]) else { break }
+                var entry = state.entry(key.collection, key.id)
+                    ?? AgentState.Entry(rev: rev, position: nil, fieldsJSON: nil, fileHash: nil, format: format)
+                entry.rev = rev
+                entry.fieldsJSON = fieldsJSON
+                entry.fileHash = hash
+                entry.format = format
+                if fieldsJSON == nil { entry.position = nil }
+                try? state.set(entry, key.collection, key.id)
+                status.notePushed()
+            case .error(_, "CONFLICT", _, let current?):
+                applyRemote(key.collection, key.id, current, fromConflict: true)
+            case .error(_, let code, let message, _):
+                log("server refused \(key): \(code) \(message)")
+                status.problems[key.description] = "\(code) \(message)"
+                refused[key] = hash ?? "deleted"
+            default:
+                break
+            }
+            // The file may have changed again while the push was in flight, or a merge needs pushing.
+            reconcile(key.collection, key.id)
+            batchEnded()
+        }
+    }
+
+    // MARK: - Remote side
+
+    /// Applies a server state for one record to the mirror, merging with local edits.
+    private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false) {
+        let entry = state.entry(collection, id)
+        if remote.rev == 0 {
+            // MISSING: the server has no such record; the local file goes up as a new one.
+            if entry != nil { try? state.set(nil, collection, id) }
+            return
+        }
+        if let entry, remote.rev <= entry.rev {
+            // Our own change coming back, or an older state: at most the position is news.
+            if remote.rev == entry.rev, remote.isLive, entry.isLive, entry.position != remote.position {
+                var updated = entry
+                updated.position = remote.position
+                try? state.set(updated, collection, id)
+                orderDirty.insert(collection)
+            }
+            return
+        }
+        let path = mirror.recordPath(collection, id)
+        let bytes = mirror.read(path)
+        let fileHash = bytes.map(ContentHash.of)
+        let locallyChanged = fileHash != entry?.fileHash
+        let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
+        let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
+        var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
+
+        do {
+            if !locallyChanged || bytes == nil && !remote.isLive {
+                // Nothing typed here since the last sync (or both sides deleted): take the server's state.
+                if let fields = remote.fields {
+                    if bytes != nil { mirror.keepVersion(collection, id) }
+                    next.fileHash = try writeRecord(fields, format, path)
+                } else if bytes != nil {
+                    mirror.keepVersion(collection, id)
+                    mirror.remove(path)
+                }
+            } else if let bytes, let remoteFields = remote.fields {
+                next.fileHash = try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path)
+            } else if let remoteFields = remote.fields {
+                // Deleted here, edited there: the edit wins.
+                next.fileHash = try writeRecord(remoteFields, format, path)
+                log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
+            } else {
+                // Edited here, deleted there: the edit wins; the next reconcile pushes it back.
+                next.fileHash = entry?.fileHash
+                log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")
+            }
+        } catch {
+            log("cannot write \(path): \(error)")
+            status.problems[RecordKey(collection: collection, id: id).description] = "\(error)"
+            return
+        }
+        try? state.set(next, collection, id)
+        orderDirty.insert(collection)
+        if fromConflict || locallyChanged { reconcile(collection, id) }
+    }
+
+    /// Three-way merge of a local edit with a server change; returns the written file's hash.
+    private func merge(_ collection: String, _ id: String, local bytes: [UInt8], base entry: AgentState.Entry?,
+                       remote: Fields, format: PlistFile.Format, path: String) throws -> String {
+        guard let (localFields, localFormat) = try? PlistFile.decodeRecord(bytes) else {
+            // A broken local file cannot be merged: keep its bytes as a conflict copy.
+            let copy = try mirror.writeConflictCopy(bytes, collection, id, device: configuration.device)
+            log("\(collection)/\(id): local file does not parse; kept as \(copy)")
+            status.noteConflict()
+            return try writeRecord(remote, format, path)
+        }
+        let base = entry?.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
+        let result = ThreeWayMerge.merge(base: base, local: localFields, remote: remote)
+        if result.hasConflicts {
+            let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(localFields), as: localFormat), collection, id, device: configuration.device)
+            log("\(collection)/\(id): both sides changed \(result.conflictingKeys.joined(separator: ", ")); the server's value stays, yours is in \(copy)")
+            status.noteConflict()
+        }
+        return try writeRecord(result.merged, localFormat, path)
+    }
+
+    private func writeRecord(_ fields: Fields, _ format: PlistFile.Format, _ path: String) throws -> String {
+        let bytes = PlistFile.encode(.dictionary(fields), as: format)
+        try mirror.writeAtomically(bytes, to: path)
+        return ContentHash.of(bytes)
+    }
+
+    // MARK: - Order
+
+    private func currentOrder(_ collection: String) -> [String] {
+        (state.records[collection] ?? [:]).filter { $0.value.isLive && $0.value.position != nil }
+            .sorted { ($0.value.position!, $0.key) < ($1.value.position!, $1.key) }.map(\.key)
+    }
+
+    private func writeOrderFile(_ collection: String) {
+        let bytes = PlistFile.encode(.array(currentOrder(collection).map(Value.string)), as: .xml)
+        let hash = ContentHash.of(bytes)
+        guard writtenOrderHash[collection] != hash else { return }
+        if mirror.read(mirror.orderPath(collection)).map(ContentHash.of) != hash {
+            try? mirror.writeAtomically(bytes, to: mirror.orderPath(collection))
+        }
+        writtenOrderHash[collection] = hash
+    }
+
+    /// The order file's ids when someone edited it while the agent was not running.
+    private func orderEditedOffline(_ collection: String) -> [String]? {
+        guard let desired = readOrderFile(collection) else { return nil }
+        return desired == currentOrder(collection) ? nil : desired
+    }
+
+    private func readOrderFile(_ collection: String) -> [String]? {
+        guard let bytes = mirror.read(mirror.orderPath(collection)),
+            case .array(let items)? = try? PlistFile.decode(bytes).0
+        else { return nil }
+        return items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+    }
+
+    /// The order file changed on disk: turn the user's reordering into MOVEs.
+    func orderFileChanged(_ collection: String) {
+        guard subscribed.contains(collection), let bytes = mirror.read(mirror.orderPath(collection)),
+            ContentHash.of(bytes) != writtenOrderHash[collection], let desired = readOrderFile(collection)
+        else { return }
+        applyOrder(desired, in: collection)
+    }
+
+    /// Moves the fewest records so the collection reads in `desired` order: those on a longest
+    /// increasing run of current positions stay, the others move after their new predecessor.
+    private func applyOrder(_ desired: [String], in collection: String) {
+        let current = currentOrder(collection)
+        let index = Dictionary(uniqueKeysWithValues: current.enumerated().map { ($1, $0) })
+        var seen: Set<String> = []
+        let wanted = desired.filter { index[$0] != nil && seen.insert($0).inserted }
+        let keep = Set(OrderPlanner.longestIncreasingRun(wanted.map { index[$0]! }).map { wanted[$0] })
+        for (offset, id) in wanted.enumerated() where !keep.contains(id) {
+            guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
+            let placement = offset == 0 ? "FIRST" : "AFTER \(arg(wanted[offset - 1]))"
+            link.send("MOVE \(collection) \(arg(id)) \(entry.rev) \(placement)") { [self] event in
+                if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
+                    moved.rev = rev
+                    try? state.set(moved, collection, id)
+                } else if case .error(_, let code, let message, let conflict) = event {
+                    log("cannot move \(collection)/\(id): \(code) \(message)")
+                    if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }
+                }
+            }
+        }
+        writtenOrderHash[collection] = nil
+        orderDirty.insert(collection)
+    }
+}
+
+/// A record's identity across the mirror.
+struct RecordKey: Hashable, CustomStringConvertible {
+    var collection: String
+    var id: String
+    var description: String { "\(collection)/\(id)" }
+}
+
+/// Pure helpers for turning an edited order into moves.
+enum OrderPlanner {
+    /// Indices (into `values`) of one longest strictly increasing subsequence.
+    static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+        var tails: [Int] = []
+        var previous = [Int](repeating: -1, count: values.count)
+        for (index, value) in values.enumerated() {
+            var low = 0
+            var high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if values[tails[middle]] < value { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { previous[index] = tails[low - 1] }
+            if low == tails.count { tails.append(index) } else { tails[low] = index }
+        }
+        var run: [Int] = []
+        var cursor = tails.last ?? -1
+        while cursor >= 0 {
+            run.append(cursor)
+            cursor = previous[cursor]
+        }
+        return run.reversed()
+    }
+}

@@ -1,0 +1,83 @@
+import SyncProtocol
+
+/// A record's state as a client learns it from the server (a CHANGE line or a CONFLICT reply).
+public struct RemoteState: Equatable, Sendable {
+    public var rev: Int64
+    /// Nil for a tombstone.
+    public var position: String?
+    /// Nil for a tombstone, or for a record that never existed (rev 0, `MISSING`).
+    public var fields: Fields?
+
+    public init(rev: Int64, position: String?, fields: Fields?) {
+        self.rev = rev
+        self.position = position
+        self.fields = fields
+    }
+
+    public var isLive: Bool { fields != nil }
+
+    /// Reads `<rev> <position> {fields}`, `<rev> - DELETED` or `0 - MISSING`.
+    public static func parse(_ words: ArraySlice<String>, payload: Fields?) -> RemoteState? {
+        guard let first = words.first, let rev = Int64(first), words.count == 2 || words.count == 3 else { return nil }
+        let second = words[words.startIndex + 1]
+        if second == "-" { return RemoteState(rev: rev, position: nil, fields: nil) }
+        guard let payload else { return nil }
+        return RemoteState(rev: rev, position: second, fields: payload)
+    }
+}
+
+/// What a client can receive, decoded from a `ServerLine`.
+public enum ServerEvent: Equatable, Sendable {
+    /// `* CHANGE <collection> <seq> <id> <state>`.
+    case change(collection: String, seq: Int64, id: String, state: RemoteState)
+    /// `* RECORD <collection> <id> <state>` (a LIST line).
+    case record(collection: String, id: String, state: RemoteState)
+    /// `* COLLECTION <name> <role|none> <seq>`.
+    case collection(name: String, role: Role?, seq: Int64)
+    /// `* BYE <reason>`: the server is closing the connection.
+    case bye(String)
+    /// `TAG OK <words…> [payload]`.
+    case ok(tag: String, words: [String], payload: Fields?)
+    /// `TAG ERR <code> <words…>`; `conflict` is set for `ERR CONFLICT`.
+    case error(tag: String, code: String, message: String, conflict: RemoteState?)
+    /// An untagged line this client does not know (`* ERR …`, a newer server's line).
+    case other(ServerLine)
+
+    public init(_ line: ServerLine) {
+        let words = line.words
+        guard let tag = line.tag else {
+            switch words.first {
+            case "CHANGE" where words.count >= 6:
+                if let seq = Int64(words[2]), let state = RemoteState.parse(words[4...], payload: line.payload) {
+                    self = .change(collection: words[1], seq: seq, id: words[3], state: state)
+                    return
+                }
+            case "RECORD" where words.count >= 5:
+                if let state = RemoteState.parse(words[3...], payload: line.payload) {
+                    self = .record(collection: words[1], id: words[2], state: state)
+                    return
+                }
+            case "COLLECTION" where words.count == 4:
+                if let seq = Int64(words[3]) {
+                    self = .collection(name: words[1], role: Role(name: words[2]), seq: seq)
+                    return
+                }
+            case "BYE" where words.count >= 2:
+                self = .bye(words[1])
+                return
+            default:
+                break
+            }
+            self = .other(line)
+            return
+        }
+        if words.first == "OK" {
+            self = .ok(tag: tag, words: Array(words.dropFirst()), payload: line.payload)
+        } else {
+            let code = words.count > 1 ? words[1] : "INTERNAL"
+            var conflict: RemoteState?
+            if code == "CONFLICT", words.count >= 6 { conflict = RemoteState.parse(words[4...], payload: line.payload) }
+            self = .error(tag: tag, code: code, message: words.dropFirst(2).joined(separator: " "), conflict: conflict)
+        }
+    }
+}

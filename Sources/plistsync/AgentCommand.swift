@@ -1,0 +1,113 @@
+import AgentKit
+import EventLoop
+import Foundation
+import SyncProtocol
+
+/// `plistsync agent`: mirrors a directory through the server until SIGINT or SIGTERM.
+enum AgentCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Mirror a folder of plist files (one folder a collection, one file a record) through a server.
+
+        USAGE: plistsync agent --server HOST:PORT --user NAME (--password-file F | --token-file F) --dir DIR
+                               [--collections a,b] [--device NAME]
+
+        OPTIONS:
+        \(ClientOptions.usage)
+          --dir DIR            The mirrored folder.
+          --collections a,b    Mirror only these collections.
+          --device NAME        Names this machine in conflict copies (default: the host name).
+          --debounce-ms N      Wait this long after a plain write before pushing (default 15).
+          --rescan-seconds N   Full rescan interval, the backstop for missed events (default 3600).
+          -h, --help           Show this help.
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(
+            arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "collections", "device", "debounce-ms", "rescan-seconds"]),
+            flagOptions: [])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
+        let client = try ClientOptions(options)
+        guard let dir = options.value("dir") else { throw UsageError("--dir is required") }
+        let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var configuration = AgentConfiguration(
+            server: client.server, user: client.user, credential: client.credential, directory: directory,
+            device: options.value("device") ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "device")
+        if let list = options.value("collections") {
+            configuration.collections = Set(list.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
+        }
+        configuration.debounceMilliseconds = UInt64(try options.integer("debounce-ms", default: 15, range: 0...60_000))
+        configuration.rescanSeconds = UInt64(try options.integer("rescan-seconds", default: 3600, range: 1...604_800))
+        do {
+            try Agent(configuration: configuration).run()
+        } catch {
+            throw RuntimeError("cannot run the agent on \(directory): \(error)")
+        }
+    }
+}
+
+/// `plistsync login`: asks for the password once and stores a revocable token (mode 0600).
+enum LoginCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Log in once and keep a token, so agents and scripts need no password.
+
+        USAGE: plistsync login --server HOST:PORT --user NAME [--token-file F] [--password-stdin] [--label TEXT]
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ["server", "user", "token-file", "label"], flagOptions: ["password-stdin"])
+        guard let address = SocketAddress(parsing: options.value("server") ?? "127.0.0.1:7420") else { throw UsageError("--server must be HOST:PORT") }
+        guard let user = options.value("user") else { throw UsageError("--user is required") }
+        let password: String?
+        if options.flag("password-stdin") {
+            password = readLine(strippingNewline: true)
+        } else {
+            guard isatty(STDIN_FILENO) != 0 else { throw UsageError("no terminal to ask for the password: use --password-stdin") }
+            password = Terminal.readSecret(prompt: "Password for \(user): ")
+        }
+        guard let password, !password.isEmpty else { throw RuntimeError("the password is empty") }
+        let path = options.value("token-file") ?? ClientOptions.defaultTokenPath(server: address, user: user)
+        let label = options.value("label") ?? "login on \(ProcessInfo.processInfo.hostName)"
+        var token: String?
+        var refusal: String?
+        try ScriptClient(server: address, user: user, credential: .password(password)).run(["TOKEN NEW \(ResponseLine.argument(label))"], onReply: { line, event in
+            if case .ok(_, let words, _) = event, words.count == 2 { token = words[1] } else { refusal = line }
+            return true
+        })
+        guard let token else { throw RuntimeError("the server did not give a token: \(refusal ?? "no reply")") }
+        let folder = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw RuntimeError("cannot write \(path)") }
+        fchmod(descriptor, 0o600)
+        let bytes = Array((token + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        print("logged in as \(user); token stored in \(path)")
+    }
+}
+
+/// `plistsync logout`: revokes the stored token on the server and deletes the file.
+enum LogoutCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Revoke the token `plistsync login` stored, and delete it.
+
+        USAGE: plistsync logout --server HOST:PORT --user NAME [--token-file F]
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ["server", "user", "token-file"], flagOptions: [])
+        let client = try ClientOptions(options)
+        guard case .token(let token) = client.credential else { throw UsageError("logout needs a token") }
+        var refusal: String?
+        try client.client.run(["TOKEN REVOKE \(token)"], onReply: { line, event in
+            if case .ok = event {} else { refusal = line }
+            return true
+        })
+        if let refusal { throw RuntimeError("the server did not revoke the token: \(refusal)") }
+        let path = options.value("token-file") ?? ClientOptions.defaultTokenPath(server: client.server, user: client.user)
+        unlink(path)
+        print("logged out; the token is revoked")
+    }
+}
+
