@@ -30,7 +30,7 @@ let package = Package(
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -305,7 +305,10 @@ final class SyncEngine {
                     mirror.remove(path)
                 }
             } else if let bytes, let remoteFields = remote.fields {
-                next.fileHash = try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path)
+                try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path)
+                // The merged file may hold local changes the server lacks: make reconcile compare
+                // its fields with the server's rather than trust its hash.
+                next.fileHash = Self.mergedMarker
             } else if let remoteFields = remote.fields {
                 // Deleted here, edited there: the edit wins.
                 next.fileHash = try writeRecord(remoteFields, format, path)
@@ -325,15 +328,19 @@ final class SyncEngine {
         if fromConflict || locallyChanged { reconcile(collection, id) }
     }
 
-    /// Three-way merge of a local edit with a server change; returns the written file's hash.
+    /// Stands in for a file hash after a merge: matches no file, so the file is re-read.
+    static let mergedMarker = "merged"
+
+    /// Three-way merge of a local edit with a server change, written to the record's file.
     private func merge(_ collection: String, _ id: String, local bytes: [UInt8], base entry: AgentState.Entry?,
-                       remote: Fields, format: PlistFile.Format, path: String) throws -> String {
+                       remote: Fields, format: PlistFile.Format, path: String) throws {
         guard let (localFields, localFormat) = try? PlistFile.decodeRecord(bytes) else {
             // A broken local file cannot be merged: keep its bytes as a conflict copy.
             let copy = try mirror.writeConflictCopy(bytes, collection, id, device: configuration.device)
             log("\(collection)/\(id): local file does not parse; kept as \(copy)")
             status.noteConflict()
-            return try writeRecord(remote, format, path)
+            _ = try writeRecord(remote, format, path)
+            return
         }
         let base = entry?.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
         let result = ThreeWayMerge.merge(base: base, local: localFields, remote: remote)
@@ -342,7 +349,7 @@ final class SyncEngine {
             log("\(collection)/\(id): both sides changed \(result.conflictingKeys.joined(separator: ", ")); the server's value stays, yours is in \(copy)")
             status.noteConflict()
         }
-        return try writeRecord(result.merged, localFormat, path)
+        _ = try writeRecord(result.merged, localFormat, path)
     }
 
     private func writeRecord(_ fields: Fields, _ format: PlistFile.Format, _ path: String) throws -> String {

@@ -1,0 +1,242 @@
+import Foundation
+import PlistFormat
+import SyncProtocol
+import XCTest
+
+/// Real server, real agents, real files and inotify events, all on 127.0.0.1 in temp folders.
+final class AgentTests: XCTestCase {
+    private var server: TestServer!
+    private var a: TestAgent!
+    private var b: TestAgent!
+
+    override func setUpWithError() throws {
+        server = try TestServer()
+        try server.addUser("alice", password: "wonderland")
+        try server.start()
+        a = try TestAgent(server: server, user: "alice", password: "wonderland", device: "laptop")
+        b = try TestAgent(server: server, user: "alice", password: "wonderland", device: "desktop")
+    }
+
+    override func tearDown() {
+        a = nil
+        b = nil
+        server = nil
+    }
+
+    private func converged(_ seconds: Double = 10, file: StaticString = #filePath, line: UInt = #line) {
+        eventually(seconds, "A: \(a.snapshot())\nB: \(b.snapshot())\nA log: \(a.log())\nB log: \(b.log())", file: file, line: line) {
+            a.snapshot() == b.snapshot()
+        }
+    }
+
+    private let ada: Fields = ["name": .string("Ada Lovelace"), "phone": .string("555-0100")]
+
+    func testCreateEditDeleteAndRenameTravelBothWays() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        eventually { b.fields("contacts", "Ada") == ada }
+
+        var edited = ada
+        edited["phone"] = .string("555-0199")
+        try b.save("contacts", "Ada", edited)
+        eventually { a.fields("contacts", "Ada") == edited }
+
+        try FileManager.default.moveItem(atPath: a.path("contacts", "Ada"), toPath: a.path("contacts", "Ada King"))
+        eventually { b.fields("contacts", "Ada King") == edited && b.fields("contacts", "Ada") == nil }
+
+        try FileManager.default.removeItem(atPath: b.path("contacts", "Ada King"))
+        eventually { a.snapshot()["contacts"] == [:] }
+
+        let inventory: Fields = ["name": .string("Laptop"), "serial": .string("SN-1"), "value": .integer(1200),
+                                 "created": .date(Date(timeIntervalSince1970: 1_700_000_000)), "price": .real(1199.5)]
+        try b.save("inventory", "laptop", inventory)
+        eventually { a.fields("inventory", "laptop") == inventory }
+        converged()
+    }
+
+    func testDifferentFieldsEditedConcurrentlyBothSurvive() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        converged()
+        a.stop()
+        b.stop()
+        var onA = ada
+        onA["phone"] = .string("555-0199")
+        var onB = ada
+        onB["city"] = .string("London")
+        try a.save("contacts", "Ada", onA)
+        try b.save("contacts", "Ada", onB)
+        try a.start()
+        try b.start()
+        let expected: Fields = ["name": .string("Ada Lovelace"), "phone": .string("555-0199"), "city": .string("London")]
+        eventually(10, "\(String(describing: a.fields("contacts", "Ada"))) / \(String(describing: b.fields("contacts", "Ada")))\n\(a.log())\n\(b.log())") {
+            a.fields("contacts", "Ada") == expected && b.fields("contacts", "Ada") == expected
+        }
+        XCTAssertEqual(a.conflictCopies("contacts") + b.conflictCopies("contacts"), [])
+    }
+
+    func testSameFieldEditedOnBothSidesKeepsOneValueAndAConflictCopy() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        converged()
+        a.stop()
+        b.stop()
+        var onA = ada
+        onA["phone"] = .string("from laptop")
+        var onB = ada
+        onB["phone"] = .string("from desktop")
+        try a.save("contacts", "Ada", onA)
+        try b.save("contacts", "Ada", onB)
+        try a.start()
+        usleep(300_000)
+        try b.start()
+        converged()
+        let winner = try XCTUnwrap(a.fields("contacts", "Ada")?["phone"])
+        let copies = a.conflictCopies("contacts") + b.conflictCopies("contacts")
+        XCTAssertEqual(copies.count, 1, "\(copies)")
+        // Nothing lost: the value that is not in Ada.plist is in the conflict copy.
+        let loser: Value = winner == .string("from laptop") ? .string("from desktop") : .string("from laptop")
+        let copyOwner = a.conflictCopies("contacts").isEmpty ? b! : a!
+        let copy = try XCTUnwrap(copyOwner.conflictCopies("contacts").first)
+        XCTAssertTrue(copy.hasPrefix("Ada.sync-conflict-") && copy.hasSuffix("-\(copyOwner.device).plist"), copy)
+        let copied = try PlistFile.decodeRecord(Array(FileManager.default.contents(atPath: "\(copyOwner.directory)/contacts/\(copy)")!)).0
+        XCTAssertEqual(copied["phone"], loser)
+    }
+
+    func testAnEditBeatsAConcurrentDelete() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        converged()
+        b.stop()
+        try FileManager.default.removeItem(atPath: a.path("contacts", "Ada"))
+        let observer = try server.login("alice", "wonderland")
+        eventually { (try? observer.expect("g GET contacts Ada", prefix: "g OK GET"))?.hasSuffix("DELETED") == true }
+        var edited = ada
+        edited["phone"] = .string("still here")
+        try b.save("contacts", "Ada", edited)
+        try b.start()
+        eventually { a.fields("contacts", "Ada") == edited && b.fields("contacts", "Ada") == edited }
+    }
+
+    func testEditsWhileStoppedArePushedAtStart() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        try a.save("contacts", "Grace", ["name": .string("Grace Hopper")])
+        converged()
+        a.stop()
+        var edited = ada
+        edited["phone"] = .string("new")
+        try a.save("contacts", "Ada", edited)
+        try FileManager.default.removeItem(atPath: a.path("contacts", "Grace"))
+        try a.save("contacts", "Alan", ["name": .string("Alan Turing")])
+        try a.save("presidents", "1", ["number": .integer(1), "name": .string("George Washington"), "from": .integer(1789), "to": .integer(1797), "party": .string("None")])
+        try a.start()
+        converged()
+        XCTAssertEqual(b.fields("contacts", "Ada"), edited)
+        XCTAssertNil(b.fields("contacts", "Grace"))
+        XCTAssertEqual(b.fields("presidents", "1")?["name"], .string("George Washington"))
+    }
+
+    func testInvalidPlistIsNeverPushedUntilFixed() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        converged()
+        let half = Array(PlistFile.encode(.dictionary(["name": .string("Ada Byron")]), as: .xml).prefix(80))
+        try Data(half).write(to: URL(fileURLWithPath: a.path("contacts", "Ada")))
+        eventually { (try? String(contentsOfFile: a.directory + "/.plistsync/status.json", encoding: .utf8))?.contains("contacts/Ada") == true }
+        usleep(200_000)
+        XCTAssertEqual(b.fields("contacts", "Ada"), ada, "a broken file was pushed")
+        let (status, output, _) = try PlistSyncBinary.run(["status", "--dir", a.directory])
+        XCTAssertEqual(status, 0)
+        XCTAssertTrue(output.contains("unparseable: contacts/Ada"), output)
+        try a.save("contacts", "Ada", ["name": .string("Ada Byron")])
+        eventually { b.fields("contacts", "Ada") == ["name": .string("Ada Byron")] }
+    }
+
+    func testBinaryPlistStaysBinaryAfterARemoteEdit() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada, format: .binary)
+        eventually { b.fields("contacts", "Ada") == ada }
+        XCTAssertEqual(a.format("contacts", "Ada"), .binary)
+        var edited = ada
+        edited["phone"] = .string("binary edit")
+        try b.save("contacts", "Ada", edited)
+        eventually { a.fields("contacts", "Ada") == edited }
+        XCTAssertEqual(a.format("contacts", "Ada"), .binary)
+    }
+
+    func testReorderingTheOrderFileMovesRecords() throws {
+        try a.start()
+        try b.start()
+        for name in ["A", "B", "C", "D"] {
+            try a.save("list", name, ["name": .string(name)])
+            eventually { a.order("list").contains(name) }
+        }
+        eventually { b.order("list") == ["A", "B", "C", "D"] }
+        let reordered = PlistFile.encode(.array(["D", "A", "C", "B"].map(Value.string)), as: .xml)
+        try Data(reordered).write(to: URL(fileURLWithPath: a.directory + "/list.order.plist.tmp"))
+        try FileManager.default.removeItem(atPath: a.directory + "/list.order.plist")
+        try FileManager.default.moveItem(atPath: a.directory + "/list.order.plist.tmp", toPath: a.directory + "/list.order.plist")
+        eventually(10, "\(b.order("list")) \(a.log())") { b.order("list") == ["D", "A", "C", "B"] }
+    }
+
+    func testServerRestartWhileAgentsRunConverges() throws {
+        try a.start()
+        try b.start()
+        try a.save("contacts", "Ada", ada)
+        converged()
+        server.stop()
+        try a.save("contacts", "Grace", ["name": .string("Grace")])
+        var edited = ada
+        edited["phone"] = .string("offline edit")
+        try b.save("contacts", "Ada", edited)
+        usleep(300_000)
+        try server.start()
+        eventually(15) { a.fields("contacts", "Ada") == edited && b.fields("contacts", "Grace") != nil }
+        converged()
+    }
+
+    func testAgentKilledMidThousandFileSyncConvergesAfterRestart() throws {
+        try a.start()
+        try b.start()
+        try a.save("bulk", "seed", ["n": .integer(-1)])
+        eventually { b.fields("bulk", "seed") != nil }
+        b.stop(signal: SIGKILL)
+        for index in 0..<1000 {
+            try a.save("bulk", "r\(index)", ["n": .integer(Int64(index)), "text": .string(String(repeating: "x", count: 100))])
+        }
+        eventually(20) { (try? String(contentsOfFile: a.directory + "/.plistsync/status.json", encoding: .utf8))?.contains("\"pushed\":1001") == true }
+        try b.start()
+        usleep(150_000)
+        b.stop(signal: SIGKILL)
+        try b.start()
+        eventually(30, "\(b.snapshot()["bulk"]?.count ?? 0) files in B") { b.snapshot()["bulk"]?.count == 1001 }
+        converged(20)
+    }
+
+    func testSharedCollectionsFollowGrants() throws {
+        try server.addUser("bob", password: "builder")
+        try server.addUser("eve", password: "eavesdrop")
+        try a.start()
+        try a.save("shared", "note", ["text": .string("hello bob")])
+        eventually { a.order("shared") == ["note"] }
+        let bobAgent = try TestAgent(server: server, user: "bob", password: "builder", device: "bobs")
+        let eveAgent = try TestAgent(server: server, user: "eve", password: "eavesdrop", device: "eves")
+        try bobAgent.start()
+        try eveAgent.start()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("g GRANT shared bob write", equals: "g OK GRANT")
+        eventually { bobAgent.fields("shared", "note") == ["text": .string("hello bob")] }
+        try bobAgent.save("shared", "reply", ["text": .string("hi alice")])
+        eventually { a.fields("shared", "reply") == ["text": .string("hi alice")] }
+        usleep(300_000)
+        XCTAssertEqual(eveAgent.snapshot(), [:])
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import PlistFormat
+import SyncProtocol
+import XCTest
+
+/// A real `plistsync agent` process mirroring a temporary folder.
+final class TestAgent {
+    let directory: String
+    let device: String
+    private let server: TestServer
+    private let user: String
+    private let passwordFile: String
+    private var process: Process?
+    private let logPath: String
+
+    init(server: TestServer, user: String, password: String, device: String) throws {
+        self.server = server
+        self.user = user
+        self.device = device
+        directory = NSTemporaryDirectory() + "plistsync-agent-\(device)-" + UUID().uuidString
+        passwordFile = directory + ".password"
+        logPath = directory + ".log"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
+    }
+
+    func start(extra: [String] = []) throws {
+        let process = Process()
+        process.executableURL = PlistSyncBinary.url
+        process.arguments = ["agent", "--server", "127.0.0.1:\(server.port)", "--user", user, "--password-file", passwordFile,
+                             "--dir", directory, "--device", device] + extra
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        self.process = process
+    }
+
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        guard let process, process.isRunning else { return 0 }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        self.process = nil
+        return process.terminationStatus
+    }
+
+    func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func path(_ collection: String, _ id: String) -> String { "\(directory)/\(collection)/\(id).plist" }
+
+    /// Saves a record the way editors do: a temp file, then a rename.
+    func save(_ collection: String, _ id: String, _ fields: Fields, format: PlistFile.Format = .xml) throws {
+        try FileManager.default.createDirectory(atPath: "\(directory)/\(collection)", withIntermediateDirectories: true)
+        let temp = "\(directory)/\(collection)/.\(id).tmp"
+        try Data(PlistFile.encode(.dictionary(fields), as: format)).write(to: URL(fileURLWithPath: temp))
+        guard rename(temp, path(collection, id)) == 0 else { throw LineClient.Failure(description: "rename failed: errno \(errno)") }
+    }
+
+    func fields(_ collection: String, _ id: String) -> Fields? {
+        guard let data = FileManager.default.contents(atPath: path(collection, id)) else { return nil }
+        return try? PlistFile.decodeRecord(Array(data)).0
+    }
+
+    func format(_ collection: String, _ id: String) -> PlistFile.Format? {
+        guard let data = FileManager.default.contents(atPath: path(collection, id)) else { return nil }
+        return try? PlistFile.decode(Array(data)).1
+    }
+
+    /// Every record file of every collection, parsed (conflict copies and hidden files left out).
+    func snapshot() -> [String: [String: Fields]] {
+        var result: [String: [String: Fields]] = [:]
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for folder in folders where !folder.hasPrefix(".") && !folder.hasSuffix(".plist") {
+            var records: [String: Fields] = [:]
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(folder)")) ?? []
+            where name.hasSuffix(".plist") && !name.hasPrefix(".") && !name.contains(".sync-conflict-") {
+                let id = String(name.dropLast(6))
+                records[id] = fields(folder, id) ?? ["<unparseable>": .bool(true)]
+            }
+            result[folder] = records
+        }
+        return result
+    }
+
+    func conflictCopies(_ collection: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(collection)")) ?? []).filter { $0.contains(".sync-conflict-") }
+    }
+
+    func order(_ collection: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: "\(directory)/\(collection).order.plist"),
+            case .array(let items)? = try? PlistFile.decode(Array(data)).0
+        else { return [] }
+        return items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+    }
+
+    deinit {
+        stop(signal: SIGKILL)
+        try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.removeItem(atPath: passwordFile)
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(_ seconds: Double = 10, _ message: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line,
+                _ condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return }
+        usleep(20_000)
+    }
+    XCTFail("condition not met within \(seconds) s. \(message())", file: file, line: line)
+}
