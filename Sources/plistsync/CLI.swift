@@ -14,7 +14,7 @@ enum CLI {
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
           status       Show what the agent of a folder is doing.
-          ls|get|put|rm|mv|watch
+          ls|get|put|rm|mv|watch|create|grant
                        Scripting client: list, read, write, delete, move records, tail changes.
           bench        Measure a server: durable write throughput, fan-out latency.
 
@@ -36,6 +36,12 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
+        case "ls", "get", "put", "rm", "mv", "watch", "create", "grant":
+            if rest.contains("--help") || rest.contains("-h") {
+                print(ScriptCommand.help)
+                return 0
+            }
+            return outcome(name) { try ScriptCommand.run(name, rest) }
         case "--help", "-h", "help":
             print(overview)
             return 0
@@ -47,11 +53,16 @@ enum CLI {
             print(subcommand.help)
             return 0
         }
+        return outcome(name, help: subcommand.help) { try subcommand.run(rest) }
+    }
+
+    /// Runs a subcommand body and turns its errors into a message on stderr and an exit status.
+    private static func outcome(_ name: String, help: String = ScriptCommand.help, _ body: () throws -> Void) -> Int32 {
         do {
-            try subcommand.run(rest)
+            try body()
             return 0
         } catch let error as UsageError {
-            FileHandle.standardError.write(Data("plistsync \(name): \(error.message)\n\n\(subcommand.help)\n".utf8))
+            FileHandle.standardError.write(Data("plistsync \(name): \(error.message)\n\(usageSection(of: help))\nSee 'plistsync \(name) --help'.\n".utf8))
             return 64
         } catch let error as RuntimeError {
             FileHandle.standardError.write(Data("plistsync \(name): \(error.message)\n".utf8))
@@ -61,6 +72,14 @@ enum CLI {
             return 1
         }
     }
+}
+
+/// The USAGE lines of a help text, shown after a usage mistake.
+private func usageSection(of help: String) -> String {
+    let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
+    guard let start = lines.firstIndex(where: { $0.hasPrefix("USAGE:") }) else { return "" }
+    let end = lines[start...].firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) ?? lines.endIndex
+    return lines[start..<end].joined(separator: "\n")
 }
 
 /// One subcommand: its help text and its body.

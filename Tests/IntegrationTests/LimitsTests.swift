@@ -108,3 +108,40 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(err.contains("already in use"), err)
     }
 }
+
+/// `login`, `logout` and the scripting commands against a live server.
+final class ScriptingTests: XCTestCase {
+    func testLoginStoresAPrivateTokenThatScriptsUseUntilLogout() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let tokenFile = server.dataPath + "-token"
+        defer { try? FileManager.default.removeItem(atPath: tokenFile) }
+        let common = ["--server", "127.0.0.1:\(server.port)", "--user", "alice"]
+        let login = try PlistSyncBinary.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "pw\n")
+        XCTAssertEqual(login.0, 0, login.2)
+        let mode = (try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? NSNumber)?.intValue
+        XCTAssertEqual(mode, 0o600)
+        let withToken = common + ["--token-file", tokenFile]
+        XCTAssertEqual(try PlistSyncBinary.run(["create", "presidents"] + withToken).1, "CREATE presidents\n")
+        let put = try PlistSyncBinary.run(["put", "presidents", "1"] + withToken, input: #"{"number":1,"name":"George Washington","from":1789,"to":1797,"party":"None"}"#)
+        XCTAssertEqual(put.1, "PUT presidents 1 1 1\n", put.2)
+        XCTAssertEqual(try PlistSyncBinary.run(["put", "presidents", "2", #"{"number":2,"name":"John Adams"}"#] + withToken).0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["mv", "presidents", "2", "FIRST"] + withToken).1, "MOVE presidents 2 2 3\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1"] + withToken).1,
+                       #"{"from":1789,"name":"George Washington","number":1,"party":"None","to":1797}"# + "\n")
+        let listing = try PlistSyncBinary.run(["ls", "presidents"] + withToken).1.split(separator: "\n")
+        XCTAssertEqual(listing.map { $0.split(separator: " ")[3] }, ["2", "1"])
+        let stale = try PlistSyncBinary.run(["rm", "presidents", "1", "--rev", "9"] + withToken)
+        XCTAssertEqual(stale.0, 1)
+        XCTAssertTrue(stale.2.contains("ERR CONFLICT presidents 1 1 "), stale.2)
+        XCTAssertEqual(try PlistSyncBinary.run(["rm", "presidents", "1"] + withToken).1, "DEL presidents 1 2 4\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["logout"] + withToken).0, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: tokenFile))
+        let afterLogout = try PlistSyncBinary.run(["ls"] + common + ["--token-file", tokenFile])
+        XCTAssertEqual(afterLogout.0, 64)
+        let wrong = try PlistSyncBinary.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "nope\n")
+        XCTAssertEqual(wrong.0, 1)
+        XCTAssertTrue(wrong.2.contains("AUTH_FAILED"), wrong.2)
+    }
+}
