@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit"]),
         .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL"]),
-        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol"]),
+        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),

@@ -48,6 +48,13 @@ public final class Agent {
             }
         }
         engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
+        engine.schedule = { [loop] delay, body in
+            let timer = LoopTimer(loop: loop)
+            timer.start(after: delay) {
+                timer.close()
+                body()
+            }
+        }
         status.collectionsProvider = { [state] in
             var result: [String: (seq: Int64, records: Int)] = [:]
             for (name, seq) in state.lastSeq { result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0) }

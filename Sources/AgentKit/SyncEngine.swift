@@ -91,12 +91,24 @@ final class SyncEngine {
         }
     }
 
-    /// Called after each batch of server lines.
+    /// Called after each batch of server lines or file events. Order files are rewritten at
+    /// most every `orderFileDelayMilliseconds`: sorting a large collection per batch would make
+    /// a long sync quadratic.
     func batchEnded() {
-        for collection in orderDirty { writeOrderFile(collection) }
-        orderDirty.removeAll()
         status.changed()
+        guard !orderDirty.isEmpty, !orderFlushScheduled else { return }
+        orderFlushScheduled = true
+        schedule(Self.orderFileDelayMilliseconds) { [self] in
+            orderFlushScheduled = false
+            for collection in orderDirty { writeOrderFile(collection) }
+            orderDirty.removeAll()
+        }
     }
+
+    static let orderFileDelayMilliseconds: UInt64 = 30
+    private var orderFlushScheduled = false
+    /// Runs a closure once on the loop after a delay in milliseconds (set by the agent).
+    var schedule: (UInt64, @escaping () -> Void) -> Void = { _, body in body() }
 
     private func startMirroring(_ collection: String) {
         try? mirror.ensureFolder(mirror.folder(collection))

@@ -9,6 +9,7 @@ enum BenchCommand: Subcommand {
 
         USAGE: plistsync bench put [--clients N] [--seconds S] [--window W]
                plistsync bench fanout [--subscribers M] [--messages K] [--rate R]
+               plistsync bench propagate [--trials N] [--burst N] [--initial N]
 
         OPTIONS:
           --clients N        (put) Connections, each pipelining (default 16).
@@ -17,7 +18,10 @@ enum BenchCommand: Subcommand {
           --subscribers M    (fanout) Subscribed connections (default 100).
           --messages K       (fanout) Changes written (default 2000).
           --rate R           (fanout) Changes per second; 0 = as fast as possible (default 1000).
-          --server HOST:PORT Use a running server instead of starting one.
+          --trials N         (propagate) Saves in A timed until identical in B (default 30).
+          --burst N          (propagate) Files written at once in A (default 1000).
+          --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
+          --server HOST:PORT Use a running server instead of starting one (put, fanout).
           --user NAME        Account on --server (default bench).
           --password P       Its password (default bench).
           -h, --help         Show this help.
@@ -26,10 +30,11 @@ enum BenchCommand: Subcommand {
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
             arguments,
-            valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password"],
+            valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password",
+                           "trials", "burst", "initial"],
             flagOptions: [])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
-            throw UsageError("name one scenario: put or fanout")
+            throw UsageError("name one scenario: put, fanout or propagate")
         }
         let throwaway: ThrowawayServer?
         let target: BenchTarget
@@ -64,9 +69,68 @@ enum BenchCommand: Subcommand {
             print(String(format: "fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
                          subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
                          result.delivered, result.expected, result.seconds))
+        case "propagate":
+            guard let throwaway else { throw UsageError("propagate starts its own server and agents; leave out --server") }
+            try propagate(throwaway, target, options)
         default:
-            throw UsageError("unknown scenario '\(scenario)': put or fanout")
+            throw UsageError("unknown scenario '\(scenario)': put, fanout or propagate")
         }
+    }
+}
+
+extension BenchCommand {
+    /// Two real agents on one throwaway server: per-save latency, a burst, an initial sync.
+    static func propagate(_ server: ThrowawayServer, _ target: BenchTarget, _ options: Arguments) throws {
+        let trials = try options.integer("trials", default: 30, range: 2...100_000)
+        let burst = try options.integer("burst", default: 1000, range: 1...1_000_000)
+        let initial = try options.integer("initial", default: 10_000, range: 0...10_000_000)
+        let agentA = try AgentProcess(server: server, name: "a")
+        let agentB = try AgentProcess(server: server, name: "b")
+        defer {
+            agentA.stop()
+            agentB.stop()
+        }
+        let result = try PropagateScenario(folderA: agentA.folder, folderB: agentB.folder, trials: trials, burst: burst).run()
+        print(String(format: "propagate save in A -> identical in B, %d trials: %@, p90 %.3f ms", result.trials, result.latency.text, result.p90Milliseconds))
+        print(String(format: "propagate burst of %d files: all identical in B %.1f ms after the first write", result.burstFiles, result.burstMilliseconds))
+        guard initial > 0 else { return }
+        try Populate.run(against: target, collection: "bench_initial", count: initial)
+        let started = Date()
+        let agentC = try AgentProcess(server: server, name: "c")
+        defer { agentC.stop() }
+        let folder = agentC.folder + "/bench_initial"
+        while (try? FileManager.default.contentsOfDirectory(atPath: folder).count(where: { $0.hasSuffix(".plist") })) != initial {
+            guard Date().timeIntervalSince(started) < 300 else { throw RuntimeError("the initial sync did not finish in 300 s") }
+            usleep(20_000)
+        }
+        print(String(format: "propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, Date().timeIntervalSince(started)))
+    }
+}
+
+/// A `plistsync agent` child mirroring a fresh temporary folder as the bench user.
+final class AgentProcess {
+    let folder: String
+    private let process = Process()
+
+    init(server: ThrowawayServer, name: String) throws {
+        folder = server.folder + "-agent-" + name
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let passwordFile = folder + ".password"
+        try "bench\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "bench", "--password-file", passwordFile,
+                             "--dir", folder, "--device", name]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        BenchChildren.track(process)
+        try process.run()
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: folder)
+        try? FileManager.default.removeItem(atPath: folder + ".password")
     }
 }
 
@@ -74,8 +138,8 @@ enum BenchCommand: Subcommand {
 /// `bench` account, removed again by `stop()`.
 final class ThrowawayServer {
     let port: Int
+    let folder: String
     private let process = Process()
-    private let folder: String
 
     init() throws {
         folder = NSTemporaryDirectory() + "plistsync-bench-" + UUID().uuidString
@@ -93,7 +157,9 @@ final class ThrowawayServer {
         let portFile = folder + "/port"
         process.executableURL = executable
         process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"]
+        process.standardOutput = FileHandle.nullDevice
         try process.run()
+        BenchChildren.track(process)
         for _ in 0..<500 {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 self.port = port
@@ -109,5 +175,23 @@ final class ThrowawayServer {
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// The benchmark's child processes, ended when the benchmark is interrupted, so no server or
+/// agent outlives a Ctrl-C.
+enum BenchChildren {
+    nonisolated(unsafe) private static var pids: [pid_t] = []
+
+    static func track(_ process: Process) {
+        if pids.isEmpty {
+            for signal in [SIGINT, SIGTERM] {
+                Glibc.signal(signal) { number in
+                    for pid in BenchChildren.pids { kill(pid, SIGTERM) }
+                    _exit(128 + number)
+                }
+            }
+        }
+        pids.append(process.processIdentifier)
     }
 }
