@@ -55,7 +55,9 @@ final class AgentTests: XCTestCase {
         converged()
     }
 
-    func testDifferentFieldsEditedConcurrentlyBothSurvive() throws {
+    /// Syncs Ada to both agents, stops both, applies one edit on each side, and starts both
+    /// again (A first, B `pause` µs later), so the two edits meet as a real conflict.
+    private func editOnBothSidesWhileStopped(_ editA: (inout Fields) -> Void, _ editB: (inout Fields) -> Void, pause: UInt32 = 0) throws {
         try a.start()
         try b.start()
         try a.save("contacts", "Ada", ada)
@@ -63,13 +65,18 @@ final class AgentTests: XCTestCase {
         a.stop()
         b.stop()
         var onA = ada
-        onA["phone"] = .string("555-0199")
+        editA(&onA)
         var onB = ada
-        onB["city"] = .string("London")
+        editB(&onB)
         try a.save("contacts", "Ada", onA)
         try b.save("contacts", "Ada", onB)
         try a.start()
+        usleep(pause)
         try b.start()
+    }
+
+    func testDifferentFieldsEditedConcurrentlyBothSurvive() throws {
+        try editOnBothSidesWhileStopped({ $0["phone"] = .string("555-0199") }, { $0["city"] = .string("London") })
         let expected: Fields = ["name": .string("Ada Lovelace"), "phone": .string("555-0199"), "city": .string("London")]
         eventually(10, "\(String(describing: a.fields("contacts", "Ada"))) / \(String(describing: b.fields("contacts", "Ada")))\n\(a.log())\n\(b.log())") {
             a.fields("contacts", "Ada") == expected && b.fields("contacts", "Ada") == expected
@@ -78,21 +85,7 @@ final class AgentTests: XCTestCase {
     }
 
     func testSameFieldEditedOnBothSidesKeepsOneValueAndAConflictCopy() throws {
-        try a.start()
-        try b.start()
-        try a.save("contacts", "Ada", ada)
-        converged()
-        a.stop()
-        b.stop()
-        var onA = ada
-        onA["phone"] = .string("from laptop")
-        var onB = ada
-        onB["phone"] = .string("from desktop")
-        try a.save("contacts", "Ada", onA)
-        try b.save("contacts", "Ada", onB)
-        try a.start()
-        usleep(300_000)
-        try b.start()
+        try editOnBothSidesWhileStopped({ $0["phone"] = .string("from laptop") }, { $0["phone"] = .string("from desktop") }, pause: 300_000)
         converged()
         let winner = try XCTUnwrap(a.fields("contacts", "Ada")?["phone"])
         let copies = a.conflictCopies("contacts") + b.conflictCopies("contacts")

@@ -25,17 +25,9 @@ final class TestAgent {
     }
 
     func start(extra: [String] = []) throws {
-        let process = Process()
-        process.executableURL = PlistSyncBinary.url
-        process.arguments = ["agent", "--server", "127.0.0.1:\(server.port)", "--user", user, "--password-file", passwordFile,
-                             "--dir", directory, "--device", device] + extra
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
-        self.process = process
+        process = try PlistSyncBinary.launch(
+            ["agent", "--server", "127.0.0.1:\(server.port)", "--user", user, "--password-file", passwordFile,
+             "--dir", directory, "--device", device] + extra, log: logPath)
     }
 
     @discardableResult

@@ -14,6 +14,20 @@ enum PlistSyncBinary {
         return URL(fileURLWithPath: ".build/debug/plistsync")
     }()
 
+    /// Starts `plistsync` in the background with stdout and stderr appended to `log`.
+    static func launch(_ arguments: [String], log path: String) throws -> Process {
+        let process = Process()
+        process.executableURL = url
+        process.arguments = arguments
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        log.seekToEndOfFile()
+        process.standardError = log
+        process.standardOutput = log
+        try process.run()
+        return process
+    }
+
     /// Runs `plistsync` to completion with `input` on stdin; returns (status, stdout, stderr).
     @discardableResult
     static func run(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
@@ -61,15 +75,8 @@ final class TestServer {
     func start() throws {
         let portFile = dataPath + ".port"
         try? FileManager.default.removeItem(atPath: portFile)
-        let process = Process()
-        process.executableURL = PlistSyncBinary.url
-        process.arguments = ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + extraArguments
-        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
+        let process = try PlistSyncBinary.launch(
+            ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + extraArguments, log: logPath)
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
