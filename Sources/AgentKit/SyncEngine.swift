@@ -215,9 +215,12 @@ final class SyncEngine {
         let path = mirror.recordPath(collection, id)
         guard let bytes = mirror.read(path) else {
             status.unparseable[key.description] = nil
-            if let entry, entry.isLive, entry.fileHash != nil { push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format) }
+            if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete {
+                push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
+            }
             return
         }
+        if refused[key] == Self.refusedDelete { refused[key] = nil }
         let hash = ContentHash.of(bytes)
         guard entry?.fileHash != hash, refused[key] != hash else { return }
         let fields: Fields
@@ -262,13 +265,15 @@ final class SyncEngine {
                 entry.format = format
                 if fieldsJSON == nil { entry.position = nil }
                 try? state.set(entry, key.collection, key.id)
+                refused[key] = nil
+                status.problems[key.description] = nil
                 status.notePushed()
             case .error(_, "CONFLICT", _, let current?):
                 applyRemote(key.collection, key.id, current, fromConflict: true)
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")
                 status.problems[key.description] = "\(code) \(message)"
-                refused[key] = hash ?? "deleted"
+                refused[key] = hash ?? Self.refusedDelete
             default:
                 break
             }
@@ -339,6 +344,9 @@ final class SyncEngine {
         orderDirty.insert(collection)
         if fromConflict || locallyChanged { reconcile(collection, id) }
     }
+
+    /// Marks a delete the server refused, so it is not retried until the file comes back.
+    static let refusedDelete = "refused-delete"
 
     /// Stands in for a file hash after a merge: matches no file, so the file is re-read.
     static let mergedMarker = "merged"

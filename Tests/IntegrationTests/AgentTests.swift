@@ -232,4 +232,25 @@ final class AgentTests: XCTestCase {
         usleep(300_000)
         XCTAssertEqual(eveAgent.snapshot(), [:])
     }
+
+    func testReadOnlyMemberIsRefusedOnceNotInALoop() throws {
+        try server.addUser("bob", password: "builder")
+        try a.start()
+        try a.save("shared", "note", ["text": .string("read me")])
+        eventually { a.order("shared") == ["note"] }
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("g GRANT shared bob read", equals: "g OK GRANT")
+        let reader = try TestAgent(server: server, user: "bob", password: "builder", device: "bobs")
+        try reader.start()
+        eventually { reader.fields("shared", "note") != nil }
+        try FileManager.default.removeItem(atPath: reader.path("shared", "note"))
+        try reader.save("shared", "mine", ["text": .string("not allowed")])
+        eventually { reader.log().contains("server refused shared/note: FORBIDDEN") && reader.log().contains("server refused shared/mine: FORBIDDEN") }
+        usleep(500_000)
+        XCTAssertEqual(reader.log().components(separatedBy: "server refused shared/note").count, 2, reader.log())
+        XCTAssertEqual(a.fields("shared", "note"), ["text": .string("read me")])
+        XCTAssertNil(a.fields("shared", "mine"))
+        let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", reader.directory])
+        XCTAssertTrue(status.contains("problem: shared/mine: FORBIDDEN"), status)
+    }
 }
