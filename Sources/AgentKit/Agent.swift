@@ -39,13 +39,8 @@ public final class Agent {
         link.onReady = { [engine] in engine.connected() }
         link.onLost = { [engine] in engine.disconnected() }
         link.onEvent = { [engine] event in engine.handle(event) }
-        link.onBatch = { [state, engine] starting in
-            if starting {
-                state.beginBatch()
-            } else {
-                engine.batchEnded()
-                state.endBatch()
-            }
+        link.onBatch = { [unowned self] starting in
+            if starting { beginBatch() } else { endBatch() }
         }
         engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
         engine.schedule = { [loop] delay, body in
@@ -65,7 +60,11 @@ public final class Agent {
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [unowned self] event in rootEvent(event) }
         for collection in state.lastSeq.keys where FileManager.default.fileExists(atPath: mirror.folder(collection)) { watch(collection) }
         let rescan = LoopTimer(loop: loop)
-        rescan.start(after: configuration.rescanSeconds * 1000, repeatEvery: configuration.rescanSeconds * 1000) { [engine] in engine.scanAll() }
+        rescan.start(after: configuration.rescanSeconds * 1000, repeatEvery: configuration.rescanSeconds * 1000) { [unowned self] in
+            beginBatch()
+            engine.scanAll()
+            endBatch()
+        }
         rescanTimer = rescan
         for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
             signals.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in stop() })
@@ -76,6 +75,19 @@ public final class Agent {
         status.changed()
         loop.run()
         loop.close()
+    }
+
+    /// Groups the effects of one batch of server lines or file events: one state transaction,
+    /// one file-system sync. Files become durable before the state that describes them.
+    private func beginBatch() {
+        state.beginBatch()
+        mirror.beginWrites()
+    }
+
+    private func endBatch() {
+        engine.batchEnded()
+        mirror.endWrites()
+        state.endBatch()
     }
 
     private func stop() {
@@ -153,12 +165,11 @@ public final class Agent {
             let now = loop.nowMilliseconds
             let ready = dueFiles.filter { $0.value <= now }.keys
             for key in ready { dueFiles[key] = nil }
-            state.beginBatch()
+            beginBatch()
             for key in ready.sorted(by: { ($0.collection, $0.id) < ($1.collection, $1.id) }) {
                 if key.id.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
             }
-            engine.batchEnded()
-            state.endBatch()
+            endBatch()
             armDueTimer()
         }
     }
