@@ -10,6 +10,7 @@ enum BenchCommand: Subcommand {
         USAGE: plistsync bench put [--clients N] [--seconds S] [--window W]
                plistsync bench fanout [--subscribers M] [--messages K] [--rate R]
                plistsync bench propagate [--trials N] [--burst N] [--initial N]
+               plistsync bench connections [--count K]
 
         OPTIONS:
           --clients N        (put) Connections, each pipelining (default 16).
@@ -21,6 +22,7 @@ enum BenchCommand: Subcommand {
           --trials N         (propagate) Saves in A timed until identical in B (default 30).
           --burst N          (propagate) Files written at once in A (default 1000).
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
+          --count K          (connections) Idle subscribed connections (default 10000).
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
           --user NAME        Account on --server (default bench).
           --password P       Its password (default bench).
@@ -31,10 +33,10 @@ enum BenchCommand: Subcommand {
         let options = try Arguments(
             arguments,
             valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password",
-                           "trials", "burst", "initial"],
+                           "trials", "burst", "initial", "count"],
             flagOptions: [])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
-            throw UsageError("name one scenario: put, fanout or propagate")
+            throw UsageError("name one scenario: put, fanout, propagate or connections")
         }
         let throwaway: ThrowawayServer?
         let target: BenchTarget
@@ -69,11 +71,21 @@ enum BenchCommand: Subcommand {
             print(String(format: "fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
                          subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
                          result.delivered, result.expected, result.seconds))
+        case "connections":
+            guard let throwaway else { throw UsageError("connections starts its own server to read its memory; leave out --server") }
+            let count = try options.integer("count", default: 10_000, range: 1...1_000_000)
+            OpenFileLimit.raiseToMaximum()
+            let before = throwaway.residentKiB()
+            var after = 0
+            let result = try ConnectionsScenario(count: count).run(against: target) { after = throwaway.residentKiB() }
+            print(String(format: "connections: %d idle subscribed connections in %.1f s; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per connection; one change reached %d of them",
+                         result.connections, result.setupSeconds, Double(before) / 1024, Double(after) / 1024,
+                         Double(after - before) / Double(max(1, result.connections)), result.delivered))
         case "propagate":
             guard let throwaway else { throw UsageError("propagate starts its own server and agents; leave out --server") }
             try propagate(throwaway, target, options)
         default:
-            throw UsageError("unknown scenario '\(scenario)': put, fanout or propagate")
+            throw UsageError("unknown scenario '\(scenario)': put, fanout, propagate or connections")
         }
     }
 }
@@ -175,6 +187,13 @@ final class ThrowawayServer {
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// The server's resident memory in KiB, from /proc.
+    func residentKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 }
 

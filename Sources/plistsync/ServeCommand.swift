@@ -37,6 +37,8 @@ enum ServeCommand: Subcommand {
             "max-pending-output", default: configuration.limits.maxPendingOutputBytes, range: 4096...(1 << 34))
         ServerLog.quiet = options.flag("quiet")
 
+        // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.
+        OpenFileLimit.raiseToMaximum()
         let loop = EventLoop()
         let server: Server
         do {
