@@ -23,6 +23,9 @@ enum BenchCommand: Subcommand {
           --burst N          (propagate) Files written at once in A (default 1000).
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
           --count K          (connections) Idle subscribed connections (default 10000).
+          --peer redis|nats  (put, fanout) Measure that peer at --server instead, with the same client
+                             code and shape (put: redis only).
+          --record FILE      (put, fanout) Append the figures to FILE as tab-separated lines.
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
           --user NAME        Account on --server (default bench).
           --password P       Its password (default bench).
@@ -32,11 +35,20 @@ enum BenchCommand: Subcommand {
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
             arguments,
-            valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password",
+            valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count"],
             flagOptions: [])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate or connections")
+        }
+        if let peerName = options.value("peer") {
+            guard let peer = PeerDialect(rawValue: peerName) else { throw UsageError("--peer is redis or nats") }
+            guard let server = options.value("server"), let address = SocketAddress(parsing: server) else {
+                throw UsageError("--peer needs --server HOST:PORT of that peer")
+            }
+            guard scenario == "put" || scenario == "fanout" else { throw UsageError("--peer works with put and fanout") }
+            guard scenario == "fanout" || peer == .redis else { throw UsageError("put is measured against redis (durable SET)") }
+            return try measure(scenario, on: .peer(peer, address), options)
         }
         let throwaway: ThrowawayServer?
         let target: BenchTarget
@@ -52,25 +64,8 @@ enum BenchCommand: Subcommand {
         defer { throwaway?.stop() }
 
         switch scenario {
-        case "put":
-            let clients = try options.integer("clients", default: 16, range: 1...10_000)
-            let seconds = try options.integer("seconds", default: 5, range: 1...3600)
-            let window = try options.integer("window", default: 16, range: 1...4096)
-            guard let result = PutScenario(clients: clients, seconds: Double(seconds), window: window).run(against: target) else {
-                throw RuntimeError("the benchmark could not connect or log in to \(target.address)")
-            }
-            print(String(format: "put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
-                         clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors))
-        case "fanout":
-            let subscribers = try options.integer("subscribers", default: 100, range: 1...100_000)
-            let messages = try options.integer("messages", default: 2000, range: 1...10_000_000)
-            let rate = try options.integer("rate", default: 1000, range: 0...10_000_000)
-            guard let result = FanoutScenario(subscribers: subscribers, messages: messages, rate: rate).run(against: target) else {
-                throw RuntimeError("the benchmark could not connect, log in, or was disconnected by \(target.address)")
-            }
-            print(String(format: "fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
-                         subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
-                         result.delivered, result.expected, result.seconds))
+        case "put", "fanout":
+            try measure(scenario, on: .plistsync(target), options)
         case "connections":
             guard let throwaway else { throw UsageError("connections starts its own server to read its memory; leave out --server") }
             let count = try options.integer("count", default: 10_000, range: 1...1_000_000)
@@ -90,7 +85,78 @@ enum BenchCommand: Subcommand {
     }
 }
 
+/// What a put or fan-out measurement runs against.
+enum BenchSystem {
+    case plistsync(BenchTarget)
+    case peer(PeerDialect, SocketAddress)
+
+    var name: String {
+        switch self {
+        case .plistsync: "plistsync"
+        case .peer(let dialect, _): dialect.rawValue
+        }
+    }
+}
+
 extension BenchCommand {
+    /// Runs the put or fan-out shape against PlistSync or a peer, prints the figures, and
+    /// appends them to --record FILE as tab-separated `scenario system value unit` lines.
+    static func measure(_ scenario: String, on system: BenchSystem, _ options: Arguments) throws {
+        var figures: [(name: String, value: Double, unit: String)] = []
+        let line: String
+        if scenario == "put" {
+            let clients = try options.integer("clients", default: 16, range: 1...10_000)
+            let seconds = Double(try options.integer("seconds", default: 5, range: 1...3600))
+            let window = try options.integer("window", default: 16, range: 1...4096)
+            let result: PutScenario.Result
+            switch system {
+            case .plistsync(let target):
+                guard let measured = PutScenario(clients: clients, seconds: seconds, window: window).run(against: target) else {
+                    throw RuntimeError("the benchmark could not connect or log in to \(target.address)")
+                }
+                result = measured
+            case .peer(let dialect, let address):
+                result = try PeerScenarios.put(dialect, at: address, clients: clients, window: window, seconds: seconds)
+            }
+            let shape = "put c\(clients) w\(window)"
+            figures = [(shape, result.perSecond, "acks/s"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
+            line = String(format: "%@ put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
+                          system.name, clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors)
+        } else {
+            let subscribers = try options.integer("subscribers", default: 100, range: 1...100_000)
+            let messages = try options.integer("messages", default: 2000, range: 1...10_000_000)
+            let rate = try options.integer("rate", default: 1000, range: 0...10_000_000)
+            let result: FanoutScenario.Result
+            switch system {
+            case .plistsync(let target):
+                guard let measured = FanoutScenario(subscribers: subscribers, messages: messages, rate: rate).run(against: target) else {
+                    throw RuntimeError("the benchmark could not connect, log in, or was disconnected by \(target.address)")
+                }
+                result = measured
+            case .peer(let dialect, let address):
+                result = try PeerScenarios.fanout(dialect, at: address, subscribers: subscribers, messages: messages, rate: rate)
+            }
+            let shape = "fanout s\(subscribers) " + (rate == 0 ? "blast" : "\(rate)/s")
+            figures = rate == 0
+                ? [(shape, result.deliveredPerSecond, "delivered/s")]
+                : [(shape + " p50", result.latency.p50Milliseconds, "ms"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
+            line = String(format: "%@ fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
+                          system.name, subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
+                          result.delivered, result.expected, result.seconds)
+        }
+        print(line)
+        if let path = options.value("record") {
+            let text = figures.map { "\($0.name)\t\(system.name)\t\(String(format: "%.3f", $0.value))\t\($0.unit)\n" }.joined()
+            guard let handle = FileHandle(forWritingAtPath: path) ?? {
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
+                return FileHandle(forWritingAtPath: path)
+            }() else { throw RuntimeError("cannot write \(path)") }
+            handle.seekToEndOfFile()
+            handle.write(Data(text.utf8))
+            try? handle.close()
+        }
+    }
+
     /// Two real agents on one throwaway server: per-save latency, a burst, an initial sync.
     static func propagate(_ server: ThrowawayServer, _ target: BenchTarget, _ options: Arguments) throws {
         let trials = try options.integer("trials", default: 30, range: 2...100_000)

@@ -1,0 +1,186 @@
+import EventLoop
+import Foundation
+
+/// The put and fan-out shapes against a peer (Redis, NATS), so PlistSync's figures have a
+/// counterpart measured by the same client code in the same run.
+public enum PeerScenarios {
+    /// `clients` connections each keeping `window` SETs of ~200 bytes in flight for `seconds`.
+    public static func put(_ dialect: PeerDialect, at address: SocketAddress, clients: Int, window: Int, seconds: Double) throws -> PutScenario.Result {
+        let loop = EventLoop()
+        var latencies = LatencySamples()
+        var acknowledged = 0
+        var errors = 0
+        var measuring = true
+        var connected: [TCPConnection] = []
+        var failure: String?
+        let value = String(repeating: "v", count: 200)
+        let started = EventLoop.monotonicNanoseconds()
+        var ended: UInt64 = 0
+
+        for client in 0..<clients {
+            TCPConnection.connect(on: loop, to: address) { result in
+                guard case .success(let connection) = result else {
+                    failure = "cannot connect to \(dialect) at \(address)"
+                    return loop.stop()
+                }
+                connected.append(connection)
+                var sentAt: [UInt64] = []
+                var head = 0
+                var counter = 0
+                func send() {
+                    counter += 1
+                    connection.write(dialect.put(key: "k\(client)-\(counter % 1000)", value: value))
+                    sentAt.append(EventLoop.monotonicNanoseconds())
+                }
+                connection.onData = { bytes in
+                    let now = EventLoop.monotonicNanoseconds()
+                    for byte in bytes where byte == 0x0A {
+                        if measuring {
+                            latencies.add(now - sentAt[head])
+                            acknowledged += 1
+                        }
+                        head += 1
+                        if measuring { send() }
+                    }
+                    if head > 4096 {
+                        sentAt.removeFirst(head)
+                        head = 0
+                    }
+                    if bytes.first == UInt8(ascii: "-") { errors += 1 }
+                }
+                connection.startReading()
+                for _ in 0..<window { send() }
+            }
+        }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: UInt64(seconds * 1000)) {
+            measuring = false
+            ended = EventLoop.monotonicNanoseconds()
+            timer.close()
+            for connection in connected { connection.close() }
+        }
+        loop.run()
+        loop.close()
+        if let failure { throw BenchFailure(failure) }
+        let elapsed = Double(ended - started) / 1e9
+        return PutScenario.Result(acknowledged: acknowledged, seconds: elapsed, latency: latencies.summary, errors: errors)
+    }
+
+    /// One publisher, `subscribers` subscribers; `rate` messages a second (0: as fast as a
+    /// window of 64 unanswered publishes allows).
+    public static func fanout(_ dialect: PeerDialect, at address: SocketAddress, subscribers: Int, messages: Int, rate: Int) throws -> FanoutScenario.Result {
+        let loop = EventLoop()
+        var connections: [TCPConnection] = []
+        var latencies = LatencySamples()
+        var delivered = 0
+        var ready = 0
+        var firstSend: UInt64 = 0
+        var lastDelivery: UInt64 = 0
+        var failure: String?
+        let expected = subscribers * messages
+        let padding = String(repeating: "x", count: 120)
+        let channel = "bench_fanout"
+
+        func finish() {
+            for connection in connections { connection.close() }
+        }
+
+        func startPublishing() {
+            TCPConnection.connect(on: loop, to: address) { result in
+                guard case .success(let publisher) = result else {
+                    failure = "cannot connect the publisher"
+                    return finish()
+                }
+                connections.append(publisher)
+                var sent = 0
+                var inFlight = 0
+                func publish() {
+                    let now = EventLoop.monotonicNanoseconds()
+                    if firstSend == 0 { firstSend = now }
+                    publisher.write(dialect.publish(channel: channel, payload: "{\"pad\":\"\(padding)\",\"t\":\(now)}"))
+                    sent += 1
+                }
+                if rate == 0 {
+                    // Blast: publish in windows closed by a PING, so nothing buffers without bound.
+                    func window() {
+                        let count = min(64, messages - sent)
+                        for _ in 0..<count { publish() }
+                        publisher.write(dialect.barrier)
+                        inFlight += 1
+                    }
+                    var lineStart = true
+                    publisher.onData = { bytes in
+                        for byte in bytes {
+                            if lineStart, byte == UInt8(ascii: "+") || byte == UInt8(ascii: "P") {
+                                inFlight -= 1
+                                if sent < messages { window() }
+                            }
+                            lineStart = byte == 0x0A
+                        }
+                    }
+                    publisher.startReading()
+                    publisher.write(dialect.handshake)
+                    window()
+                } else {
+                    publisher.startReading()
+                    publisher.write(dialect.handshake)
+                    let timer = LoopTimer(loop: loop)
+                    let started = EventLoop.monotonicNanoseconds()
+                    timer.start(after: 1, repeatEvery: 1) {
+                        let due = min(messages, Int(Double(EventLoop.monotonicNanoseconds() - started) / 1e9 * Double(rate)) + 1)
+                        while sent < due { publish() }
+                        if sent == messages { timer.close() }
+                    }
+                }
+            }
+        }
+
+        for _ in 0..<subscribers {
+            TCPConnection.connect(on: loop, to: address) { result in
+                guard case .success(let connection) = result else {
+                    failure = "cannot connect a subscriber"
+                    return finish()
+                }
+                connections.append(connection)
+                var scanner = TimestampScanner()
+                var confirmed = false
+                var text: [UInt8] = []
+                connection.onData = { bytes in
+                    if !confirmed {
+                        // Subscribed once the barrier after SUBSCRIBE/SUB is answered.
+                        text += bytes
+                        if String(decoding: text, as: UTF8.self).contains(dialect.subscribedReply) {
+                            confirmed = true
+                            ready += 1
+                            if ready == subscribers { startPublishing() }
+                        }
+                        return
+                    }
+                    if dialect == .nats, bytes.starts(with: Array("PING\r\n".utf8)) { connection.write(Array("PONG\r\n".utf8)) }
+                    let now = EventLoop.monotonicNanoseconds()
+                    scanner.scan(bytes) { stamp in
+                        latencies.add(now &- stamp)
+                        delivered += 1
+                    }
+                    lastDelivery = now
+                    if delivered >= expected { finish() }
+                }
+                connection.startReading()
+                connection.write(dialect.handshake)
+                connection.write(dialect.subscribe(channel: channel))
+            }
+        }
+        let deadline = LoopTimer(loop: loop)
+        deadline.start(after: 120_000) {
+            failure = "only \(delivered) of \(expected) messages arrived in 120 s"
+            finish()
+        }
+        deadline.unref()
+        loop.run()
+        deadline.close()
+        loop.runOnce(wait: false)
+        loop.close()
+        if let failure { throw BenchFailure(failure) }
+        return FanoutScenario.Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary)
+    }
+}
