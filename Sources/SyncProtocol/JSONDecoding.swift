@@ -202,6 +202,14 @@ struct JSONReader {
 
     mutating func readString() throws(ProtocolError) -> String {
         index += 1  // opening quote
+        // Fast path: no escapes before the closing quote, so the bytes are the string.
+        var end = index
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            guard let text = String(validating: bytes[index..<end], as: UTF8.self) else { throw failure("invalid UTF-8 in string") }
+            index = end + 1
+            return text
+        }
         var utf8: [UInt8] = []
         while true {
             guard index < bytes.count else { throw failure("unterminated string") }
