@@ -27,6 +27,8 @@ public enum PeerScenarios {
                 var sentAt: [UInt64] = []
                 var head = 0
                 var counter = 0
+                var replies = dialect.replyCounter()
+                var startupLeft = dialect.startupReplies
                 func send() {
                     counter += 1
                     connection.write(dialect.put(key: "k\(client)-\(counter % 1000)", value: value))
@@ -34,7 +36,14 @@ public enum PeerScenarios {
                 }
                 connection.onData = { bytes in
                     let now = EventLoop.monotonicNanoseconds()
-                    for byte in bytes where byte == 0x0A {
+                    var answered = replies.count(bytes)
+                    if startupLeft > 0 {
+                        let used = min(startupLeft, answered)
+                        startupLeft -= used
+                        answered -= used
+                        if startupLeft == 0 { for _ in 0..<window { send() } }
+                    }
+                    for _ in 0..<answered where head < sentAt.count {
                         if measuring {
                             latencies.add(now - sentAt[head])
                             acknowledged += 1
@@ -46,10 +55,11 @@ public enum PeerScenarios {
                         sentAt.removeFirst(head)
                         head = 0
                     }
-                    if bytes.first == UInt8(ascii: "-") { errors += 1 }
+                    if bytes.first == UInt8(ascii: "-") || bytes.first == UInt8(ascii: "E") { errors += 1 }
                 }
                 connection.startReading()
-                for _ in 0..<window { send() }
+                connection.write(dialect.startup)
+                if startupLeft == 0 { for _ in 0..<window { send() } }
             }
         }
         let timer = LoopTimer(loop: loop)
@@ -93,45 +103,45 @@ public enum PeerScenarios {
                 }
                 connections.append(publisher)
                 var sent = 0
-                var inFlight = 0
+                var replies = dialect.replyCounter()
+                var awaited = dialect.startupReplies
+                var started = false
                 func publish() {
                     let now = EventLoop.monotonicNanoseconds()
                     if firstSend == 0 { firstSend = now }
                     publisher.write(dialect.publish(channel: channel, payload: "{\"pad\":\"\(padding)\",\"t\":\(now)}"))
                     sent += 1
                 }
-                if rate == 0 {
-                    // Blast: publish in windows closed by a PING, so nothing buffers without bound.
-                    func window() {
-                        let count = min(64, messages - sent)
-                        for _ in 0..<count { publish() }
-                        publisher.write(dialect.barrier)
-                        inFlight += 1
-                    }
-                    var lineStart = true
-                    publisher.onData = { bytes in
-                        for byte in bytes {
-                            if lineStart, byte == UInt8(ascii: "+") || byte == UInt8(ascii: "P") {
-                                inFlight -= 1
-                                if sent < messages { window() }
-                            }
-                            lineStart = byte == 0x0A
-                        }
-                    }
-                    publisher.startReading()
-                    publisher.write(dialect.handshake)
-                    window()
-                } else {
-                    publisher.startReading()
-                    publisher.write(dialect.handshake)
+                // Blast: publish in windows closed by a barrier, so nothing buffers without bound.
+                func window() {
+                    let count = min(64, messages - sent)
+                    for _ in 0..<count { publish() }
+                    publisher.write(dialect.barrier)
+                    awaited += count * dialect.repliesPerPublish + 1
+                }
+                func begin() {
+                    started = true
+                    if rate == 0 { return window() }
                     let timer = LoopTimer(loop: loop)
-                    let started = EventLoop.monotonicNanoseconds()
+                    let startedAt = EventLoop.monotonicNanoseconds()
                     timer.start(after: 1, repeatEvery: 1) {
-                        let due = min(messages, Int(Double(EventLoop.monotonicNanoseconds() - started) / 1e9 * Double(rate)) + 1)
+                        let due = min(messages, Int(Double(EventLoop.monotonicNanoseconds() - startedAt) / 1e9 * Double(rate)) + 1)
                         while sent < due { publish() }
                         if sent == messages { timer.close() }
                     }
                 }
+                publisher.onData = { bytes in
+                    awaited -= replies.count(bytes)
+                    guard awaited <= 0 else { return }
+                    if !started {
+                        begin()
+                    } else if rate == 0, sent < messages {
+                        window()
+                    }
+                }
+                publisher.startReading()
+                publisher.write(dialect.startup)
+                if awaited == 0 { begin() }
             }
         }
 
@@ -143,17 +153,23 @@ public enum PeerScenarios {
                 }
                 connections.append(connection)
                 var scanner = TimestampScanner()
+                var replies = dialect.replyCounter()
+                var awaited = dialect.startupReplies
+                var subscribing = false
                 var confirmed = false
-                var text: [UInt8] = []
+                func subscribe() {
+                    subscribing = true
+                    awaited = dialect.subscribeReplies
+                    connection.write(dialect.subscribe(channel: channel))
+                }
                 connection.onData = { bytes in
                     if !confirmed {
-                        // Subscribed once the barrier after SUBSCRIBE/SUB is answered.
-                        text += bytes
-                        if String(decoding: text, as: UTF8.self).contains(dialect.subscribedReply) {
-                            confirmed = true
-                            ready += 1
-                            if ready == subscribers { startPublishing() }
-                        }
+                        awaited -= replies.count(bytes)
+                        guard awaited <= 0 else { return }
+                        if !subscribing { return subscribe() }
+                        confirmed = true
+                        ready += 1
+                        if ready == subscribers { startPublishing() }
                         return
                     }
                     if dialect == .nats, bytes.starts(with: Array("PING\r\n".utf8)) { connection.write(Array("PONG\r\n".utf8)) }
@@ -166,8 +182,8 @@ public enum PeerScenarios {
                     if delivered >= expected { finish() }
                 }
                 connection.startReading()
-                connection.write(dialect.handshake)
-                connection.write(dialect.subscribe(channel: channel))
+                connection.write(dialect.startup)
+                if awaited == 0 { subscribe() }
             }
         }
         let deadline = LoopTimer(loop: loop)

@@ -23,8 +23,8 @@ enum BenchCommand: Subcommand {
           --burst N          (propagate) Files written at once in A (default 1000).
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
           --count K          (connections) Idle subscribed connections (default 10000).
-          --peer redis|nats  (put, fanout) Measure that peer at --server instead, with the same client
-                             code and shape (put: redis only).
+          --peer redis|nats|postgres  (put, fanout) Measure that peer at --server instead, with the same client
+                             code and shape (put: redis or postgres).
           --record FILE      (put, fanout) Append the figures to FILE as tab-separated lines.
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
           --user NAME        Account on --server (default bench).
@@ -42,12 +42,12 @@ enum BenchCommand: Subcommand {
             throw UsageError("name one scenario: put, fanout, propagate or connections")
         }
         if let peerName = options.value("peer") {
-            guard let peer = PeerDialect(rawValue: peerName) else { throw UsageError("--peer is redis or nats") }
+            guard let peer = PeerDialect(rawValue: peerName) else { throw UsageError("--peer is redis, nats or postgres") }
             guard let server = options.value("server"), let address = SocketAddress(parsing: server) else {
                 throw UsageError("--peer needs --server HOST:PORT of that peer")
             }
             guard scenario == "put" || scenario == "fanout" else { throw UsageError("--peer works with put and fanout") }
-            guard scenario == "fanout" || peer == .redis else { throw UsageError("put is measured against redis (durable SET)") }
+            guard scenario == "fanout" || peer != .nats else { throw UsageError("put needs a durable peer: redis or postgres") }
             return try measure(scenario, on: .peer(peer, address), options)
         }
         let throwaway: ThrowawayServer?
