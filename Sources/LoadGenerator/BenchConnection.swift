@@ -94,3 +94,31 @@ public struct LatencySummary: Sendable {
         String(format: "p50 %.3f ms p99 %.3f ms max %.3f ms", p50Milliseconds, p99Milliseconds, maxMilliseconds)
     }
 }
+
+/// Counts fan-out deliveries and their latencies across all subscribers of one run: every
+/// payload carries its send time, found in the raw bytes by a `TimestampScanner`.
+final class DeliveryTally {
+    let expected: Int
+    private(set) var latencies = LatencySamples()
+    private(set) var delivered = 0
+    private(set) var lastDelivery: UInt64 = 0
+
+    init(expected: Int) {
+        self.expected = expected
+    }
+
+    /// A reader for one subscriber connection's bytes; it answers true once every expected
+    /// message has arrived (at any subscriber).
+    func subscriberReader() -> ([UInt8]) -> Bool {
+        var scanner = TimestampScanner()
+        return { [self] bytes in
+            let now = EventLoop.monotonicNanoseconds()
+            scanner.scan(bytes) { stamp in
+                latencies.add(now &- stamp)
+                delivered += 1
+            }
+            lastDelivery = now
+            return delivered >= expected
+        }
+    }
+}

@@ -28,12 +28,9 @@ public struct FanoutScenario {
     public func run(against target: BenchTarget) -> Result? {
         let loop = EventLoop()
         var subscriberConnections: [BenchConnection] = []
-        var latencies = LatencySamples()
-        var delivered = 0
         var firstSend: UInt64 = 0
-        var lastDelivery: UInt64 = 0
         var failed = false
-        let expected = subscribers * messages
+        let tally = DeliveryTally(expected: subscribers * messages)
         let padding = String(repeating: "x", count: 120)
 
         func finish() {
@@ -91,15 +88,9 @@ public struct FanoutScenario {
                         if line.hasPrefix("s OK SUB") {
                             // From here on, read raw bytes the way the peer clients do, so the
                             // client's cost per message is the same for every system measured.
-                            var scanner = TimestampScanner()
+                            let read = tally.subscriberReader()
                             client.connection.onData = { bytes in
-                                let now = EventLoop.monotonicNanoseconds()
-                                scanner.scan(bytes) { stamp in
-                                    latencies.add(now &- stamp)
-                                    delivered += 1
-                                }
-                                lastDelivery = now
-                                if delivered >= expected { finish() }
+                                if read(bytes) { finish() }
                             }
                             ready += 1
                             if ready == subscribers { subscribed() }
@@ -134,10 +125,10 @@ public struct FanoutScenario {
         }
         loop.run()
         loop.close()
-        guard !failed, lastDelivery > firstSend else { return nil }
+        guard !failed, tally.lastDelivery > firstSend else { return nil }
         return Result(
-            delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9,
-            latency: latencies.summary)
+            delivered: tally.delivered, expected: tally.expected, seconds: Double(tally.lastDelivery - firstSend) / 1e9,
+            latency: tally.latencies.summary)
     }
 
     static func integer(in line: [UInt8], after marker: [UInt8]) -> UInt64? {

@@ -81,13 +81,10 @@ public enum PeerScenarios {
     public static func fanout(_ dialect: PeerDialect, at address: SocketAddress, subscribers: Int, messages: Int, rate: Int) throws -> FanoutScenario.Result {
         let loop = EventLoop()
         var connections: [TCPConnection] = []
-        var latencies = LatencySamples()
-        var delivered = 0
         var ready = 0
         var firstSend: UInt64 = 0
-        var lastDelivery: UInt64 = 0
         var failure: String?
-        let expected = subscribers * messages
+        let tally = DeliveryTally(expected: subscribers * messages)
         let padding = String(repeating: "x", count: 120)
         let channel = "bench_fanout"
 
@@ -152,7 +149,7 @@ public enum PeerScenarios {
                     return finish()
                 }
                 connections.append(connection)
-                var scanner = TimestampScanner()
+                let read = tally.subscriberReader()
                 var replies = dialect.replyCounter()
                 var awaited = dialect.startupReplies
                 var subscribing = false
@@ -173,13 +170,7 @@ public enum PeerScenarios {
                         return
                     }
                     if dialect == .nats, bytes.starts(with: Array("PING\r\n".utf8)) { connection.write(Array("PONG\r\n".utf8)) }
-                    let now = EventLoop.monotonicNanoseconds()
-                    scanner.scan(bytes) { stamp in
-                        latencies.add(now &- stamp)
-                        delivered += 1
-                    }
-                    lastDelivery = now
-                    if delivered >= expected { finish() }
+                    if read(bytes) { finish() }
                 }
                 connection.startReading()
                 connection.write(dialect.startup)
@@ -188,7 +179,7 @@ public enum PeerScenarios {
         }
         let deadline = LoopTimer(loop: loop)
         deadline.start(after: 120_000) {
-            failure = "only \(delivered) of \(expected) messages arrived in 120 s"
+            failure = "only \(tally.delivered) of \(tally.expected) messages arrived in 120 s"
             finish()
         }
         deadline.unref()
@@ -197,6 +188,8 @@ public enum PeerScenarios {
         loop.runOnce(wait: false)
         loop.close()
         if let failure { throw BenchFailure(failure) }
-        return FanoutScenario.Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary)
+        return FanoutScenario.Result(
+            delivered: tally.delivered, expected: tally.expected, seconds: Double(tally.lastDelivery - firstSend) / 1e9,
+            latency: tally.latencies.summary)
     }
 }
