@@ -95,7 +95,7 @@ final class FolderWatcherTests: XCTestCase {
         let watcher = try FolderWatcher(loop: loop, path: folder) { events.append($0) }
         let timer = LoopTimer(loop: loop)
         timer.start(after: 20) {
-            FileManager.default.createFile(atPath: folder + "/Ada.plist", contents: Data("x".utf8))
+            _ = FileManager.default.createFile(atPath: folder + "/Ada.plist", contents: Data("x".utf8))
             timer.start(after: 50) {
                 watcher.close()
                 timer.close()
