@@ -66,8 +66,6 @@ final class Session {
         connection.startReading()
     }
 
-    var subscriptionCount: Int { subscriptions.count }
-    var isClosed: Bool { closeReason != nil }
 
     // MARK: - Input
 
@@ -106,7 +104,7 @@ final class Session {
             switch next {
             case .failure(.untagged(let error)):
                 guard replySlotsHead == replySlots.count else { return }
-                send("* ERR \(error.code.rawValue) \(ResponseLine.sanitized(error.message))\n")
+                send(ResponseLine.untagged("ERR", error.code.rawValue, ResponseLine.sanitized(error.message)))
             case .failure(.tagged(let tag, let error)):
                 guard replySlotsHead == replySlots.count else { return }
                 send(ResponseLine.error(tag, error))
