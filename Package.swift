@@ -31,6 +31,7 @@ let package = Package(
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "AgentKitTests", dependencies: ["AgentKit"]),
         .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat"]),
     ],
     swiftLanguageModes: [.v6]

@@ -154,9 +154,26 @@ final class MirrorFolder {
 
     /// Saves a local version that lost a field conflict beside the record.
     func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String, now: Date = Date()) throws -> String {
-        let path = folder(collection) + "/" + id + ".sync-conflict-" + Self.stamp(now) + "-" + device + ".plist"
+        let path = folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: Self.stamp(now), device: device)
         try writeAtomically(bytes, to: path)
         return path
+    }
+
+    /// Longest file name Linux and macOS file systems take, in bytes.
+    static let maxFileNameBytes = 255
+
+    /// `<id>.sync-conflict-<stamp>-<device>.plist`, with the id (then the device) shortened on a
+    /// character boundary when the whole would pass the file-name limit: a 200-byte id must not
+    /// make the copy impossible to write.
+    static func conflictCopyName(id: String, stamp: String, device: String) -> String {
+        func fits(_ text: String, _ budget: Int) -> String {
+            var result = ""
+            for character in text where result.utf8.count + character.utf8.count <= budget { result.append(character) }
+            return result
+        }
+        let safeDevice = fits(device, 64)
+        let suffix = ".sync-conflict-" + stamp + "-" + safeDevice + ".plist"
+        return fits(id, maxFileNameBytes - suffix.utf8.count) + suffix
     }
 
     /// `YYYYMMDD-HHMMSS` in UTC.

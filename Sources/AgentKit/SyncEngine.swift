@@ -337,7 +337,11 @@ final class SyncEngine {
             }
         } catch {
             log("cannot write \(path): \(error)")
-            status.problems[RecordKey(collection: collection, id: id).description] = "\(error)"
+            let key = RecordKey(collection: collection, id: id)
+            status.problems[key.description] = "\(error)"
+            // Do not push this file again until it changes: the server would answer CONFLICT and
+            // the same failed write would repeat in a loop.
+            if let fileHash { refused[key] = fileHash }
             return
         }
         try? state.set(next, collection, id)
