@@ -58,7 +58,7 @@ public final class Agent {
         status.lastError = { [link] in link.lastError }
 
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [unowned self] event in rootEvent(event) }
-        for collection in state.lastSeq.keys where FileManager.default.fileExists(atPath: mirror.folder(collection)) { watch(collection) }
+        for collection in state.lastSeq.keys where mirror.hasFolder(collection) { watch(collection) }
         let rescan = LoopTimer(loop: loop)
         rescan.start(after: configuration.rescanSeconds * 1000, repeatEvery: configuration.rescanSeconds * 1000) { [unowned self] in
             beginBatch()
@@ -120,10 +120,7 @@ public final class Agent {
             if name.hasSuffix(".order.plist") {
                 schedule(RecordKey(collection: String(name.dropLast(12)), id: ""), delay: configuration.debounceMilliseconds)
             } else if let collection = MirrorFolder.collectionName(forEntry: name), engine.collections[collection] == nil {
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: mirror.folder(collection), isDirectory: &isDirectory), isDirectory.boolValue {
-                    engine.create(collection)
-                }
+                if mirror.hasFolder(collection) { engine.create(collection) }
             }
         case .renamed(nil), .changed(nil):
             engine.scanAll()

@@ -49,11 +49,13 @@ final class MirrorFolder {
     /// Subfolders of the root that can be collections.
     func collectionFolders() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return names.filter { name in
-            var isDirectory: ObjCBool = false
-            return Self.collectionName(forEntry: name) != nil
-                && FileManager.default.fileExists(atPath: root + "/" + name, isDirectory: &isDirectory) && isDirectory.boolValue
-        }
+        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) }
+    }
+
+    /// Whether the collection's folder exists (and is a folder).
+    func hasFolder(_ collection: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: folder(collection), isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     func read(_ path: String) -> [UInt8]? {

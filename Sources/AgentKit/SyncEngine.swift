@@ -184,8 +184,7 @@ final class SyncEngine {
     /// Reconciles every file and every known record of a collection.
     func scan(_ collection: String) {
         guard subscribed.contains(collection) else { return }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: mirror.folder(collection), isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard mirror.hasFolder(collection) else {
             // A vanished folder is not read as "delete everything".
             status.problems["\(collection)/"] = "the folder is missing; recreate it to resume"
             return

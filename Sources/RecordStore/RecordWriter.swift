@@ -46,8 +46,9 @@ public final class RecordWriter: @unchecked Sendable {
         case .move(let collection, let id, let baseRev, let placement):
             return try move(collection, id, baseRev, placement, timestamp)
         case .delete(let collection, let id, let baseRev):
-            guard let current = try state(collection, id), case .live = current.body, current.rev == baseRev else {
-                return .conflict(collection: collection, id: id, current: try state(collection, id))
+            let current = try state(collection, id)
+            guard let current, case .live = current.body, current.rev == baseRev else {
+                return .conflict(collection: collection, id: id, current: current)
             }
             return try record(collection, RecordState(id: id, rev: current.rev + 1, body: .deleted), timestamp)
         case .createCollection(let name, let owner):
@@ -108,8 +109,9 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
-        guard let current = try state(collection, id), case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else {
-            return .conflict(collection: collection, id: id, current: try state(collection, id))
+        let current = try state(collection, id)
+        guard let current, case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else {
+            return .conflict(collection: collection, id: id, current: current)
         }
         let live = "collection = ? AND fields IS NOT NULL AND id != ?"
         let lower: String?

@@ -364,7 +364,8 @@ final class Session {
                 operation = .delete(collection: collection, id: id, baseRev: baseRev)
                 verb = "DEL"
             default:
-                return
+                // Only record writes come here; any other command must still get its slot answered.
+                throw ProtocolError(.internal, "not a record write")
             }
         } catch {
             fillSlot(slot, with: ResponseLine.error(tag, error))
