@@ -25,17 +25,15 @@ public struct FanoutScenario {
         public var deliveredPerSecond: Double { Double(delivered) / seconds }
     }
 
-    public func run(against target: BenchTarget) -> Result? {
+    /// Runs the shape; with `helpers`, `subscribers` counts only this process's share and the
+    /// helpers' subscribers are added to the result.
+    public func run(against target: BenchTarget, helpers: SubscriberHelpers? = nil) throws -> Result? {
         let loop = EventLoop()
-        var subscriberConnections: [BenchConnection] = []
         var firstSend: UInt64 = 0
         var failed = false
-        let tally = DeliveryTally(expected: subscribers * messages)
+        var helperFailure: (any Error)?
+        let group = SubscriberGroup(tally: DeliveryTally(expected: subscribers * messages))
         let padding = String(repeating: "x", count: 120)
-
-        func finish() {
-            for connection in subscriberConnections { connection.connection.close() }
-        }
 
         func startWriting(_ writer: BenchConnection) {
             var sent = 0
@@ -65,46 +63,20 @@ public struct FanoutScenario {
             }
         }
 
-        func subscribed() {
+        func subscribed(since seq: String) {
+            // Nothing flows yet, so blocking the loop while the helpers subscribe costs nothing.
+            do {
+                try helpers?.start(since: seq)
+            } catch {
+                helperFailure = error
+                return group.close()
+            }
             BenchConnection.open(loop: loop, target: target) { writer in
                 guard let writer else {
                     failed = true
-                    return finish()
+                    return group.close()
                 }
                 startWriting(writer)
-            }
-        }
-
-        func connectSubscribers(since seq: String) {
-            var ready = 0
-            for _ in 0..<subscribers {
-                BenchConnection.open(loop: loop, target: target) { client in
-                    guard let client else {
-                        failed = true
-                        return finish()
-                    }
-                    subscriberConnections.append(client)
-                    client.onLine = { line in
-                        if line.hasPrefix("s OK SUB") {
-                            // From here on, read raw bytes the way the peer clients do, so the
-                            // client's cost per message is the same for every system measured.
-                            let read = tally.subscriberReader()
-                            client.connection.onData = { bytes in
-                                if read(bytes) { finish() }
-                            }
-                            ready += 1
-                            if ready == subscribers { subscribed() }
-                        } else if line.hasPrefix("* BYE") {
-                            failed = true
-                        }
-                    }
-                    // A subscriber the server drops (e.g. * BYE SLOW) fails the run instead of hanging it.
-                    client.onClosed = {
-                        failed = true
-                        finish()
-                    }
-                    client.send("s SUB \(collection) SINCE \(seq)")
-                }
             }
         }
 
@@ -116,19 +88,36 @@ public struct FanoutScenario {
             // Subscribe from the current seq, so earlier runs' changes are not replayed.
             setup.onLine = { line in
                 guard line.hasPrefix("s OK STATS") else { return }
-                let seq = Self.integer(in: Array(line.utf8), after: Array("\"seq\":".utf8)) ?? 0
+                let seq = String(Self.integer(in: Array(line.utf8), after: Array("\"seq\":".utf8)) ?? 0)
                 setup.connection.close()
-                connectSubscribers(since: String(seq))
+                group.open(
+                    count: subscribers, collection: collection, since: seq, loop: loop, target: target,
+                    ready: { subscribed(since: seq) },
+                    failed: {
+                        failed = true
+                        group.close()
+                    }, complete: group.close)
             }
             setup.send("c CREATE \(collection)")
             setup.send("s STATS")
         }
         loop.run()
         loop.close()
-        guard !failed, tally.lastDelivery > firstSend else { return nil }
-        return Result(
-            delivered: tally.delivered, expected: tally.expected, seconds: Double(tally.lastDelivery - firstSend) / 1e9,
-            latency: tally.latencies.summary)
+        if let helperFailure { throw helperFailure }
+        var delivered = group.tally.delivered
+        var expected = group.tally.expected
+        var lastDelivery = group.tally.lastDelivery
+        var latencies = group.tally.latencies
+        if let helpers {
+            for report in try helpers.reports() {
+                delivered += report.delivered
+                expected += report.delivered
+                lastDelivery = max(lastDelivery, report.lastDelivery)
+                latencies.merge(report.latencies)
+            }
+        }
+        guard !failed, lastDelivery > firstSend else { return nil }
+        return Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary)
     }
 
     static func integer(in line: [UInt8], after marker: [UInt8]) -> UInt64? {

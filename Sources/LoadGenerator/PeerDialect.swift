@@ -10,11 +10,14 @@ public enum PeerDialect: String, Sendable, CaseIterable {
     /// PostgreSQL: protocol 3 simple queries; a single-row upsert with synchronous_commit on,
     /// LISTEN/NOTIFY for fan-out. Logs in as user `bench` with trust authentication.
     case postgres
+    /// etcd v3 through its JSON gateway (HTTP/1.1 keep-alive): `/v3/kv/put`, answered once
+    /// raft-committed and fsynced; `/v3/watch` streams for fan-out.
+    case etcd
 
     /// Sent once after connecting.
     var startup: [UInt8] {
         switch self {
-        case .redis:
+        case .redis, .etcd:
             return []
         case .nats:
             return Array("CONNECT {\"verbose\":false,\"pedantic\":false}\r\n".utf8)
@@ -29,7 +32,7 @@ public enum PeerDialect: String, Sendable, CaseIterable {
     /// first ReadyForQuery.
     var startupReplies: Int {
         switch self {
-        case .redis: 0
+        case .redis, .etcd: 0
         case .nats, .postgres: 1
         }
     }
@@ -38,6 +41,7 @@ public enum PeerDialect: String, Sendable, CaseIterable {
     func put(key: String, value: String) -> [UInt8] {
         switch self {
         case .postgres: Self.query("INSERT INTO kv (k, v) VALUES ('\(key)', '\(value)') ON CONFLICT (k) DO UPDATE SET v = excluded.v")
+        case .etcd: Self.http("/v3/kv/put", "{\"key\":\"\(Self.base64("bench/put/" + key))\",\"value\":\"\(Self.base64(value))\"}")
         default: Self.resp(["SET", key, value])
         }
     }
@@ -47,6 +51,8 @@ public enum PeerDialect: String, Sendable, CaseIterable {
         case .redis: Self.resp(["SUBSCRIBE", channel])
         case .nats: Array("SUB \(channel) 1\r\nPING\r\n".utf8)
         case .postgres: Self.query("LISTEN \(channel)")
+        case .etcd:
+            Self.http("/v3/watch", "{\"create_request\":{\"key\":\"\(Self.base64(channel + "/"))\",\"range_end\":\"\(Self.base64(channel + "0"))\"}}")
         }
     }
 
@@ -54,7 +60,7 @@ public enum PeerDialect: String, Sendable, CaseIterable {
     var subscribeReplies: Int {
         switch self {
         case .redis: 6
-        case .nats, .postgres: 1
+        case .nats, .postgres, .etcd: 1
         }
     }
 
@@ -63,6 +69,7 @@ public enum PeerDialect: String, Sendable, CaseIterable {
         case .redis: Self.resp(["PUBLISH", channel, payload])
         case .nats: Array("PUB \(channel) \(payload.utf8.count)\r\n\(payload)\r\n".utf8)
         case .postgres: Self.query("NOTIFY \(channel), '\(payload)'")
+        case .etcd: Self.http("/v3/kv/put", "{\"key\":\"\(Self.base64(channel + "/k"))\",\"value\":\"\(Self.base64(payload))\"}")
         }
     }
 
@@ -70,7 +77,7 @@ public enum PeerDialect: String, Sendable, CaseIterable {
     var repliesPerPublish: Int {
         switch self {
         case .nats: 0
-        case .redis, .postgres: 1
+        case .redis, .postgres, .etcd: 1
         }
     }
 
@@ -80,17 +87,43 @@ public enum PeerDialect: String, Sendable, CaseIterable {
         case .redis: Self.resp(["PING"])
         case .nats: Array("PING\r\n".utf8)
         case .postgres: Self.query("SELECT 1")
+        case .etcd: Self.http("/v3/kv/range", "{\"key\":\"\(Self.base64("bench/none"))\"}")
         }
     }
 
     func replyCounter() -> ReplyCounter {
-        ReplyCounter(readyForQuery: self == .postgres)
+        switch self {
+        case .redis, .nats: ReplyCounter()
+        case .postgres: ReplyCounter(marker: [UInt8(ascii: "Z"), 0, 0, 0, 5])
+        case .etcd: ReplyCounter(marker: Array("HTTP/1.1 ".utf8))
+        }
+    }
+
+    /// Counts what confirms `subscribe`: etcd's watch stream answers with `"created":true`.
+    func subscriptionCounter() -> ReplyCounter {
+        self == .etcd ? ReplyCounter(marker: Array("\"created\":true".utf8)) : replyCounter()
+    }
+
+    /// What a subscriber's bytes carry: the payloads as published, except etcd, whose watch
+    /// events carry them base64-encoded.
+    func payloadDecoder() -> (([UInt8]) -> [UInt8])? {
+        guard self == .etcd else { return nil }
+        var values = Base64ValueExtractor()
+        return { values.decode($0) }
     }
 
     static func resp(_ words: [String]) -> [UInt8] {
         var out = "*\(words.count)\r\n"
         for word in words { out += "$\(word.utf8.count)\r\n\(word)\r\n" }
         return Array(out.utf8)
+    }
+
+    static func http(_ path: String, _ body: String) -> [UInt8] {
+        Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+    }
+
+    static func base64(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString()
     }
 
     static func query(_ sql: String) -> [UInt8] {
@@ -100,67 +133,5 @@ public enum PeerDialect: String, Sendable, CaseIterable {
 
     static func int32(_ value: UInt32) -> [UInt8] {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
-    }
-}
-
-/// Counts replies in a byte stream cut at arbitrary points: lines for Redis and NATS,
-/// ReadyForQuery messages (`Z`, length 5) for PostgreSQL.
-struct ReplyCounter {
-    let readyForQuery: Bool
-    private var carry: [UInt8] = []
-    private static let pattern: [UInt8] = [UInt8(ascii: "Z"), 0, 0, 0, 5]
-
-    init(readyForQuery: Bool) {
-        self.readyForQuery = readyForQuery
-    }
-
-    mutating func count(_ bytes: [UInt8]) -> Int {
-        guard readyForQuery else { return bytes.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) } }
-        let data = carry + bytes
-        var found = 0
-        var index = 0
-        while index + Self.pattern.count <= data.count {
-            if data[index] == Self.pattern[0], Array(data[index..<(index + 5)]) == Self.pattern {
-                found += 1
-                index += 5
-            } else {
-                index += 1
-            }
-        }
-        // Fewer than five bytes are left: the start of a pattern the next chunk may finish.
-        carry = Array(data[min(index, data.count)...])
-        return found
-    }
-}
-
-/// Finds `"t":<digits>` timestamps in a byte stream cut at arbitrary points: each payload of
-/// the fan-out shape carries one, so counting them counts deliveries whatever the protocol.
-struct TimestampScanner {
-    private var carry: [UInt8] = []
-    private static let marker = Array("\"t\":".utf8)
-
-    /// Calls `found` with each complete timestamp in `chunk` (and in what the last chunk left).
-    mutating func scan(_ chunk: [UInt8], found: (UInt64) -> Void) {
-        let bytes = carry.isEmpty ? chunk : carry + chunk
-        var index = 0
-        var consumed = 0
-        let marker = Self.marker
-        while index + marker.count < bytes.count {
-            if bytes[index] == marker[0], bytes[index + 1] == marker[1], bytes[index + 2] == marker[2], bytes[index + 3] == marker[3] {
-                var cursor = index + marker.count
-                var value: UInt64 = 0
-                while cursor < bytes.count, bytes[cursor] >= 0x30, bytes[cursor] <= 0x39 {
-                    value = value * 10 + UInt64(bytes[cursor] - 0x30)
-                    cursor += 1
-                }
-                guard cursor < bytes.count else { break }
-                found(value)
-                index = cursor
-                consumed = cursor
-                continue
-            }
-            index += 1
-        }
-        carry = Array(bytes[max(consumed, bytes.count - 40)...])
     }
 }

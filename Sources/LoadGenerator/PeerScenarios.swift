@@ -7,7 +7,7 @@ public enum PeerScenarios {
     /// `clients` connections each keeping `window` SETs of ~200 bytes in flight for `seconds`.
     public static func put(_ dialect: PeerDialect, at address: SocketAddress, clients: Int, window: Int, seconds: Double) throws -> PutScenario.Result {
         let loop = EventLoop()
-        var latencies = LatencySamples()
+        var latencies = LatencyHistogram()
         var acknowledged = 0
         var errors = 0
         var measuring = true
@@ -150,7 +150,8 @@ public enum PeerScenarios {
                 }
                 connections.append(connection)
                 let read = tally.subscriberReader()
-                var replies = dialect.replyCounter()
+                let decode = dialect.payloadDecoder()
+                var replies = dialect.subscriptionCounter()
                 var awaited = dialect.startupReplies
                 var subscribing = false
                 var confirmed = false
@@ -170,7 +171,7 @@ public enum PeerScenarios {
                         return
                     }
                     if dialect == .nats, bytes.starts(with: Array("PING\r\n".utf8)) { connection.write(Array("PONG\r\n".utf8)) }
-                    if read(bytes) { finish() }
+                    if read(decode?(bytes) ?? bytes) { finish() }
                 }
                 connection.startReading()
                 connection.write(dialect.startup)

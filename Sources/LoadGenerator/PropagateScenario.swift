@@ -12,6 +12,11 @@ public struct PropagateScenario {
     public var trials: Int
     public var burst: Int
     public var collection = "bench_propagate"
+    /// Quiet time before each trial once the last one arrived (Syncthing needs its own echo
+    /// scan of a received file to be over before the next trial means anything).
+    public var pauseMilliseconds: UInt64 = 20
+    /// For Syncthing's floor: ask it to rescan each saved file at once.
+    public var rescan: SyncthingRescan?
 
     public init(folderA: String, folderB: String, trials: Int, burst: Int) {
         self.folderA = folderA
@@ -40,7 +45,7 @@ public struct PropagateScenario {
         let loop = EventLoop()
         var expected: [String: Fields] = [:]
         var started: [String: UInt64] = [:]
-        var samples = LatencySamples()
+        var samples = LatencyHistogram()
         var burstStart: UInt64 = 0
         var burstEnd: UInt64 = 0
         var phase = 0  // 0: single trials, 1: burst
@@ -78,6 +83,7 @@ public struct PropagateScenario {
             rename(temp, pathA + "/" + name + ".plist")
             // What the file says (dates are kept to the microsecond), not what was meant.
             expected[name] = (try? PlistFile.decodeRecord(bytes).0) ?? fields
+            if phase == 0 { rescan?.send(path: collection + "/" + name + ".plist", on: loop) }
         }
 
         func nextTrial() {
@@ -88,6 +94,7 @@ public struct PropagateScenario {
                     save("burst\(index)", ["name": .string("Burst record \(index)"), "serial": .string("SN-\(index)"),
                                            "value": .integer(Int64(index)), "created": .date(Date(timeIntervalSince1970: 1_700_000_000 + Double(index)))])
                 }
+                rescan?.send(path: collection, on: loop)
                 return
             }
             // Even trials create a record, odd ones modify the one just created.
@@ -110,12 +117,12 @@ public struct PropagateScenario {
                 finish()
             } else {
                 deadline.stop()
-                pacing.start(after: 20) { nextTrial() }
+                pacing.start(after: pauseMilliseconds) { nextTrial() }
             }
         }
         watcher = try FolderWatcher(loop: loop, path: pathB) { _ in check() }
         backstop.start(after: 200, repeatEvery: 200) { check() }
-        nextTrial()
+        pacing.start(after: pauseMilliseconds) { nextTrial() }
         loop.run()
         loop.close()
         if let failure { throw BenchFailure(failure) }

@@ -28,7 +28,7 @@ public struct PutScenario {
     public func run(against target: BenchTarget) -> Result? {
         let loop = EventLoop()
         var connections: [BenchConnection] = []
-        var latencies = LatencySamples()
+        var latencies = LatencyHistogram()
         var acknowledged = 0
         var errors = 0
         var measuring = false

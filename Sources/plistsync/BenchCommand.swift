@@ -5,12 +5,15 @@ import LoadGenerator
 /// `plistsync bench put|fanout`: load against a server; starts a throwaway one unless --server.
 enum BenchCommand: Subcommand {
     static let help = """
-        OVERVIEW: Measure a PlistSync server (a release build gives meaningful figures).
+        OVERVIEW: Measure a PlistSync server (a release build gives meaningful figures), or a
+        peer with the same client code and shape.
 
         USAGE: plistsync bench put [--clients N] [--seconds S] [--window W]
-               plistsync bench fanout [--subscribers M] [--messages K] [--rate R]
+               plistsync bench fanout [--subscribers M] [--messages K] [--rate R] [--processes P]
                plistsync bench propagate [--trials N] [--burst N] [--initial N]
                plistsync bench connections [--count K]
+               plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
+               plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
 
         OPTIONS:
           --clients N        (put) Connections, each pipelining (default 16).
@@ -19,13 +22,16 @@ enum BenchCommand: Subcommand {
           --subscribers M    (fanout) Subscribed connections (default 100).
           --messages K       (fanout) Changes written (default 2000).
           --rate R           (fanout) Changes per second; 0 = as fast as possible (default 1000).
+          --processes P      (fanout) Client processes sharing the subscribers (default 1).
           --trials N         (propagate) Saves in A timed until identical in B (default 30).
           --burst N          (propagate) Files written at once in A (default 1000).
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
           --count K          (connections) Idle subscribed connections (default 10000).
-          --peer redis|nats|postgres  (put, fanout) Measure that peer at --server instead, with the same client
-                             code and shape (put: redis or postgres).
-          --record FILE      (put, fanout) Append the figures to FILE as tab-separated lines.
+          --peer NAME        Measure that peer instead: redis, postgres, etcd (put, fanout), nats
+                             (fanout) at --server; syncthing (propagate) between --folders A,B.
+          --rescan HOST:PORT (propagate --peer syncthing) Ask A's Syncthing (REST API, --api-key
+                             KEY, --folder-id ID, default plists) to rescan each saved file.
+          --record FILE      Append the figures to FILE as tab-separated lines.
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
           --user NAME        Account on --server (default bench).
           --password P       Its password (default bench).
@@ -36,18 +42,22 @@ enum BenchCommand: Subcommand {
         let options = try Arguments(
             arguments,
             valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
-                           "trials", "burst", "initial", "count"],
+                           "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id"],
             flagOptions: [])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate or connections")
         }
         if let peerName = options.value("peer") {
-            guard let peer = PeerDialect(rawValue: peerName) else { throw UsageError("--peer is redis, nats or postgres") }
+            if peerName == "syncthing" {
+                guard scenario == "propagate" else { throw UsageError("--peer syncthing works with propagate") }
+                return try propagateSyncthing(options)
+            }
+            guard let peer = PeerDialect(rawValue: peerName) else { throw UsageError("--peer is redis, nats, postgres, etcd or syncthing") }
             guard let server = options.value("server"), let address = SocketAddress(parsing: server) else {
                 throw UsageError("--peer needs --server HOST:PORT of that peer")
             }
-            guard scenario == "put" || scenario == "fanout" else { throw UsageError("--peer works with put and fanout") }
-            guard scenario == "fanout" || peer != .nats else { throw UsageError("put needs a durable peer: redis or postgres") }
+            guard scenario == "put" || scenario == "fanout" else { throw UsageError("--peer \(peerName) works with put and fanout") }
+            guard scenario == "fanout" || peer != .nats else { throw UsageError("put needs a durable peer: redis, postgres or etcd") }
             return try measure(scenario, on: .peer(peer, address), options)
         }
         let throwaway: ThrowawayServer?
@@ -64,6 +74,8 @@ enum BenchCommand: Subcommand {
         defer { throwaway?.stop() }
 
         switch scenario {
+        case "fanout-subscribers":
+            try runSubscriberHelper(target, options)
         case "put", "fanout":
             try measure(scenario, on: .plistsync(target), options)
         case "connections":
@@ -73,9 +85,10 @@ enum BenchCommand: Subcommand {
             let before = throwaway.residentKiB()
             var after = 0
             let result = try ConnectionsScenario(count: count).run(against: target) { after = throwaway.residentKiB() }
+            let perConnection = Double(after - before) / Double(max(1, result.connections))
             print(String(format: "connections: %d idle subscribed connections in %.1f s; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per connection; one change reached %d of them",
-                         result.connections, result.setupSeconds, Double(before) / 1024, Double(after) / 1024,
-                         Double(after - before) / Double(max(1, result.connections)), result.delivered))
+                         result.connections, result.setupSeconds, Double(before) / 1024, Double(after) / 1024, perConnection, result.delivered))
+            try record([("idle connection RSS", perConnection, "KiB")], of: "plistsync", options)
         case "propagate":
             guard let throwaway else { throw UsageError("propagate starts its own server and agents; leave out --server") }
             try propagate(throwaway, target, options)
@@ -129,7 +142,12 @@ extension BenchCommand {
             let result: FanoutScenario.Result
             switch system {
             case .plistsync(let target):
-                guard let measured = FanoutScenario(subscribers: subscribers, messages: messages, rate: rate).run(against: target) else {
+                let processes = try options.integer("processes", default: 1, range: 1...64)
+                // This process keeps the first share; each helper process takes one of the others.
+                let shares = (0..<processes).map { subscribers / processes + ($0 < subscribers % processes ? 1 : 0) }
+                let helpers = processes > 1 ? SubscriberProcesses(target: target, shares: Array(shares.dropFirst()), messages: messages) : nil
+                let scenario = FanoutScenario(subscribers: shares[0], messages: messages, rate: rate)
+                guard let measured = try scenario.run(against: target, helpers: helpers) else {
                     throw RuntimeError("the benchmark could not connect, log in, or was disconnected by \(target.address)")
                 }
                 result = measured
@@ -145,16 +163,64 @@ extension BenchCommand {
                           result.delivered, result.expected, result.seconds)
         }
         print(line)
-        if let path = options.value("record") {
-            let text = figures.map { "\($0.name)\t\(system.name)\t\(String(format: "%.3f", $0.value))\t\($0.unit)\n" }.joined()
-            guard let handle = FileHandle(forWritingAtPath: path) ?? {
-                _ = FileManager.default.createFile(atPath: path, contents: nil)
-                return FileHandle(forWritingAtPath: path)
-            }() else { throw RuntimeError("cannot write \(path)") }
-            handle.seekToEndOfFile()
-            handle.write(Data(text.utf8))
-            try? handle.close()
+        try record(figures, of: system.name, options)
+    }
+
+    /// Appends figures to --record FILE as tab-separated `scenario system value unit` lines.
+    static func record(_ figures: [(name: String, value: Double, unit: String)], of system: String, _ options: Arguments) throws {
+        guard let path = options.value("record") else { return }
+        let text = figures.map { "\($0.name)\t\(system)\t\(String(format: "%.3f", $0.value))\t\($0.unit)\n" }.joined()
+        guard let handle = FileHandle(forWritingAtPath: path) ?? {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            return FileHandle(forWritingAtPath: path)
+        }() else { throw RuntimeError("cannot write \(path)") }
+        handle.seekToEndOfFile()
+        handle.write(Data(text.utf8))
+        try? handle.close()
+    }
+
+    /// `propagate --peer syncthing`: the same trials between two folders Syncthing keeps in
+    /// sync, optionally asking it to rescan each saved file at once (its floor).
+    static func propagateSyncthing(_ options: Arguments) throws {
+        let folders = (options.value("folders") ?? "").split(separator: ",").map(String.init)
+        guard folders.count == 2 else { throw UsageError("--peer syncthing needs --folders A,B (two shared folders)") }
+        var scenario = PropagateScenario(
+            folderA: folders[0], folderB: folders[1], trials: try options.integer("trials", default: 30, range: 2...100_000),
+            burst: try options.integer("burst", default: 1000, range: 1...1_000_000))
+        // Its own collection folder per run, so files of an earlier run are not already there.
+        scenario.collection = "bench_propagate_\(UInt64(Date().timeIntervalSince1970 * 1000))"
+        // As in ../shared/bench/peers/syncthing: fsWatcherDelayS + 1 s between trials.
+        scenario.pauseMilliseconds = 2000
+        var system = "syncthing"
+        if let rest = options.value("rescan") {
+            guard let address = SocketAddress(parsing: rest), let key = options.value("api-key") else {
+                throw UsageError("--rescan HOST:PORT needs --api-key KEY of that Syncthing")
+            }
+            scenario.rescan = SyncthingRescan(address: address, apiKey: key, folderID: options.value("folder-id") ?? "plists")
+            system = "syncthing-scan"
         }
+        try report(try scenario.run(timeoutSeconds: 60), of: system, options)
+    }
+
+    static func report(_ result: PropagateScenario.Result, of system: String, _ options: Arguments) throws {
+        print(String(format: "%@ propagate save in A -> identical in B, %d trials: %@, p90 %.3f ms", system, result.trials, result.latency.text, result.p90Milliseconds))
+        print(String(format: "%@ propagate burst of %d files: all identical in B %.1f ms after the first write", system, result.burstFiles, result.burstMilliseconds))
+        try record([("propagate p50", result.latency.p50Milliseconds, "ms"), ("propagate p90", result.p90Milliseconds, "ms"),
+                    ("propagate burst \(result.burstFiles)", result.burstMilliseconds, "ms")], of: system, options)
+    }
+
+    /// The child side of `fanout --processes`: subscribes, says `ready`, reports when done.
+    static func runSubscriberHelper(_ target: BenchTarget, _ options: Arguments) throws {
+        guard options.value("server") != nil, let since = options.value("since") else {
+            throw UsageError("fanout-subscribers is started by fanout --processes with --server and --since")
+        }
+        let helper = FanoutSubscribers(
+            subscribers: try options.integer("subscribers", default: 100, range: 1...100_000),
+            messages: try options.integer("messages", default: 2000, range: 1...10_000_000), since: since)
+        let report = helper.run(against: target) {
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
+        }
+        FileHandle.standardOutput.write(Data(((report?.line ?? "failed") + "\n").utf8))
     }
 
     /// Two real agents on one throwaway server: per-save latency, a burst, an initial sync.
@@ -168,9 +234,7 @@ extension BenchCommand {
             agentA.stop()
             agentB.stop()
         }
-        let result = try PropagateScenario(folderA: agentA.folder, folderB: agentB.folder, trials: trials, burst: burst).run()
-        print(String(format: "propagate save in A -> identical in B, %d trials: %@, p90 %.3f ms", result.trials, result.latency.text, result.p90Milliseconds))
-        print(String(format: "propagate burst of %d files: all identical in B %.1f ms after the first write", result.burstFiles, result.burstMilliseconds))
+        try report(try PropagateScenario(folderA: agentA.folder, folderB: agentB.folder, trials: trials, burst: burst).run(), of: "plistsync", options)
         guard initial > 0 else { return }
         try Populate.run(against: target, collection: "bench_initial", count: initial)
         let started = Date()
@@ -181,7 +245,9 @@ extension BenchCommand {
             guard Date().timeIntervalSince(started) < 300 else { throw RuntimeError("the initial sync did not finish in 300 s") }
             usleep(20_000)
         }
-        print(String(format: "propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, Date().timeIntervalSince(started)))
+        let seconds = Date().timeIntervalSince(started)
+        print(String(format: "plistsync propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, seconds))
+        try record([("initial sync \(initial)", seconds * 1000, "ms")], of: "plistsync", options)
     }
 }
 
