@@ -16,6 +16,7 @@ public final class EventLoop {
     private let prepare: UnsafeMutablePointer<uv_prepare_t>
     private let check: UnsafeMutablePointer<uv_check_t>
     private var connectionsToFlush: [TCPConnection] = []
+    private var endOfTurnWork: [() -> Void] = []
     private var closed = false
 
     public init() {
@@ -77,11 +78,22 @@ public final class EventLoop {
         return result == 0
     }
 
+    /// Runs `work` once, after this loop turn has handled every event that was ready (before
+    /// the turn's output is flushed): a way to act on all requests that arrived together.
+    public func atEndOfTurn(_ work: @escaping () -> Void) {
+        endOfTurnWork.append(work)
+    }
+
     func scheduleFlush(_ connection: TCPConnection) {
         connectionsToFlush.append(connection)
     }
 
     private func flushPendingOutput() {
+        while !endOfTurnWork.isEmpty {
+            let work = endOfTurnWork
+            endOfTurnWork.removeAll(keepingCapacity: true)
+            for item in work { item() }
+        }
         guard !connectionsToFlush.isEmpty else { return }
         let connections = connectionsToFlush
         connectionsToFlush.removeAll(keepingCapacity: true)

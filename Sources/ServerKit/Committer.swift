@@ -17,6 +17,7 @@ final class Committer {
     private let writer: RecordWriter
     private var queue: [(operation: StoreOperation, completion: Completion)] = []
     private var inFlight = false
+    private var batchScheduled = false
     /// Called after each batch's replies, with the committed changes in seq order.
     var onCommitted: ([Change]) -> Void = { _ in }
     /// Called whenever the committer has nothing queued or in flight.
@@ -33,7 +34,13 @@ final class Committer {
 
     func submit(_ operation: StoreOperation, completion: @escaping Completion) {
         queue.append((operation, completion))
-        if !inFlight { startBatch() }
+        // Wait for the end of this loop turn, so writes that arrived together commit together.
+        guard !inFlight, !batchScheduled else { return }
+        batchScheduled = true
+        loop.atEndOfTurn { [self] in
+            batchScheduled = false
+            if !inFlight, !queue.isEmpty { startBatch() }
+        }
     }
 
     private func startBatch() {

@@ -15,7 +15,17 @@ public enum Names {
         let bytes = id.utf8
         guard (1...200).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
         guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return false }
-        return !id.contains(".sync-conflict-")
+        return !contains(Array(bytes), conflictMarker)
+    }
+
+    private static let conflictMarker = Array(".sync-conflict-".utf8)
+
+    private static func contains(_ bytes: [UInt8], _ part: [UInt8]) -> Bool {
+        guard bytes.count >= part.count else { return false }
+        for start in 0...(bytes.count - part.count) where bytes[start] == part[0] {
+            if bytes[start..<(start + part.count)].elementsEqual(part) { return true }
+        }
+        return false
     }
 
     /// User names follow the collection-name rule, so they are safe in paths and logs too.

@@ -189,7 +189,7 @@ struct JSONReader {
             guard index < bytes.count, isDigit(bytes[index]) else { throw failure("bad exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        let text = UTF8Text.decode(bytes, start..<index)
         if isReal {
             guard let real = Double(text), real.isFinite else { throw failure("real out of range") }
             return .real(real)
@@ -206,7 +206,7 @@ struct JSONReader {
         var end = index
         while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 { end += 1 }
         if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
-            guard let text = String(validating: bytes[index..<end], as: UTF8.self) else { throw failure("invalid UTF-8 in string") }
+            guard let text = UTF8Text.validate(bytes, index..<end) else { throw failure("invalid UTF-8 in string") }
             index = end + 1
             return text
         }

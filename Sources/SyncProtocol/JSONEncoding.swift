@@ -48,11 +48,11 @@ extension ValueJSON {
             out.append(UInt8(ascii: "]"))
         case .dictionary(let members):
             out.append(UInt8(ascii: "{"))
-            for (offset, key) in members.keys.sorted().enumerated() {
+            for (offset, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if offset > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(key.hasPrefix("$") ? "$" + key : key, into: &out)
+                writeString(member.key.hasPrefix("$") ? "$" + member.key : member.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                write(members[key]!, into: &out)
+                write(member.value, into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -43,11 +43,11 @@ public enum RequestParser {
         guard tagBytes.count <= maxTagLength, tagBytes.allSatisfy(isTagByte) else {
             throw .untagged(ProtocolError(.badRequest, "unreadable tag: a tag is 1-32 of [A-Za-z0-9._-]"))
         }
-        let tag = String(decoding: tagBytes, as: UTF8.self)
+        let tag = UTF8Text.decode(bytes, tagStart..<index)
         func fail(_ message: String) -> LineParseError {
             .tagged(tag, ProtocolError(.badRequest, message))
         }
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        guard UTF8Text.isValid(bytes) else {
             throw fail("line is not valid UTF-8")
         }
 
@@ -57,7 +57,8 @@ public enum RequestParser {
         while index < bytes.count, bytes[index] != 0x20 { index += 1 }
         let verbBytes = bytes[verbStart..<index]
         guard verbBytes.allSatisfy(isAtomByte) else { throw fail("malformed verb") }
-        let verb = String(decoding: verbBytes, as: UTF8.self).uppercased()
+        // Atom bytes are ASCII, so upper-casing them byte by byte is exact.
+        let verb = String(decoding: verbBytes.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
 
         do {
             let (arguments, payload) = try readArguments(bytes, from: index)
@@ -101,7 +102,7 @@ public enum RequestParser {
                 guard atom.allSatisfy(isAtomByte) else {
                     throw ProtocolError(.badRequest, "argument \(arguments.count + 1) has a quote or control character")
                 }
-                arguments.append(String(decoding: atom, as: UTF8.self))
+                arguments.append(UTF8Text.decode(bytes, atomStart..<index))
             }
         }
         return (arguments, payload)
