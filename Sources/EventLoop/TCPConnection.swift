@@ -122,15 +122,38 @@ public final class TCPConnection {
     public func write(_ bytes: some Sequence<UInt8>) {
         guard !closing, !shutdownRequested else { return }
         outbox.append(contentsOf: bytes)
-        if !flushScheduled {
-            flushScheduled = true
-            loop.scheduleFlush(self)
-        }
+        scheduleFlush()
+    }
+
+    // Concrete overloads: the generic one is not specialised across modules and copies byte
+    // by byte through type metadata, which showed at ~15 % of a fan-out's server time.
+
+    /// Queues bytes (one copy, no per-byte work).
+    public func write(_ bytes: [UInt8]) {
+        guard !closing, !shutdownRequested else { return }
+        outbox.append(contentsOf: bytes)
+        scheduleFlush()
+    }
+
+    /// Queues bytes (one copy, no per-byte work).
+    public func write(_ bytes: ArraySlice<UInt8>) {
+        guard !closing, !shutdownRequested else { return }
+        outbox.append(contentsOf: bytes)
+        scheduleFlush()
     }
 
     /// Queues a string's UTF-8 bytes.
     public func write(_ text: String) {
-        write(text.utf8)
+        guard !closing, !shutdownRequested else { return }
+        outbox.append(contentsOf: text.utf8)
+        scheduleFlush()
+    }
+
+    private func scheduleFlush() {
+        if !flushScheduled {
+            flushScheduled = true
+            loop.scheduleFlush(self)
+        }
     }
 
     /// Drops output that was queued but not yet handed to the kernel.

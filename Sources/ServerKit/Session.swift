@@ -179,15 +179,13 @@ final class Session {
 
     /// Sends a change line to this subscriber unless it already has it; drops a subscriber whose
     /// unsent output has passed the limit rather than buffering without bound.
-    func deliver(_ line: [UInt8], seq: Int64, collection: String) {
-        guard closeReason == nil, let through = subscriptions[collection], seq > through else { return }
-        subscriptions[collection] = seq
-        if connection.pendingOutputBytes + line.count > server.configuration.limits.maxPendingOutputBytes {
-            connection.discardUnflushedOutput()
-            sayGoodbye("SLOW", reason: .slow)
-            return
-        }
-        connection.write(line)
+    func deliver(_ changes: ChangeLines, collection: String) {
+        guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
+        subscriptions[collection] = changes.lastSeq
+        let budget = server.configuration.limits.maxPendingOutputBytes - connection.pendingOutputBytes
+        let (lines, complete) = changes.lines(after: through, within: budget)
+        connection.write(lines)
+        if !complete { sayGoodbye("SLOW", reason: .slow) }
     }
 
     /// Sends a live `* COLLECTION` line if this connection asked for COLLECTIONS.
