@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash Deploy/install-deps.sh
-swift build -c release --product plistsync
+bash Deploy/build-release.sh
 binary=.build/release/plistsync
 data=${PLISTSYNC_DATA:-./plistsync-data}
 

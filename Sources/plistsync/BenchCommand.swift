@@ -235,6 +235,14 @@ extension BenchCommand {
             agentB.stop()
         }
         try report(try PropagateScenario(folderA: agentA.folder, folderB: agentB.folder, trials: trials, burst: burst).run(), of: "plistsync", options)
+        // B holds every record of the run now; let it settle, then watch it idle.
+        sleep(1)
+        let ticksBefore = ProcessStats.cpuTicks(agentB.pid)
+        sleep(5)
+        let idleTicks = ProcessStats.cpuTicks(agentB.pid) - ticksBefore
+        let resident = Double(ProcessStats.residentKiB(agentB.pid)) / 1024
+        print(String(format: "plistsync agent idle with %d records: %d CPU ticks in 5 s, RSS %.1f MiB", trials / 2 + burst, idleTicks, resident))
+        try record([("agent idle RSS", resident, "MiB"), ("agent idle CPU ticks in 5 s", Double(idleTicks), "ticks")], of: "plistsync", options)
         guard initial > 0 else { return }
         try Populate.run(against: target, collection: "bench_initial", count: initial)
         let started = Date()
@@ -255,6 +263,7 @@ extension BenchCommand {
 final class AgentProcess {
     let folder: String
     private let process = Process()
+    var pid: pid_t { process.processIdentifier }
 
     init(server: ThrowawayServer, name: String) throws {
         folder = server.folder + "-agent-" + name
@@ -321,11 +330,25 @@ final class ThrowawayServer {
         try? FileManager.default.removeItem(atPath: folder)
     }
 
-    /// The server's resident memory in KiB, from /proc.
-    func residentKiB() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+    /// The server's resident memory in KiB.
+    func residentKiB() -> Int { ProcessStats.residentKiB(process.processIdentifier) }
+}
+
+/// A child process's resident memory and CPU time, from /proc.
+enum ProcessStats {
+    static func residentKiB(_ pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    /// User + system clock ticks so far (fields 14 and 15 of /proc/PID/stat).
+    static func cpuTicks(_ pid: pid_t) -> Int {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
+        return user + system
     }
 }
 
