@@ -345,9 +345,8 @@ final class Session {
         let verb: String
         do throws(ProtocolError) {
             switch command {
-            case .put(let collection, let id, let baseRev, let fields):
+            case .put(let collection, let id, let baseRev, let json):
                 try requireRole(.write, collection)
-                let json = ValueJSON.encode(fields: fields)
                 guard json.utf8.count <= server.configuration.limits.maxRecordBytes else {
                     throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(server.configuration.limits.maxRecordBytes)")
                 }

@@ -10,7 +10,8 @@ public enum Command: Equatable, Sendable {
     case create(collection: String)
     case collections
     case grant(collection: String, user: String, role: Role?)
-    case put(collection: String, id: String, baseRev: Int64, fields: Fields)
+    /// `fieldsJSON`: the fields in canonical JSON, as stored and broadcast.
+    case put(collection: String, id: String, baseRev: Int64, fieldsJSON: String)
     case move(collection: String, id: String, baseRev: Int64, placement: Placement)
     case delete(collection: String, id: String, baseRev: Int64)
     case get(collection: String, id: String)
@@ -81,8 +82,8 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "wrong number of arguments; usage: \(spec.usage)")
         }
         if spec.takesPayload {
-            guard line.payload != nil else { throw ProtocolError(.badRequest, "missing JSON payload; usage: \(spec.usage)") }
-        } else if line.payload != nil {
+            guard line.payloadJSON != nil else { throw ProtocolError(.badRequest, "missing JSON payload; usage: \(spec.usage)") }
+        } else if line.payloadJSON != nil {
             throw ProtocolError(.badRequest, "\(spec.verb) takes no JSON payload")
         }
 
@@ -114,7 +115,7 @@ public enum CommandParser {
             guard Names.isValidUser(args[1]) else { throw ProtocolError(.badRequest, "invalid user name") }
             return .grant(collection: try collection(args[0]), user: args[1], role: role)
         case "PUT":
-            return .put(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), fields: line.payload!)
+            return .put(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), fieldsJSON: line.payloadJSON!)
         case "MOVE":
             return .move(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), placement: try placement(Array(args[3...]), usage: spec.usage))
         case "DEL":

@@ -6,14 +6,52 @@ public struct RequestLine: Equatable, Sendable {
     public var verb: String
     /// Atoms and decoded JSON-string arguments, in order.
     public var arguments: [String]
-    /// The trailing JSON object, where the line has one.
-    public var payload: Fields?
+    /// The trailing JSON object in canonical form (as `ValueJSON.encode` writes it), where the
+    /// line has one: a PUT stores exactly this text.
+    public private(set) var payloadJSON: String?
+    private var decodedPayload: Fields?
 
     public init(tag: String, verb: String, arguments: [String] = [], payload: Fields? = nil) {
+        self.init(tag: tag, verb: verb, arguments: arguments, payload: payload.map(ParsedPayload.decoded))
+    }
+
+    init(tag: String, verb: String, arguments: [String], payload: ParsedPayload?) {
         self.tag = tag
         self.verb = verb
         self.arguments = arguments
-        self.payload = payload
+        switch payload {
+        case .canonical(let text)?:
+            payloadJSON = text
+        case .decoded(let fields)?:
+            payloadJSON = ValueJSON.encode(fields: fields)
+            decodedPayload = fields
+        case nil:
+            break
+        }
+    }
+
+    /// The trailing JSON object, decoded (from the canonical text when the parser kept only that).
+    public var payload: Fields? {
+        decodedPayload ?? payloadJSON.flatMap { try? ValueJSON.decodeFields($0.utf8) }
+    }
+
+    /// Equal canonical texts are equal values, however each line got its payload.
+    public static func == (lhs: RequestLine, rhs: RequestLine) -> Bool {
+        lhs.tag == rhs.tag && lhs.verb == rhs.verb && lhs.arguments == rhs.arguments && lhs.payloadJSON == rhs.payloadJSON
+    }
+}
+
+/// A line's trailing JSON object as the parser left it.
+enum ParsedPayload {
+    /// Already canonical: kept as text, never decoded (the common PUT).
+    case canonical(String)
+    case decoded(Fields)
+
+    var fields: Fields? {
+        switch self {
+        case .canonical(let text): try? ValueJSON.decodeFields(text.utf8)
+        case .decoded(let fields): fields
+        }
     }
 }
 
@@ -61,7 +99,7 @@ public enum RequestParser {
         let verb = String(decoding: verbBytes.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
 
         do {
-            let (arguments, payload) = try readArguments(bytes, from: index)
+            let (arguments, payload) = try readArguments(bytes, from: index, keepingCanonicalText: true)
             return RequestLine(tag: tag, verb: verb, arguments: arguments, payload: payload)
         } catch {
             throw .tagged(tag, error)
@@ -69,20 +107,28 @@ public enum RequestParser {
     }
 
     /// Reads space-separated atoms and JSON strings from `index` to the end, with an optional
-    /// trailing JSON object; shared by the request parser and the client's reply parser.
-    static func readArguments(_ bytes: [UInt8], from start: Int) throws(ProtocolError) -> ([String], Fields?) {
+    /// trailing JSON object; shared by the request parser and the client's reply parser. With
+    /// `keepingCanonicalText`, a payload that is already canonical is kept as text, undecoded.
+    static func readArguments(
+        _ bytes: [UInt8], from start: Int, keepingCanonicalText: Bool = false
+    ) throws(ProtocolError) -> ([String], ParsedPayload?) {
         var index = start
         var arguments: [String] = []
-        var payload: Fields?
+        var payload: ParsedPayload?
         while true {
             skipSpaces(bytes, &index)
             guard index < bytes.count else { break }
             guard payload == nil else { throw ProtocolError(.badRequest, "text after the JSON payload") }
             switch bytes[index] {
             case UInt8(ascii: "{"):
+                if keepingCanonicalText, let end = CanonicalJSON.objectEnd(bytes, from: index) {
+                    payload = .canonical(UTF8Text.decode(bytes, index..<end))
+                    index = end
+                    continue
+                }
                 let (value, end) = try ValueJSON.decodePrefix(bytes, from: index)
                 guard case .dictionary(let fields) = value else { throw ProtocolError(.badRequest, "payload must be an object") }
-                payload = fields
+                payload = .decoded(fields)
                 index = end
             case UInt8(ascii: "\""):
                 var reader = JSONReader(bytes: bytes, index: index)

@@ -22,6 +22,6 @@ public struct ServerLine: Equatable, Sendable {
         }
         let head = String(decoding: bytes[..<space], as: UTF8.self)
         let (words, payload) = try RequestParser.readArguments(bytes, from: space)
-        return ServerLine(tag: head == "*" ? nil : head, words: words, payload: payload)
+        return ServerLine(tag: head == "*" ? nil : head, words: words, payload: payload?.fields)
     }
 }

@@ -26,7 +26,7 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t COLLECTIONS"), .collections)
         XCTAssertEqual(try command("t GRANT contacts bob write"), .grant(collection: "contacts", user: "bob", role: .write))
         XCTAssertEqual(try command("t GRANT contacts bob none"), .grant(collection: "contacts", user: "bob", role: nil))
-        XCTAssertEqual(try command(#"t PUT contacts "Ada L" 0 {"a":1}"#), .put(collection: "contacts", id: "Ada L", baseRev: 0, fields: ["a": .integer(1)]))
+        XCTAssertEqual(try command(#"t PUT contacts "Ada L" 0 {"a":1}"#), .put(collection: "contacts", id: "Ada L", baseRev: 0, fieldsJSON: #"{"a":1}"#))
         XCTAssertEqual(try command("t MOVE c x 3 BEFORE y"), .move(collection: "c", id: "x", baseRev: 3, placement: .before("y")))
         XCTAssertEqual(try command("t MOVE c x 3 first"), .move(collection: "c", id: "x", baseRev: 3, placement: .first))
         XCTAssertEqual(try command("t DEL c x 2"), .delete(collection: "c", id: "x", baseRev: 2))
