@@ -46,7 +46,8 @@ public struct PutScenario {
                 var revs = [Int](repeating: 0, count: window)
                 var pendingSlots: [Int] = []
                 func put(_ slot: Int) {
-                    let fields = "{\"name\":\"record \(slot)\",\"serial\":\"SN-\(clientIndex)-\(slot)\",\"value\":\(revs[slot]),\"pad\":\"\(padding)\"}"
+                    // Keys in canonical (sorted) order, as PlistSync's own clients send them.
+                    let fields = "{\"name\":\"record \(slot)\",\"pad\":\"\(padding)\",\"serial\":\"SN-\(clientIndex)-\(slot)\",\"value\":\(revs[slot])}"
                     client.send("p PUT \(collection) c\(clientIndex)-\(slot) \(revs[slot]) \(fields)")
                     sentAt.append(EventLoop.monotonicNanoseconds())
                     pendingSlots.append(slot)

@@ -73,7 +73,8 @@ extension ValueJSON {
         out.append(UInt8(ascii: "\""))
         let utf8 = text.utf8
         // Fast path: most strings need no escape and are copied in one go.
-        if !utf8.contains(where: needsEscape) {
+        let plain = utf8.withContiguousStorageIfAvailable { !$0.contains(where: needsEscape) } ?? !utf8.contains(where: needsEscape)
+        if plain {
             out.append(contentsOf: utf8)
             out.append(UInt8(ascii: "\""))
             return
