@@ -79,7 +79,8 @@ public final class EventLoop {
     }
 
     /// Runs `work` once, after this loop turn has handled every event that was ready (before
-    /// the turn's output is flushed): a way to act on all requests that arrived together.
+    /// the turn's output is flushed): a way to act on all requests that arrived together. It
+    /// always runs before the loop next waits under `run()`; a `runOnce` may return first.
     public func atEndOfTurn(_ work: @escaping () -> Void) {
         endOfTurnWork.append(work)
     }

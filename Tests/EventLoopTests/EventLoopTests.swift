@@ -63,6 +63,23 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.close())
     }
 
+    /// End-of-turn work runs once, after the callbacks of its turn (so it sees everything they
+    /// queued) and before the loop next waits, including work that end-of-turn work schedules.
+    func testEndOfTurnWorkRunsAfterTheTurnsCallbacks() {
+        let loop = EventLoop()
+        var log: [String] = []
+        loop.runBlocking({ 1 }, then: { _ in
+            loop.atEndOfTurn {
+                log.append("end of turn sees \(log.count) callback")
+                loop.atEndOfTurn { log.append("scheduled by end of turn") }
+            }
+            log.append("completion")
+        })
+        loop.run()
+        XCTAssertEqual(log, ["completion", "end of turn sees 1 callback", "scheduled by end of turn"])
+        XCTAssertTrue(loop.close())
+    }
+
     func testConnectFailureIsReported() {
         let loop = EventLoop()
         var failure: LoopError?
