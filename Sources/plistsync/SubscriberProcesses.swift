@@ -29,6 +29,7 @@ final class SubscriberProcesses: SubscriberHelpers {
             children.append((process, output.fileHandleForReading))
         }
         for child in children where try Self.nextLine(of: child.output) != "ready" {
+            for other in children where other.process.isRunning { other.process.terminate() }
             throw RuntimeError("a fan-out helper process could not subscribe")
         }
     }
