@@ -2,8 +2,12 @@ import Foundation
 
 /// Latencies in nanoseconds kept as a log-linear histogram (128 steps per doubling, so a
 /// percentile is within 1 % of the exact value): constant memory however many samples, and
-/// histograms from several client processes merge by adding counts.
+/// histograms from several client processes merge by adding counts. The first
+/// `exactLimit` samples are also kept as they are, so small runs (30 propagation trials)
+/// report exact percentiles.
 struct LatencyHistogram {
+    private static let exactLimit = 100_000
+    private var exact: [UInt64] = []
     private static let exactBits = 7
     private static let steps = 1 << exactBits
     private static let half = steps / 2
@@ -13,12 +17,18 @@ struct LatencyHistogram {
 
     mutating func add(_ nanoseconds: UInt64) {
         counts[Self.bucket(of: nanoseconds)] += 1
+        if count == exact.count, count < Self.exactLimit { exact.append(nanoseconds) }
         count += 1
         maximum = max(maximum, nanoseconds)
     }
 
     mutating func merge(_ other: LatencyHistogram) {
         for index in counts.indices { counts[index] += other.counts[index] }
+        if count == exact.count, other.count == other.exact.count, count + other.count <= Self.exactLimit {
+            exact += other.exact
+        } else {
+            exact = []
+        }
         count += other.count
         maximum = max(maximum, other.maximum)
     }
@@ -26,6 +36,10 @@ struct LatencyHistogram {
     /// p in 0...100, in milliseconds (the middle of the bucket holding that rank).
     func percentile(_ p: Double) -> Double {
         guard count > 0 else { return 0 }
+        if exact.count == count {
+            let sorted = exact.sorted()
+            return Double(sorted[min(count - 1, Int((p / 100) * Double(count)))]) / 1e6
+        }
         let rank = UInt64(min(Double(count - 1), (p / 100) * Double(count)))
         var seen: UInt64 = 0
         for (index, bucketCount) in counts.enumerated() where bucketCount > 0 {
