@@ -85,6 +85,13 @@ public final class EventLoop {
         endOfTurnWork.append(work)
     }
 
+    /// Hands the output queued so far to the kernel now instead of at the end of the turn.
+    public func flushOutputNow() {
+        let connections = connectionsToFlush
+        connectionsToFlush.removeAll(keepingCapacity: true)
+        for connection in connections { connection.flush() }
+    }
+
     func scheduleFlush(_ connection: TCPConnection) {
         connectionsToFlush.append(connection)
     }
@@ -95,10 +102,7 @@ public final class EventLoop {
             endOfTurnWork.removeAll(keepingCapacity: true)
             for item in work { item() }
         }
-        guard !connectionsToFlush.isEmpty else { return }
-        let connections = connectionsToFlush
-        connectionsToFlush.removeAll(keepingCapacity: true)
-        for connection in connections { connection.flush() }
+        flushOutputNow()
     }
 }
 

@@ -66,6 +66,9 @@ final class Committer {
                 ServerLog.error("commit of \(batch.count) operations failed: \(error)")
                 for entry in batch { entry.completion(.failure(error)) }
             }
+            // Acknowledge first: writers can send their next writes while the changes are
+            // being written to every subscriber.
+            loop.flushOutputNow()
             if !changes.isEmpty { onCommitted(changes) }
             inFlight = false
             if !queue.isEmpty { startBatch() } else { onIdle() }
