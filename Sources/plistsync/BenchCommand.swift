@@ -2,7 +2,8 @@ import EventLoop
 import Foundation
 import LoadGenerator
 
-/// `plistsync bench put|fanout`: load against a server; starts a throwaway one unless --server.
+/// `plistsync bench`: the load generator's scenarios against PlistSync (a throwaway server
+/// unless --server) or, with --peer, against Redis, PostgreSQL, etcd, NATS or Syncthing.
 enum BenchCommand: Subcommand {
     static let help = """
         OVERVIEW: Measure a PlistSync server (a release build gives meaningful figures), or a
@@ -256,116 +257,5 @@ extension BenchCommand {
         let seconds = Date().timeIntervalSince(started)
         print(String(format: "plistsync propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, seconds))
         try record([("initial sync \(initial)", seconds * 1000, "ms")], of: "plistsync", options)
-    }
-}
-
-/// A `plistsync agent` child mirroring a fresh temporary folder as the bench user.
-final class AgentProcess {
-    let folder: String
-    private let process = Process()
-    var pid: pid_t { process.processIdentifier }
-
-    init(server: ThrowawayServer, name: String) throws {
-        folder = server.folder + "-agent-" + name
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let passwordFile = folder + ".password"
-        try "bench\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "bench", "--password-file", passwordFile,
-                             "--dir", folder, "--device", name]
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        BenchChildren.track(process)
-        try process.run()
-    }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: folder)
-        try? FileManager.default.removeItem(atPath: folder + ".password")
-    }
-}
-
-/// A `plistsync serve` child on a free loopback port with a temporary data folder and a
-/// `bench` account, removed again by `stop()`.
-final class ThrowawayServer {
-    let port: Int
-    let folder: String
-    private let process = Process()
-
-    init() throws {
-        folder = NSTemporaryDirectory() + "plistsync-bench-" + UUID().uuidString
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let add = Process()
-        add.executableURL = executable
-        add.arguments = ["user", "add", "bench", "--password-stdin", "--iterations", "1000", "--data", folder]
-        let input = Pipe()
-        add.standardInput = input
-        add.standardOutput = FileHandle.nullDevice
-        try add.run()
-        input.fileHandleForWriting.write(Data("bench\n".utf8))
-        try input.fileHandleForWriting.close()
-        add.waitUntilExit()
-        let portFile = folder + "/port"
-        process.executableURL = executable
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"]
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        BenchChildren.track(process)
-        for _ in 0..<500 {
-            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                self.port = port
-                return
-            }
-            usleep(10_000)
-        }
-        process.terminate()
-        throw RuntimeError("the throwaway server did not start")
-    }
-
-    func stop() {
-        process.terminate()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(atPath: folder)
-    }
-
-    /// The server's resident memory in KiB.
-    func residentKiB() -> Int { ProcessStats.residentKiB(process.processIdentifier) }
-}
-
-/// A child process's resident memory and CPU time, from /proc.
-enum ProcessStats {
-    static func residentKiB(_ pid: pid_t) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-    }
-
-    /// User + system clock ticks so far (fields 14 and 15 of /proc/PID/stat).
-    static func cpuTicks(_ pid: pid_t) -> Int {
-        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
-        guard let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { return 0 }
-        return user + system
-    }
-}
-
-/// The benchmark's child processes, ended when the benchmark is interrupted, so no server or
-/// agent outlives a Ctrl-C.
-enum BenchChildren {
-    nonisolated(unsafe) private static var pids: [pid_t] = []
-
-    static func track(_ process: Process) {
-        if pids.isEmpty {
-            for signal in [SIGINT, SIGTERM] {
-                Glibc.signal(signal) { number in
-                    for pid in BenchChildren.pids { kill(pid, SIGTERM) }
-                    _exit(128 + number)
-                }
-            }
-        }
-        pids.append(process.processIdentifier)
     }
 }
