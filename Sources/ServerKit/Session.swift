@@ -177,8 +177,9 @@ final class Session {
         }
     }
 
-    /// Sends a change line to this subscriber unless it already has it; drops a subscriber whose
-    /// unsent output has passed the limit rather than buffering without bound.
+    /// Sends the batch's change lines this subscriber does not have yet, in one write; a
+    /// subscriber whose unsent output would pass the limit gets the whole lines that fit and
+    /// `* BYE SLOW`, rather than being buffered without bound.
     func deliver(_ changes: ChangeLines, collection: String) {
         guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
         subscriptions[collection] = changes.lastSeq
