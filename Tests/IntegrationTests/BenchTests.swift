@@ -1,0 +1,39 @@
+import Foundation
+import XCTest
+
+/// `plistsync bench` end to end on a throwaway server, small enough for the test suite: the
+/// figures must be complete (every change delivered to every subscriber, every put answered).
+final class BenchTests: XCTestCase {
+    private func recordFile() -> String {
+        NSTemporaryDirectory() + "plistsync-bench-record-" + UUID().uuidString + ".tsv"
+    }
+
+    func testFanoutOverHelperProcessesDeliversEverythingAndRecordsIt() throws {
+        let record = recordFile()
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let (status, output, errors) = try PlistSyncBinary.run(
+            ["bench", "fanout", "--subscribers", "20", "--processes", "3", "--rate", "0", "--messages", "50", "--record", record])
+        XCTAssertEqual(status, 0, errors)
+        XCTAssertTrue(output.contains("(1000 of 1000 delivered"), output)
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(lines.count, 1)
+        XCTAssertTrue(lines[0].hasPrefix("fanout s20 blast\tplistsync\t"), String(lines[0]))
+        XCTAssertTrue(lines[0].hasSuffix("\tdelivered/s"), String(lines[0]))
+    }
+
+    func testPutCountsAcknowledgementsWithoutErrors() throws {
+        let (status, output, errors) = try PlistSyncBinary.run(["bench", "put", "--clients", "2", "--window", "4", "--seconds", "1"])
+        XCTAssertEqual(status, 0, errors)
+        XCTAssertTrue(output.hasPrefix("plistsync put clients=2 window=4: "), output)
+        XCTAssertTrue(output.contains(", 0 errors)"), output)
+    }
+
+    func testAPeerThatCannotDoTheShapeIsAUsageError() throws {
+        let (status, _, errors) = try PlistSyncBinary.run(["bench", "put", "--peer", "nats", "--server", "127.0.0.1:1"])
+        XCTAssertEqual(status, 64)
+        XCTAssertTrue(errors.contains("put needs a durable peer"), errors)
+        let (syncthingStatus, _, syncthingErrors) = try PlistSyncBinary.run(["bench", "put", "--peer", "syncthing"])
+        XCTAssertEqual(syncthingStatus, 64)
+        XCTAssertTrue(syncthingErrors.contains("--peer syncthing works with propagate"), syncthingErrors)
+    }
+}
