@@ -53,13 +53,7 @@ public struct FanoutScenario {
             if rate == 0 {
                 for _ in 0..<min(64, messages) { sendOne() }
             } else {
-                let timer = LoopTimer(loop: loop)
-                let started = EventLoop.monotonicNanoseconds()
-                timer.start(after: 1, repeatEvery: 1) {
-                    let due = min(messages, Int(Double(EventLoop.monotonicNanoseconds() - started) / 1e9 * Double(rate)) + 1)
-                    while sent < due { sendOne() }
-                    if sent == messages { timer.close() }
-                }
+                pace(on: loop, rate: rate, total: messages, sent: { sent }, send: sendOne)
             }
         }
 

@@ -119,13 +119,7 @@ public enum PeerScenarios {
                 func begin() {
                     started = true
                     if rate == 0 { return window() }
-                    let timer = LoopTimer(loop: loop)
-                    let startedAt = EventLoop.monotonicNanoseconds()
-                    timer.start(after: 1, repeatEvery: 1) {
-                        let due = min(messages, Int(Double(EventLoop.monotonicNanoseconds() - startedAt) / 1e9 * Double(rate)) + 1)
-                        while sent < due { publish() }
-                        if sent == messages { timer.close() }
-                    }
+                    pace(on: loop, rate: rate, total: messages, sent: { sent }, send: publish)
                 }
                 publisher.onData = { bytes in
                     awaited -= replies.count(bytes)
