@@ -58,7 +58,7 @@ public final class ScriptClient {
                 framer.append(bytes)
                 while let raw = try? framer.nextLine() {
                     let text = String(decoding: raw, as: UTF8.self)
-                    guard let line = try? ServerLine.parse(raw) else { continue }
+                    guard let line = ServerLine.parseAnsweringTag(raw) else { continue }
                     let event = ServerEvent(line)
                     switch line.tag {
                     case nil:

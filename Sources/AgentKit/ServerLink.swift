@@ -119,7 +119,7 @@ final class ServerLink {
         onBatch(true)
         defer { onBatch(false) }
         while let line = try? framer.nextLine() {
-            guard let parsed = try? ServerLine.parse(line) else {
+            guard let parsed = ServerLine.parseAnsweringTag(line) else {
                 log("unreadable line from the server: \(String(decoding: line.prefix(200), as: UTF8.self))")
                 continue
             }

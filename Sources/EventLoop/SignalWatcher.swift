@@ -34,3 +34,12 @@ public enum SignalNumber {
     public static let interrupt = SIGINT
     public static let terminate = SIGTERM
 }
+
+/// Process-wide signal dispositions every `plistsync` command sets before it does anything.
+public enum ProcessSignals {
+    /// Ignores SIGPIPE, so a write to a socket the peer has closed fails with EPIPE on that one
+    /// connection instead of killing the whole process (libuv reports the error to the writer).
+    public static func ignoreBrokenPipe() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+}

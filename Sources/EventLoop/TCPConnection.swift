@@ -32,6 +32,11 @@ public final class TCPConnection {
     private var bytesInFlight = 0
     private var closing = false
     private var shutdownRequested = false
+    private var inputEnded = false
+    private var graceTimer: LoopTimer?
+
+    /// How long `closeAfterWriting` waits for a peer that does not read before it cuts it off.
+    public static let defaultCloseGraceMilliseconds: UInt64 = 2_000
 
     /// The remote endpoint, read once at accept or connect.
     public private(set) var peer: SocketAddress?
@@ -101,9 +106,23 @@ public final class TCPConnection {
             } else if count < 0 {
                 uv_read_stop(stream)
                 let end: EndOfInput = count == Int(UV_EOF.rawValue) ? .eof : .failed(String(cString: uv_strerror(Int32(count))))
-                connection.onEnd?(end)
+                connection.endInput(end)
             }
         })
+    }
+
+    private func endInput(_ end: EndOfInput) {
+        guard !inputEnded else { return }
+        inputEnded = true
+        onEnd?(end)
+    }
+
+    /// A write the kernel refused (EPIPE, ECONNRESET): the peer is gone, so this connection
+    /// ends here; the rest of the process goes on.
+    private func writeFailed(_ status: Int32) {
+        guard !closing else { return }
+        endInput(.failed("write: " + String(cString: uv_strerror(status))))
+        close()
     }
 
     /// Stops reading (backpressure); `startReading()` resumes.
@@ -171,7 +190,13 @@ public final class TCPConnection {
                 var buffer = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
                 return Int(uv_try_write(stream, &buffer, 1))
             }
-            if written > 0 { offset = written }
+            if written > 0 {
+                offset = written
+            } else if written < 0, written != Int(UV_EAGAIN.rawValue) {
+                outbox.removeAll()
+                writeFailed(Int32(written))
+                return
+            }
         }
         if offset < outbox.count {
             let box = WriteBox(Array(outbox[offset...]))
@@ -184,12 +209,19 @@ public final class TCPConnection {
                 let connection = TCPConnection.owner(request!.pointee.handle.pointee.data)
                 request!.deallocate()
                 connection.bytesInFlight -= box.count
-                if status == 0, connection.pendingOutputBytes == 0 { connection.onDrain?() }
+                if status < 0 {
+                    connection.writeFailed(status)
+                } else if connection.pendingOutputBytes == 0 {
+                    connection.onDrain?()
+                }
             }
             if result < 0 {
                 bytesInFlight -= box.count
                 Unmanaged<WriteBox>.fromOpaque(request.pointee.data).release()
                 request.deallocate()
+                outbox.removeAll()
+                writeFailed(result)
+                return
             }
         }
         outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
@@ -197,10 +229,16 @@ public final class TCPConnection {
     }
 
     /// Sends what is queued, then half-closes and closes: the way to deliver a last `* BYE`.
-    public func closeAfterWriting() {
+    /// A peer that has not taken the bytes within `graceMilliseconds` (it stopped reading) is
+    /// cut off, so a dropped client never holds its socket and buffers for ever.
+    public func closeAfterWriting(graceMilliseconds: UInt64 = defaultCloseGraceMilliseconds) {
         guard !closing, !shutdownRequested else { return }
         flush()
+        guard !closing else { return }
         shutdownRequested = true
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: graceMilliseconds) { [unowned self] in close() }
+        graceTimer = timer
         uv_read_stop(stream)
         let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
         let result = uv_shutdown(request, stream) { request, _ in
@@ -219,6 +257,8 @@ public final class TCPConnection {
         guard !closing else { return }
         closing = true
         outbox.removeAll()
+        graceTimer?.close()
+        graceTimer = nil
         uv_close(asHandle(handle)) { handle in
             let connection = Unmanaged<TCPConnection>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             connection.handle.deallocate()

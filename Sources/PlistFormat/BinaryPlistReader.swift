@@ -93,7 +93,9 @@ struct BinaryPlistReader {
         case 0x3:
             guard marker == 0x33 else { throw failure("bad date marker") }
             let seconds = Double(bitPattern: try unsigned(at: position + 1, size: 8))
-            return .date(Date(timeIntervalSince1970: seconds + Self.epochOffset))
+            let date = Date(timeIntervalSince1970: seconds + Self.epochOffset)
+            guard ISO8601UTC.isRepresentable(date) else { throw failure("date outside years 0001-9999") }
+            return .date(date)
         case 0x4:
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length <= bytes.count else { throw failure("data past the end") }

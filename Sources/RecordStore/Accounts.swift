@@ -34,11 +34,31 @@ public final class Accounts {
         try db.queryFirst("SELECT user FROM tokens WHERE hash = ?", .text(hash)) { $0.text(0) } ?? nil
     }
 
+    /// Counts changes to users made outside the server (the `user` commands), so a running
+    /// server notices them: each change below raises it in the same transaction.
+    public func epoch() throws(StoreError) -> Int64 {
+        try db.queryFirst("SELECT value FROM meta WHERE key = 'accounts_epoch'") { $0.integer(0) } ?? 0
+    }
+
+    private func raiseEpoch() throws(StoreError) {
+        try db.execute(
+            "INSERT INTO meta (key, value) VALUES ('accounts_epoch', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1")
+    }
+
+    /// Whether the token (given as its SHA-256 hex) still exists.
+    public func tokenExists(hash: String) throws(StoreError) -> Bool {
+        try db.queryFirst("SELECT 1 FROM tokens WHERE hash = ?", .text(hash)) { _ in true } ?? false
+    }
+
     /// Adds a user; false when the name is taken.
     public func addUser(_ name: String, passwordHash: String, isAdmin: Bool) throws(StoreError) -> Bool {
-        try db.execute(
-            "INSERT OR IGNORE INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
-            .text(name), .text(passwordHash), .integer(isAdmin ? 1 : 0), .integer(Int64(Date().timeIntervalSince1970))) == 1
+        try db.transaction(immediate: true) { () throws(StoreError) in
+            let added = try db.execute(
+                "INSERT OR IGNORE INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+                .text(name), .text(passwordHash), .integer(isAdmin ? 1 : 0), .integer(Int64(Date().timeIntervalSince1970))) == 1
+            if added { try raiseEpoch() }
+            return added
+        }
     }
 
     /// Replaces a password and revokes the user's tokens; false when there is no such user.
@@ -46,6 +66,7 @@ public final class Accounts {
         try db.transaction(immediate: true) { () throws(StoreError) in
             let changed = try db.execute("UPDATE users SET password_hash = ? WHERE name = ?", .text(passwordHash), .text(name))
             try db.execute("DELETE FROM tokens WHERE user = ?", .text(name))
+            try raiseEpoch()
             return changed == 1
         }
     }
@@ -54,7 +75,10 @@ public final class Accounts {
     public func removeUser(_ name: String) throws(StoreError) -> Bool {
         try db.transaction(immediate: true) { () throws(StoreError) in
             try db.execute("DELETE FROM members WHERE user = ?", .text(name))
-            return try db.execute("DELETE FROM users WHERE name = ?", .text(name)) == 1
+            try db.execute("DELETE FROM tokens WHERE user = ?", .text(name))
+            let removed = try db.execute("DELETE FROM users WHERE name = ?", .text(name)) == 1
+            try raiseEpoch()
+            return removed
         }
     }
 }

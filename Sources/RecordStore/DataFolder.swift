@@ -20,6 +20,9 @@ public struct DataFolder: Sendable {
         }
     }
 
+    /// Where the account commands and a running server signal each other (see `ControlChannel`).
+    public var controlPath: String { (path as NSString).appendingPathComponent("control") }
+
     /// Opens a connection in WAL mode with full fsync, creating and migrating the store as needed.
     public func open() throws(StoreError) -> SQLiteDatabase {
         do {
@@ -36,6 +39,25 @@ public struct DataFolder: Sendable {
         return db
     }
 
+    /// Makes the folder owner-only (0700) and its files 0600, whatever mode they were made with
+    /// (a systemd StateDirectory is 0755 by default; SQLite creates files 0644 under umask 022).
+    /// Returns one line per path it could not fix, for the caller to warn about.
+    @discardableResult
+    public func restrictPermissions() -> [String] {
+        var problems: [String] = []
+        func restrict(_ file: String, _ mode: mode_t) {
+            var info = stat()
+            guard stat(file, &info) == 0 else { return }
+            if info.st_mode & 0o777 != mode, chmod(file, mode) != 0 {
+                problems.append("cannot make \(file) mode \(String(mode, radix: 8)): \(String(cString: strerror(errno)))")
+            }
+        }
+        restrict(path, 0o700)
+        restrict(controlPath, 0o700)
+        for suffix in ["", "-wal", "-shm"] { restrict(storePath + suffix, 0o600) }
+        return problems
+    }
+
     private func migrate(_ db: SQLiteDatabase) throws(StoreError) {
         try db.migrate(Schema.migrations)
         try db.transaction(immediate: true) { () throws(StoreError) in
@@ -43,6 +65,7 @@ public struct DataFolder: Sendable {
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_id', ?)", .text(serverID))
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('purged_seq', 0)")
+            try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('accounts_epoch', 0)")
         }
     }
 }

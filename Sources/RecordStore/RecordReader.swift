@@ -75,16 +75,18 @@ public final class RecordReader {
         }
     }
 
-    /// The latest state of every record changed after `since`, in seq order, and the seq the
-    /// answer is current to; nil when tombstones after `since` may have been purged.
-    public func changes(_ collection: String, since: Int64) throws(StoreError) -> (changes: [Change], seq: Int64)? {
+    /// The latest state of every record changed after `since`, in seq order, at most `limit`
+    /// of them, and the seq the answer is current to (meaningful when fewer than `limit` came
+    /// back: then nothing after `since` is missing); nil when tombstones after `since` may have
+    /// been purged.
+    public func changes(_ collection: String, since: Int64, limit: Int = Int(Int32.max)) throws(StoreError) -> (changes: [Change], seq: Int64)? {
         try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
             let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
             if since > 0, since < purged { return nil }
             let seq = try currentSeq()
             let changes = try db.query(
-                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq",
-                .text(collection), .integer(since)) { row in
+                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
+                .text(collection), .integer(since), .integer(Int64(limit))) { row in
                 Change(collection: collection, seq: row.integer(2), state: Self.decodeState(row, id: 0, rev: 1, position: 3, fields: 4))
             }
             return (changes, seq)

@@ -139,7 +139,40 @@ public final class RecordWriter: @unchecked Sendable {
             }
         }
         let position = try key(between: lower, upper)
+        guard position.utf8.count <= PositionKey.maxLength else {
+            return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement, timestamp)
+        }
         return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+    }
+
+    /// Gives every live record of the collection a fresh short key, in order, with the moved
+    /// record placed as asked; each re-keyed record is a change of its own (rev + 1), so every
+    /// client learns the new order from ordinary CHANGE lines.
+    private func rebalance(
+        _ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement, _ timestamp: Int64
+    ) throws(StoreError) -> StoreOutcome {
+        var others = try db.query(
+            "SELECT id, rev, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position, id",
+            .text(collection), .text(id)) { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
+        let index: Int
+        switch placement {
+        case .first: index = 0
+        case .last: index = others.count
+        case .before(let anchor): index = others.firstIndex { $0.id == anchor } ?? 0
+        case .after(let anchor): index = (others.firstIndex { $0.id == anchor } ?? others.count - 1) + 1
+        }
+        others.insert((id, baseRev, fieldsJSON), at: index)
+        let keys = PositionKey.sequence(count: others.count)
+        var rekeyed: [Change] = []
+        for (entry, key) in zip(others, keys) where entry.id != id {
+            guard case .changed(let change) = try record(
+                collection, RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields)), timestamp)
+            else { continue }
+            rekeyed.append(change)
+        }
+        let outcome = try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON)), timestamp)
+        guard case .changed(let moved) = outcome else { return outcome }
+        return .rebalanced(moved, rekeyed: rekeyed)
     }
 
     private func positionAtEnd(_ collection: String, excluding id: String) throws(StoreError) -> String {

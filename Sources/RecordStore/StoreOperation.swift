@@ -14,10 +14,25 @@ public enum StoreOperation: Sendable {
     case purgeTombstones(updatedBefore: Int64)
 }
 
+extension StoreOperation {
+    /// Bytes this operation holds while it waits in the commit queue (for its bound).
+    public var approximateBytes: Int {
+        switch self {
+        case .put(let collection, let id, _, let fieldsJSON): 64 + collection.utf8.count + id.utf8.count + fieldsJSON.utf8.count
+        case .move(let collection, let id, _, _), .delete(let collection, let id, _): 64 + collection.utf8.count + id.utf8.count
+        default: 128
+        }
+    }
+}
+
 /// What one operation of a batch came to.
 public enum StoreOutcome: Sendable, Equatable {
     /// A record changed; broadcast it.
     case changed(Change)
+    /// A MOVE whose key would have passed `PositionKey.maxLength`: every other live record of
+    /// the collection was given a fresh, short key first (`rekeyed`, earlier seqs), then the
+    /// moved record (`change`, the latest seq). Broadcast them all, in that order.
+    case rebalanced(Change, rekeyed: [Change])
     /// The base revision was stale: the record's current state, nil when it never existed.
     case conflict(collection: String, id: String, current: RecordState?)
     /// The operation broke a rule (NOT_FOUND, EXISTS, ...); nothing changed.

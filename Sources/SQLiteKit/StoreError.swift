@@ -14,4 +14,11 @@ public enum StoreError: Error, CustomStringConvertible, Sendable {
         case .schemaTooNew(let version): "the store has schema version \(version), newer than this program knows"
         }
     }
+
+    /// Whether the disk (or the file system's quota) was full: SQLITE_FULL, or an I/O error
+    /// that SQLite saw as ENOSPC while writing the WAL.
+    public var isDiskFull: Bool {
+        guard case .sqlite(let code, let message) = self else { return false }
+        return code & 0xFF == 13 || message.contains("disk is full") || message.contains("No space left")
+    }
 }

@@ -1,25 +1,107 @@
-/// Slows down password guessing: each failed login from an address doubles the delay before
-/// the next failure is answered, up to a cap; a success or a quiet period forgets the address.
+/// Paces login attempts before any password is hashed, per address and per account.
+///
+/// Each failure is a strike against its address and its account. A key with a few strikes is
+/// not slowed (typos cost nothing); past that, each further attempt is given a turn spaced after
+/// the previous one by a delay that doubles with each strike, up to a cap. Attempts in parallel
+/// get successive turns (the login gate also caps how many run at once per address), so opening
+/// more connections buys no more guesses. Strikes are forgotten after a quiet period. A success
+/// clears the account's strikes but never the address's: logging in to one's own account must
+/// not reset the pace of guesses from that address at other accounts.
+///
+/// The per-account pace applies only to addresses the account has not logged in from before
+/// (Dovecot's and Keycloak's pairing): an attacker guessing at `alice` from elsewhere slows down
+/// every stranger's attempts at `alice`, but not alice on her usual machine.
 struct AuthThrottle {
-    static let baseDelayMilliseconds: UInt64 = 200
+    /// Strikes a key may have before attempts are spaced out (typos cost nothing).
+    static let freeStrikesPerAddress = 3
+    static let freeStrikesPerAccount = 5
+    static let baseDelayMilliseconds: UInt64 = 250
     static let maxDelayMilliseconds: UInt64 = 10_000
     static let forgetAfterMilliseconds: UInt64 = 15 * 60 * 1000
+    /// Bound on remembered keys, so that the throttle's own memory cannot be flooded.
+    static let maxEntries = 50_000
+    /// Bound on addresses remembered as an account's own.
+    static let knownAddressesPerAccount = 16
 
-    private var failures: [String: (count: Int, last: UInt64)] = [:]
-
-    /// Records a failure and returns how long to wait before answering it.
-    mutating func failed(from address: String, now: UInt64) -> UInt64 {
-        if failures.count > 10_000 { failures = failures.filter { now - $0.value.last < Self.forgetAfterMilliseconds } }
-        var entry = failures[address] ?? (0, now)
-        if now - entry.last > Self.forgetAfterMilliseconds { entry.count = 0 }
-        entry.count += 1
-        entry.last = now
-        failures[address] = entry
-        let shift = UInt64(min(entry.count - 1, 16))
-        return min(Self.baseDelayMilliseconds << shift, Self.maxDelayMilliseconds)
+    private struct Pace {
+        var strikes = 0
+        var nextSlot: UInt64 = 0
+        var last: UInt64 = 0
     }
 
-    mutating func succeeded(from address: String) {
-        failures[address] = nil
+    private var addresses: [String: Pace] = [:]
+    private var accounts: [String: Pace] = [:]
+    private var knownAddresses: [String: [String]] = [:]
+
+    /// The earliest time an attempt from `address` at `account` could be checked, reserving
+    /// nothing.
+    func earliestSlot(address: String, account: String, now: UInt64) -> UInt64 {
+        func next(_ pace: Pace?) -> UInt64 {
+            guard let pace, now - pace.last <= Self.forgetAfterMilliseconds else { return now }
+            return max(now, pace.nextSlot)
+        }
+        var slot = next(addresses[address])
+        if !(knownAddresses[account]?.contains(address) ?? false) { slot = max(slot, next(accounts[account])) }
+        return slot
+    }
+
+    /// Reserves the time at which an attempt from `address` at `account` may be checked (now or
+    /// later).
+    mutating func reserve(address: String, account: String, now: UInt64) -> UInt64 {
+        var slot = Self.take(&addresses, address, now: now, free: Self.freeStrikesPerAddress)
+        if !(knownAddresses[account]?.contains(address) ?? false) {
+            slot = max(slot, Self.take(&accounts, account, now: now, free: Self.freeStrikesPerAccount))
+        }
+        return slot
+    }
+
+    /// An attempt from `address` at `account` was wrong.
+    mutating func failed(address: String, account: String, now: UInt64) {
+        Self.strike(&addresses, address, now: now)
+        Self.strike(&accounts, account, now: now)
+    }
+
+    /// An attempt from `address` at `account` succeeded.
+    mutating func succeeded(address: String, account: String) {
+        accounts[account] = nil
+        var known = knownAddresses[account] ?? []
+        known.removeAll { $0 == address }
+        known.append(address)
+        if known.count > Self.knownAddressesPerAccount { known.removeFirst() }
+        if knownAddresses[account] == nil, knownAddresses.count >= Self.maxEntries { knownAddresses.removeAll() }
+        knownAddresses[account] = known
+    }
+
+    /// A token login failed: it counts against the address only (there is no account to name);
+    /// returns the turn at which the failure may be answered.
+    mutating func tokenFailed(address: String, now: UInt64) -> UInt64 {
+        Self.strike(&addresses, address, now: now)
+        return Self.take(&addresses, address, now: now, free: Self.freeStrikesPerAddress)
+    }
+
+    private static func strike(_ table: inout [String: Pace], _ key: String, now: UInt64) {
+        if table[key] == nil, table.count >= maxEntries {
+            table = table.filter { now - $0.value.last < forgetAfterMilliseconds }
+            if table.count >= maxEntries { table.removeAll() }
+        }
+        var pace = table[key] ?? Pace()
+        if now - pace.last > forgetAfterMilliseconds { pace = Pace() }
+        pace.strikes += 1
+        pace.last = now
+        table[key] = pace
+    }
+
+    private static func take(_ table: inout [String: Pace], _ key: String, now: UInt64, free: Int) -> UInt64 {
+        guard var pace = table[key], now - pace.last <= forgetAfterMilliseconds else { return now }
+        let slot = max(now, pace.nextSlot)
+        if pace.strikes > free {
+            let shift = UInt64(min(pace.strikes - free - 1, 16))
+            pace.nextSlot = slot + min(baseDelayMilliseconds << shift, maxDelayMilliseconds)
+        } else {
+            pace.nextSlot = slot
+        }
+        pace.last = max(pace.last, now)
+        table[key] = pace
+        return slot
     }
 }

@@ -12,16 +12,24 @@ final class Committer {
 
     /// Upper bound of one transaction, so a huge backlog still commits in bounded steps.
     static let maxBatch = 4096
+    /// Writes queued (not yet in a transaction) beyond which sessions stop handing over more
+    /// and stop reading their sockets until a batch commits: back-pressure, not a bigger queue.
+    static let maxQueuedOperations = 16_384
+    static let maxQueuedBytes = 64 << 20
 
     private let loop: EventLoop
     private let writer: RecordWriter
     private var queue: [(operation: StoreOperation, completion: Completion)] = []
+    private var queueHead = 0
+    private(set) var queuedBytes = 0
     private var inFlight = false
     private var batchScheduled = false
     /// Called after each batch's replies, with the committed changes in seq order.
     var onCommitted: ([Change]) -> Void = { _ in }
     /// Called whenever the committer has nothing queued or in flight.
     var onIdle: () -> Void = {}
+    /// Called after each batch, once its queue has room again (wake sessions that waited).
+    var onRoom: () -> Void = {}
     private(set) var batches = 0
 
     init(loop: EventLoop, writer: RecordWriter) {
@@ -29,24 +37,35 @@ final class Committer {
         self.writer = writer
     }
 
-    var isIdle: Bool { !inFlight && queue.isEmpty }
-    var queuedCount: Int { queue.count }
+    var isIdle: Bool { !inFlight && queuedCount == 0 }
+    var queuedCount: Int { queue.count - queueHead }
+    /// Whether more record writes may be handed over now.
+    var hasRoom: Bool { queuedCount < Self.maxQueuedOperations && queuedBytes < Self.maxQueuedBytes }
 
     func submit(_ operation: StoreOperation, completion: @escaping Completion) {
         queue.append((operation, completion))
+        queuedBytes += operation.approximateBytes
         // Wait for the end of this loop turn, so writes that arrived together commit together.
         guard !inFlight, !batchScheduled else { return }
         batchScheduled = true
         loop.atEndOfTurn { [self] in
             batchScheduled = false
-            if !inFlight, !queue.isEmpty { startBatch() }
+            if !inFlight, queuedCount > 0 { startBatch() }
         }
     }
 
     private func startBatch() {
-        let count = min(queue.count, Self.maxBatch)
-        let batch = Array(queue[0..<count])
-        queue.removeFirst(count)
+        let count = min(queuedCount, Self.maxBatch)
+        let batch = Array(queue[queueHead..<(queueHead + count)])
+        queueHead += count
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: queue.count <= 4096)
+            queueHead = 0
+        } else if queueHead > 4096, queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        for entry in batch { queuedBytes -= entry.operation.approximateBytes }
         inFlight = true
         let operations = batch.map(\.operation)
         let writer = self.writer
@@ -59,7 +78,15 @@ final class Committer {
             switch result {
             case .success(let outcomes):
                 for (entry, outcome) in zip(batch, outcomes) {
-                    if case .changed(let change) = outcome { changes.append(change) }
+                    switch outcome {
+                    case .changed(let change):
+                        changes.append(change)
+                    case .rebalanced(let change, let rekeyed):
+                        changes.append(contentsOf: rekeyed)
+                        changes.append(change)
+                    default:
+                        break
+                    }
                     entry.completion(.success(outcome))
                 }
             case .failure(let error):
@@ -71,7 +98,9 @@ final class Committer {
             loop.flushOutputNow()
             if !changes.isEmpty { onCommitted(changes) }
             inFlight = false
-            if !queue.isEmpty { startBatch() } else { onIdle() }
+            if queuedCount > 0 { startBatch() }
+            if hasRoom { onRoom() }
+            if isIdle { onIdle() }
         })
     }
 }

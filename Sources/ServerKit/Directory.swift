@@ -2,12 +2,33 @@ import RecordStore
 import SyncCore
 
 /// The server's in-memory view of collections and their members, for access checks on the
-/// loop thread without a query. Loaded at start, updated after each committed CREATE/GRANT.
+/// loop thread without a query. Loaded at start (and again when the account commands change
+/// the store under a running server), updated after each committed CREATE/GRANT.
+///
+/// Indexed by member, so `COLLECTIONS` costs the size of the caller's own list, not a sort of
+/// every collection on the server.
 final class Directory {
     private(set) var collections: [String: RecordReader.CollectionInfo] = [:]
+    /// Every collection name in order (what a server admin sees), kept sorted on insert.
+    private var sortedNames: [String] = []
+    private var byMember: [String: Set<String>] = [:]
+    private var ownedCount: [String: Int] = [:]
 
     init(_ infos: [RecordReader.CollectionInfo]) {
-        for info in infos { collections[info.name] = info }
+        load(infos)
+    }
+
+    /// Replaces everything with `infos` (a fresh read of the store).
+    func load(_ infos: [RecordReader.CollectionInfo]) {
+        collections = [:]
+        byMember = [:]
+        ownedCount = [:]
+        for info in infos {
+            collections[info.name] = info
+            ownedCount[info.owner, default: 0] += 1
+            for user in info.members.keys { byMember[user, default: []].insert(info.name) }
+        }
+        sortedNames = collections.keys.sorted()
     }
 
     /// The user's role on `collection`; server admins are admin everywhere.
@@ -20,20 +41,40 @@ final class Directory {
 
     func lastSeq(_ collection: String) -> Int64 { collections[collection]?.lastSeq ?? 0 }
 
+    /// How many collections `user` created (and so owns).
+    func owned(by user: String) -> Int { ownedCount[user] ?? 0 }
+
     /// Collections the user may read, with their role, in name order.
     func visible(to user: String, isAdmin: Bool) -> [(name: String, role: Role, seq: Int64)] {
-        collections.values.sorted { $0.name < $1.name }.compactMap { info in
-            guard let role = isAdmin ? .admin : info.members[user] else { return nil }
-            return (info.name, role, info.lastSeq)
+        let names = isAdmin ? sortedNames : (byMember[user] ?? []).sorted()
+        return names.compactMap { name in
+            guard let info = collections[name], let role = isAdmin ? .admin : info.members[user] else { return nil }
+            return (name, role, info.lastSeq)
         }
     }
 
     func created(_ name: String, owner: String) {
+        guard collections[name] == nil else { return }
         collections[name] = RecordReader.CollectionInfo(name: name, owner: owner, members: [owner: .admin], lastSeq: 0)
+        ownedCount[owner, default: 0] += 1
+        byMember[owner, default: []].insert(name)
+        var low = 0, high = sortedNames.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sortedNames[middle] < name { low = middle + 1 } else { high = middle }
+        }
+        sortedNames.insert(name, at: low)
     }
 
     func granted(_ role: Role?, to user: String, in collection: String) {
+        guard collections[collection] != nil else { return }
         collections[collection]?.members[user] = role
+        if role == nil {
+            byMember[user]?.remove(collection)
+            if byMember[user]?.isEmpty == true { byMember[user] = nil }
+        } else {
+            byMember[user, default: []].insert(collection)
+        }
     }
 
     func committed(_ change: Change) {

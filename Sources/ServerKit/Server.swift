@@ -19,7 +19,8 @@ public final class Server {
     let committer: Committer
     let hub: Hub
     let directory: Directory
-    var throttle = AuthThrottle()
+    let logins: LoginGate
+    let control: ControlChannel
     let serverID: String
     let limitsJSON: String
 
@@ -33,15 +34,31 @@ public final class Server {
     private var onStopped: (() -> Void)?
     private var graceTimer: LoopTimer?
     private var nextPurgeAt: UInt64 = 0
+    private var controlWatcher: FolderWatcher?
+    private var appliedAccountsEpoch: Int64 = 0
+    /// Sessions not logged in yet, oldest first (entries of sessions since gone or logged in
+    /// are skipped when met), and how many there are.
+    private var preAuthOrder: [ObjectIdentifier] = []
+    private var preAuthOrderHead = 0
+    private var preAuthCount = 0
+    private var waitingForCommitRoom: [ObjectIdentifier: Session] = [:]
 
     /// Opens the store (creating it on first use); nothing listens until `start()`.
     public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
         self.configuration = configuration
         self.loop = loop
         folder = DataFolder(path: configuration.dataPath)
+        control = ControlChannel(folder: folder)
+        guard try control.lockForServer() else {
+            throw .dataDirectory("another plistsync server is using \(configuration.dataPath)")
+        }
         let writer = try RecordWriter(folder: folder)
         reader = try RecordReader(folder: folder)
         accounts = try Accounts(folder: folder)
+        for problem in folder.restrictPermissions() { ServerLog.error("warning: \(problem)") }
+        appliedAccountsEpoch = try accounts.epoch()
+        control.confirmApplied(epoch: appliedAccountsEpoch)
+        logins = LoginGate(loop: loop, accounts: accounts)
         committer = Committer(loop: loop, writer: writer)
         directory = Directory(try reader.collections())
         serverID = try reader.serverID()
@@ -52,10 +69,13 @@ public final class Server {
             "max_record_bytes": .integer(Int64(limits.maxRecordBytes)),
             "max_pending_output_bytes": .integer(Int64(limits.maxPendingOutputBytes)),
             "idle_timeout_seconds": .integer(Int64(configuration.idleTimeoutSeconds)),
+            "preauth_line_bytes": .integer(Int64(configuration.preAuthMaxLineBytes)),
+            "preauth_timeout_seconds": .integer(Int64(configuration.preAuthTimeoutSeconds)),
         ]))
         startedAt = loop.nowMilliseconds
         committer.onCommitted = { [unowned self] changes in committed(changes) }
         committer.onIdle = { [unowned self] in if shuttingDown { finishShutdown() } }
+        committer.onRoom = { [unowned self] in wakeSessionsWaitingForCommitRoom() }
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -73,6 +93,11 @@ public final class Server {
         let timer = LoopTimer(loop: loop)
         timer.start(after: 1_000, repeatEvery: 1_000) { [unowned self] in housekeep() }
         housekeeping = timer
+        do {
+            controlWatcher = try FolderWatcher(loop: loop, path: folder.controlPath) { [unowned self] _ in checkAccounts() }
+        } catch {
+            ServerLog.error("warning: cannot watch \(folder.controlPath) (\(error)); account changes apply within a second")
+        }
         purgeTombstones()
         ServerLog.info("plistsync serving on \(listener!.address), data in \(configuration.dataPath)")
     }
@@ -83,13 +108,108 @@ public final class Server {
             connection.closeAfterWriting()
             return
         }
+        guard sessions.count < configuration.maxConnections else {
+            ServerLog.info("refusing a connection from \(connection.peer?.host ?? "unknown"): --max-connections \(configuration.maxConnections) reached")
+            connection.write("* BYE BUSY\n")
+            connection.closeAfterWriting()
+            return
+        }
+        if preAuthCount >= configuration.maxUnauthenticated { evictOldestUnauthenticated() }
         let session = Session(server: self, connection: connection)
         let key = ObjectIdentifier(session)
         sessions[key] = session
+        preAuthOrder.append(key)
+        preAuthCount += 1
         connection.onClose = { [unowned self] in
             sessions[key] = nil
             if shuttingDown, sessions.isEmpty { closeHandles() }
         }
+    }
+
+    /// Closes the longest-waiting connection that has not logged in and is not waiting for a
+    /// login answer, to make room for a new one.
+    private func evictOldestUnauthenticated() {
+        while preAuthOrderHead < preAuthOrder.count {
+            let key = preAuthOrder[preAuthOrderHead]
+            preAuthOrderHead += 1
+            guard let session = sessions[key], session.user == nil, session.closeReason == nil else { continue }
+            if session.isLoggingIn {
+                preAuthOrder.append(key)
+                if preAuthOrder.count - preAuthOrderHead > 2 * configuration.maxUnauthenticated + 16 { break }
+                continue
+            }
+            session.sayGoodbye("BUSY", reason: .busy)
+            break
+        }
+        if preAuthOrderHead > 1024, preAuthOrderHead * 2 > preAuthOrder.count {
+            preAuthOrder.removeFirst(preAuthOrderHead)
+            preAuthOrderHead = 0
+        }
+    }
+
+    func sessionLoggedIn(_ session: Session) {
+        preAuthCount -= 1
+    }
+
+    /// Called once as a session closes, whatever the reason.
+    func sessionClosing(_ session: Session) {
+        if session.user == nil { preAuthCount -= 1 }
+        waitingForCommitRoom[ObjectIdentifier(session)] = nil
+    }
+
+    /// `session` has writes to hand over but the commit queue is full: it is woken when a batch
+    /// makes room.
+    func waitForCommitRoom(_ session: Session) {
+        waitingForCommitRoom[ObjectIdentifier(session)] = session
+    }
+
+    private func wakeSessionsWaitingForCommitRoom() {
+        guard !waitingForCommitRoom.isEmpty else { return }
+        let waiting = waitingForCommitRoom.values
+        waitingForCommitRoom.removeAll()
+        for session in waiting where committer.hasRoom { session.commitRoomAvailable() }
+        for session in waiting where session.closeReason == nil && !committer.hasRoom {
+            waitingForCommitRoom[ObjectIdentifier(session)] = session
+        }
+    }
+
+    // MARK: - Revocation
+
+    /// Closes every connection that logged in with the token whose hash this is.
+    func tokenRevoked(_ hash: String) {
+        for session in sessions.values where session.tokenHash == hash { session.revoke() }
+    }
+
+    /// Applies account changes made by `plistsync user` on this data folder while the server
+    /// runs: connections of removed users, or logged in with a password or token that is no
+    /// longer valid, are closed; memberships are re-read (a user removed and added again
+    /// starts with none); then the epoch is confirmed for the waiting command.
+    func checkAccounts() {
+        guard let epoch = try? accounts.epoch(), epoch != appliedAccountsEpoch else { return }
+        appliedAccountsEpoch = epoch
+        var accountsByName: [String: Accounts.User?] = [:]
+        for session in sessions.values {
+            guard let name = session.user, session.closeReason == nil else { continue }
+            if accountsByName[name] == nil { accountsByName[name] = .some(try? accounts.user(named: name)) }
+            guard let account = accountsByName[name] ?? nil else {
+                session.revoke()
+                continue
+            }
+            if let token = session.tokenHash {
+                if !((try? accounts.tokenExists(hash: token)) ?? false) { session.revoke() }
+            } else if account.passwordHash != session.passwordHash {
+                session.revoke()
+            }
+            session.updateAdmin(account.isAdmin)
+        }
+        do {
+            directory.load(try reader.collections())
+        } catch {
+            ServerLog.error("re-reading collections after an account change: \(error)")
+        }
+        for session in sessions.values { session.recheckAccess() }
+        ServerLog.info("account change applied (epoch \(epoch))")
+        control.confirmApplied(epoch: epoch)
     }
 
     // MARK: - Changes and collections
@@ -136,12 +256,17 @@ public final class Server {
 
     private func housekeep() {
         let now = loop.nowMilliseconds
-        if configuration.idleTimeoutSeconds > 0 {
-            let limit = configuration.idleTimeoutSeconds * 1000
-            for session in sessions.values where now - session.lastActivity > limit {
+        let idleLimit = configuration.idleTimeoutSeconds * 1000
+        let loginLimit = configuration.preAuthTimeoutSeconds * 1000
+        for session in sessions.values where session.closeReason == nil {
+            if session.user == nil, loginLimit > 0, now - session.connectedAt > loginLimit {
+                session.sayGoodbye("AUTH_TIMEOUT", reason: .authTimeout)
+            } else if idleLimit > 0, now - session.lastActivity > idleLimit {
                 session.sayGoodbye("IDLE", reason: .idle)
             }
         }
+        // The backstop for a missed inotify event on control/.
+        checkAccounts()
         if now >= nextPurgeAt { purgeTombstones() }
     }
 
@@ -197,6 +322,9 @@ public final class Server {
     }
 
     private func closeHandles() {
+        logins.close()
+        controlWatcher?.close()
+        controlWatcher = nil
         graceTimer?.close()
         graceTimer = nil
         housekeeping?.close()

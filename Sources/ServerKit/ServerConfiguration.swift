@@ -12,6 +12,18 @@ public struct ServerConfiguration: Sendable {
     public var tombstoneTTLSeconds: UInt64 = 30 * 86_400
     /// Seconds a shutdown waits for clients to take their last bytes before cutting them off.
     public var shutdownGraceSeconds: UInt64 = 5
+    /// Open connections at most; one more is answered `* BYE BUSY` and closed.
+    public var maxConnections = 16_384
+    /// Connections that have not logged in yet, at most: when one more arrives, the oldest
+    /// one not waiting for a login answer is closed (`* BYE BUSY`), so a flood of silent
+    /// connections cannot keep a real client from reaching AUTH.
+    public var maxUnauthenticated = 1_024
+    /// Seconds a connection has to log in (HELLO + AUTH) before `* BYE AUTH_TIMEOUT`.
+    public var preAuthTimeoutSeconds: UInt64 = 10
+    /// Longest line accepted before login: HELLO and AUTH are short.
+    public var preAuthMaxLineBytes = 4_096
+    /// Collections one (non-admin) user may own; 0 means no limit.
+    public var maxCollectionsPerUser = 1_000
 
     public init() {}
 }
@@ -19,4 +31,11 @@ public struct ServerConfiguration: Sendable {
 /// Why a connection ended: exactly one per connection, logged once (nats' ClosedState).
 enum CloseReason: String {
     case quit, eof, socketError, lineTooLong, idle, slow, shutdown
+    /// Not logged in within the pre-auth deadline.
+    case authTimeout
+    /// The server is at `--max-connections`, or this was the oldest connection not logged in
+    /// when the pre-auth pool was full.
+    case busy
+    /// Its account, password or token was removed or changed.
+    case revoked
 }

@@ -12,6 +12,13 @@ import SyncProtocol
 /// keep a reply slot each, filled when their commit lands; every other request waits until the
 /// connection's earlier writes are answered, so replies leave in request order and a read sees
 /// the connection's own writes. Loop-thread object.
+///
+/// Bounds (each stops the session taking more, never buffers without limit): requests are not
+/// started while the client has more than `pauseAtOutputBytes` of replies unread (every reply
+/// kind, and LIST and SUB replays are produced page by page as the client reads); reading the
+/// socket pauses while queued requests pass `maxQueuedRequests` or `maxQueuedRequestBytes`;
+/// writes are not handed to the committer beyond `maxWritesInFlight` / `maxWriteBytesInFlight`
+/// per connection or while the committer's own queue is full.
 final class Session {
     private unowned let server: Server
     let connection: TCPConnection
@@ -20,37 +27,62 @@ final class Session {
 
     private(set) var user: String?
     private var isAdmin = false
+    /// The password hash the user logged in against, or the token's hash: when either is gone
+    /// from the store (passwd, remove, revoke), so is this session.
+    private(set) var passwordHash: String?
+    private(set) var tokenHash: String?
     private var watchesCollections = false
     /// Per subscribed collection, the seq the subscriber is known to have through.
     private var subscriptions: [String: Int64] = [:]
 
     private var inbox: [Pending] = []
     private var inboxHead = 0
-    private var replySlots: [String?] = []
+    private var inboxBytes = 0
+    private var replySlots: [(reply: String?, bytes: Int)] = []
     private var replySlotsHead = 0
+    private var writeBytesInFlight = 0
     private var awaitingAsync = false
+    private var reply: PagedReply?
     private var processing = false
     private var inputEnded = false
     private var readingPaused = false
     private(set) var closeReason: CloseReason?
-    var lastActivity: UInt64
+    /// When the last complete request line arrived (bytes of an unfinished line do not count).
+    private(set) var lastActivity: UInt64
+    let connectedAt: UInt64
+    /// Whether a login answer is being worked out (the session is not idle before auth then).
+    var isLoggingIn: Bool { awaitingAsync && user == nil }
 
     /// Requests waiting for their turn beyond this pause reading from the socket.
     static let maxQueuedRequests = 4096
-    /// Reply bytes waiting for the client beyond this pause reading from the socket.
-    static let pauseReadingAtOutputBytes = 4 << 20
+    /// Bytes of requests waiting for their turn beyond which reading pauses.
+    static let maxQueuedRequestBytes = 4 << 20
+    /// Reply bytes unread by the client beyond which no further request is started (and
+    /// reading pauses); what is started resumes as the client reads.
+    static let pauseAtOutputBytes = 4 << 20
+    /// Record writes one connection may have waiting for their commit.
+    static let maxWritesInFlight = 1024
+    static let maxWriteBytesInFlight = 8 << 20
+    /// Lines or changes per page of a LIST or SUB replay.
+    static let replayPageSize = 512
 
     private enum Pending {
-        case command(tag: String, Command)
+        case command(tag: String, Command, bytes: Int)
         case failure(LineParseError)
+
+        var bytes: Int {
+            if case .command(_, _, let bytes) = self { return bytes }
+            return 0
+        }
     }
 
     init(server: Server, connection: TCPConnection) {
         self.server = server
         self.connection = connection
         address = connection.peer?.host ?? "unknown"
-        framer = LineFramer(maxLineBytes: server.configuration.limits.maxLineBytes)
-        lastActivity = connection.loop.nowMilliseconds
+        framer = LineFramer(maxLineBytes: server.configuration.preAuthMaxLineBytes)
+        connectedAt = connection.loop.nowMilliseconds
+        lastActivity = connectedAt
         connection.onData = { [unowned self] bytes in received(bytes) }
         connection.onEnd = { [unowned self] end in
             if case .failed(let reason) = end {
@@ -62,7 +94,10 @@ final class Session {
                 closeIfInputDone()
             }
         }
-        connection.onDrain = { [unowned self] in resumeReadingIfPaused() }
+        connection.onDrain = { [unowned self] in
+            resumeReadingIfPaused()
+            processInbox()
+        }
         connection.startReading()
     }
 
@@ -71,20 +106,23 @@ final class Session {
 
     private func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
-        lastActivity = connection.loop.nowMilliseconds
         framer.append(bytes)
         do {
             while let line = try framer.nextLine() {
+                lastActivity = connection.loop.nowMilliseconds
+                let pending: Pending
                 do {
                     guard let request = try RequestParser.parse(line) else { continue }
                     do {
-                        inbox.append(.command(tag: request.tag, try CommandParser.parse(request)))
+                        pending = .command(tag: request.tag, try CommandParser.parse(request), bytes: line.count)
                     } catch {
-                        inbox.append(.failure(.tagged(request.tag, error)))
+                        pending = .failure(.tagged(request.tag, error))
                     }
                 } catch {
-                    inbox.append(.failure(error))
+                    pending = .failure(error)
                 }
+                inbox.append(pending)
+                inboxBytes += pending.bytes
             }
         } catch {
             processInbox()
@@ -96,30 +134,49 @@ final class Session {
 
     private func processInbox() {
         // Replies filled during this pass call back in here; the running pass continues for them.
-        guard !processing else { return }
+        guard !processing, closeReason == nil else { return }
         processing = true
         defer { processing = false }
-        while closeReason == nil, !awaitingAsync, inboxHead < inbox.count {
+        requests: while closeReason == nil {
+            if reply != nil {
+                pumpReply()
+                if reply != nil { break }
+            }
+            guard !awaitingAsync, inboxHead < inbox.count else { break }
+            // Replies the client has not read yet: start nothing more until it reads (onDrain).
+            guard connection.pendingOutputBytes <= Self.pauseAtOutputBytes else { break }
             let next = inbox[inboxHead]
+            let slotsEmpty = replySlotsHead == replySlots.count
             switch next {
             case .failure(.untagged(let error)):
-                guard replySlotsHead == replySlots.count else { return }
+                guard slotsEmpty else { break requests }
                 send(ResponseLine.untagged("ERR", error.code.rawValue, ResponseLine.sanitized(error.message)))
             case .failure(.tagged(let tag, let error)):
-                guard replySlotsHead == replySlots.count else { return }
+                guard slotsEmpty else { break requests }
                 send(ResponseLine.error(tag, error))
-            case .command(let tag, let command):
+            case .command(let tag, let command, let bytes):
                 if command.isRecordWrite, user != nil {
-                    submitWrite(tag, command)
+                    guard replySlots.count - replySlotsHead < Self.maxWritesInFlight,
+                        writeBytesInFlight < Self.maxWriteBytesInFlight
+                    else { break requests }
+                    guard server.committer.hasRoom else {
+                        server.waitForCommitRoom(self)
+                        break requests
+                    }
+                    submitWrite(tag, command, bytes: bytes)
                 } else {
-                    guard replySlotsHead == replySlots.count else { return }
+                    guard slotsEmpty else { break requests }
                     execute(tag, command)
                 }
             }
             inboxHead += 1
+            inboxBytes -= next.bytes
         }
         if inboxHead == inbox.count {
-            inbox.removeAll(keepingCapacity: true)
+            inbox.removeAll(keepingCapacity: inbox.capacity <= 1024)
+            inboxHead = 0
+        } else if inboxHead > 1024, inboxHead * 2 > inbox.count {
+            inbox.removeFirst(inboxHead)
             inboxHead = 0
         }
         applyBackpressure()
@@ -127,14 +184,18 @@ final class Session {
     }
 
     private func closeIfInputDone() {
-        if inputEnded, inbox.count == inboxHead, replySlotsHead == replySlots.count, !awaitingAsync {
+        if inputEnded, inbox.count == inboxHead, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
             close(.eof)
         }
     }
 
+    private var mustPauseReading: Bool {
+        inbox.count - inboxHead > Self.maxQueuedRequests || inboxBytes > Self.maxQueuedRequestBytes
+            || connection.pendingOutputBytes > Self.pauseAtOutputBytes
+    }
+
     private func applyBackpressure() {
-        let queued = inbox.count - inboxHead
-        if !readingPaused, queued > Self.maxQueuedRequests || connection.pendingOutputBytes > Self.pauseReadingAtOutputBytes {
+        if !readingPaused, mustPauseReading {
             readingPaused = true
             connection.stopReading()
         } else if readingPaused {
@@ -144,9 +205,25 @@ final class Session {
 
     private func resumeReadingIfPaused() {
         guard readingPaused, closeReason == nil, !inputEnded, !connection.isClosing else { return }
-        if inbox.count - inboxHead <= Self.maxQueuedRequests / 2, connection.pendingOutputBytes <= Self.pauseReadingAtOutputBytes / 2 {
+        if inbox.count - inboxHead <= Self.maxQueuedRequests / 2, inboxBytes <= Self.maxQueuedRequestBytes / 2,
+            connection.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
+        {
             readingPaused = false
             connection.startReading()
+        }
+    }
+
+    /// Called by the server when the committer has room again after this session waited.
+    func commitRoomAvailable() {
+        processInbox()
+    }
+
+    /// Sends pages of the reply in progress while the client keeps up.
+    private func pumpReply() {
+        while let current = reply, closeReason == nil, connection.pendingOutputBytes <= Self.pauseAtOutputBytes {
+            let (text, done) = current.nextPage()
+            send(text)
+            if done { reply = nil }
         }
     }
 
@@ -165,16 +242,18 @@ final class Session {
 
     private func fillSlot(_ index: Int, with reply: String) {
         guard closeReason == nil else { return }
-        replySlots[index] = reply
-        while replySlotsHead < replySlots.count, let ready = replySlots[replySlotsHead] {
+        replySlots[index].reply = reply
+        writeBytesInFlight -= replySlots[index].bytes
+        let before = replySlotsHead
+        while replySlotsHead < replySlots.count, let ready = replySlots[replySlotsHead].reply {
             send(ready)
             replySlotsHead += 1
         }
         if replySlotsHead == replySlots.count {
-            replySlots.removeAll(keepingCapacity: true)
+            replySlots.removeAll(keepingCapacity: replySlots.capacity <= 4096)
             replySlotsHead = 0
-            processInbox()
         }
+        if replySlotsHead != before || replySlots.isEmpty { processInbox() }
     }
 
     /// Sends the batch's change lines this subscriber does not have yet, in one write; a
@@ -189,14 +268,36 @@ final class Session {
         if !complete { sayGoodbye("SLOW", reason: .slow) }
     }
 
-    /// Sends a live `* COLLECTION` line if this connection asked for COLLECTIONS.
+    /// Sends a live `* COLLECTION` line if this connection asked for COLLECTIONS, and ends a
+    /// subscription the user may no longer read (`* UNSUB <collection> REVOKED`).
     func collectionChanged(_ name: String, role: Role?, seq: Int64) {
-        guard watchesCollections, closeReason == nil else { return }
-        send("* COLLECTION \(name) \(role?.name ?? "none") \(seq)\n")
-        if role == nil, subscriptions[name] != nil, !isAdmin {
-            subscriptions[name] = nil
-            server.hub.unsubscribe(self, from: name)
+        guard closeReason == nil, user != nil else { return }
+        if watchesCollections { send("* COLLECTION \(name) \(role?.name ?? "none") \(seq)\n") }
+        if role == nil, !isAdmin { endSubscription(name) }
+    }
+
+    /// Ends this session's subscription to `collection` if it may no longer read it.
+    func recheckAccess() {
+        guard let user, closeReason == nil else { return }
+        for collection in subscriptions.keys where server.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
+            endSubscription(collection)
         }
+    }
+
+    private func endSubscription(_ collection: String) {
+        guard subscriptions.removeValue(forKey: collection) != nil else { return }
+        server.hub.unsubscribe(self, from: collection)
+        send("* UNSUB \(collection) REVOKED\n")
+    }
+
+    /// The account or token this session logged in with is gone: say so and close.
+    func revoke() {
+        sayGoodbye("REVOKED", reason: .revoked)
+    }
+
+    /// The user's server-admin flag changed under the running server.
+    func updateAdmin(_ admin: Bool) {
+        isAdmin = admin
     }
 
     /// Writes `* BYE <word>` and closes once it is sent.
@@ -216,6 +317,8 @@ final class Session {
         }
         for collection in subscriptions.keys { server.hub.unsubscribe(self, from: collection) }
         subscriptions.removeAll()
+        reply = nil
+        server.sessionClosing(self)
         if reason == .socketError {
             connection.close()
         } else {
@@ -250,24 +353,31 @@ final class Session {
         case .auth(let name, let password):
             authenticate(tag, name: name, password: password)
         case .authToken(let token):
-            let owner = try server.accounts.tokenOwner(hash: Crypto.sha256Hex(token))
-            guard let owner, let account = try server.accounts.user(named: owner) else {
-                awaitingAsync = true
-                failLogin(tag)
-                return
+            awaitingAsync = true
+            server.logins.checkToken(token, from: address, isStillWanted: { [weak self] in self?.closeReason == nil }) { [self] result in
+                switch result {
+                case .success(let (account, hash)): loggedIn(tag, account, tokenHash: hash)
+                case .failure(let refusal): refuseLogin(tag, refusal)
+                }
             }
-            loggedIn(tag, account)
         case .tokenNew(let label):
             let token = Crypto.newToken()
             storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
                 ResponseLine.ok(tag, "TOKEN", token)
             }
         case .tokenRevoke(let token):
-            storeOperation(tag, .revokeToken(hash: Crypto.sha256Hex(token), user: isAdmin ? nil : user!)) { _ in
-                ResponseLine.ok(tag, "TOKEN", "REVOKED")
+            let hash = Crypto.sha256Hex(token)
+            storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [server] _ in
+                // This connection too, if it logged in with that token: after the OK goes out.
+                server.loop.atEndOfTurn { server.tokenRevoked(hash) }
+                return ResponseLine.ok(tag, "TOKEN", "REVOKED")
             }
         case .create(let name):
             let owner = user!
+            let quota = server.configuration.maxCollectionsPerUser
+            if !isAdmin, quota > 0, server.directory.owned(by: owner) >= quota {
+                throw ProtocolError(.quota, "\(owner) owns \(quota) collections, the most this server allows (--max-collections-per-user)")
+            }
             storeOperation(tag, .createCollection(name: name, owner: owner)) { [server] _ in
                 server.collectionCreated(name, owner: owner)
                 return ResponseLine.ok(tag, "CREATE", name)
@@ -284,7 +394,7 @@ final class Session {
                 return ResponseLine.ok(tag, "GRANT")
             }
         case .put, .move, .delete:
-            submitWrite(tag, command)
+            submitWrite(tag, command, bytes: 0)
         case .get(let collection, let id):
             try requireRole(.read, collection)
             guard let state = try server.reader.record(collection, id) else {
@@ -293,24 +403,24 @@ final class Session {
             send(ResponseLine.ok(tag, "GET", collection, ResponseLine.argument(id), state.wireTail))
         case .list(let collection):
             try requireRole(.read, collection)
+            // One consistent snapshot, written out a page at a time as the client reads it.
             let (records, seq) = try server.reader.list(collection)
-            var output = ""
-            for record in records {
-                output += "* RECORD \(collection) \(ResponseLine.argument(record.id)) \(record.wireTail)\n"
+            var next = 0
+            reply = PagedReply { () -> (String, Bool) in
+                var output = ""
+                let end = min(records.count, next + Self.replayPageSize)
+                for record in records[next..<end] {
+                    output += "* RECORD \(collection) \(ResponseLine.argument(record.id)) \(record.wireTail)\n"
+                }
+                next = end
+                guard next == records.count else { return (output, false) }
+                return (output + ResponseLine.ok(tag, "LIST", collection, String(records.count), String(seq)), true)
             }
-            send(output)
-            send(ResponseLine.ok(tag, "LIST", collection, String(records.count), String(seq)))
         case .subscribe(let collection, let since):
             try requireRole(.read, collection)
-            guard let (changes, seq) = try server.reader.changes(collection, since: since) else {
-                throw ProtocolError(.expired, "changes after \(since) are no longer kept; resubscribe with SINCE 0")
-            }
-            var output = ""
-            for change in changes { output += change.line }
-            send(output)
-            send(ResponseLine.ok(tag, "SUB", collection, String(seq)))
-            subscriptions[collection] = seq
-            server.hub.subscribe(self, to: collection)
+            // A new SUB replaces the old one: nothing live is sent until its replay is done.
+            if subscriptions.removeValue(forKey: collection) != nil { server.hub.unsubscribe(self, from: collection) }
+            startReplay(tag, collection, since: since)
         case .unsubscribe(let collection):
             subscriptions[collection] = nil
             server.hub.unsubscribe(self, from: collection)
@@ -322,6 +432,35 @@ final class Session {
         case .quit:
             send(ResponseLine.ok(tag, "BYE"))
             close(.quit)
+        }
+    }
+
+    /// Replays changes after `since` a page at a time (each page a fresh read, so changes that
+    /// commit meanwhile are picked up by later pages, in seq order), then subscribes with no gap:
+    /// the last page and the subscription happen in the same loop turn.
+    private func startReplay(_ tag: String, _ collection: String, since: Int64) {
+        var cursor = since
+        reply = PagedReply { [unowned self] () -> (String, Bool) in
+            let page: (changes: [Change], seq: Int64)?
+            do {
+                page = try server.reader.changes(collection, since: cursor, limit: Self.replayPageSize)
+            } catch {
+                ServerLog.error("replaying \(collection) for \(address): \(error)")
+                return (ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")), true)
+            }
+            guard let page else {
+                return (ResponseLine.error(tag, ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")), true)
+            }
+            var output = ""
+            for change in page.changes { output += change.line }
+            guard page.changes.count < Self.replayPageSize else {
+                cursor = page.changes.last!.seq
+                return (output, false)
+            }
+            let through = max(page.seq, page.changes.last?.seq ?? 0)
+            subscriptions[collection] = through
+            server.hub.subscribe(self, to: collection)
+            return (output + ResponseLine.ok(tag, "SUB", collection, String(through)), true)
         }
     }
 
@@ -339,9 +478,10 @@ final class Session {
 
     // MARK: - Writes
 
-    private func submitWrite(_ tag: String, _ command: Command) {
+    private func submitWrite(_ tag: String, _ command: Command, bytes: Int) {
         let slot = replySlots.count
-        replySlots.append(nil)
+        replySlots.append((nil, bytes))
+        writeBytesInFlight += bytes
         let operation: StoreOperation
         let verb: String
         do throws(ProtocolError) {
@@ -376,7 +516,7 @@ final class Session {
 
     private static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreError>) -> String {
         switch result {
-        case .success(.changed(let change)):
+        case .success(.changed(let change)), .success(.rebalanced(let change, _)):
             return ResponseLine.ok(tag, verb, change.collection, ResponseLine.argument(change.state.id), String(change.state.rev), String(change.seq))
         case .success(.conflict(let collection, let id, let current)):
             return "\(tag) ERR CONFLICT \(collection) \(ResponseLine.argument(id)) \(current?.wireTail ?? "0 - MISSING")\n"
@@ -384,9 +524,15 @@ final class Session {
             return ResponseLine.error(tag, error)
         case .success(.done):
             return ResponseLine.error(tag, ProtocolError(.internal, "unexpected store outcome"))
-        case .failure:
-            return ResponseLine.error(tag, ProtocolError(.internal, "the write could not be committed; retry"))
+        case .failure(let error):
+            return ResponseLine.error(tag, commitFailure(error))
         }
+    }
+
+    private static func commitFailure(_ error: StoreError) -> ProtocolError {
+        error.isDiskFull
+            ? ProtocolError(.noSpace, "the server's disk is full; nothing was written; retry later")
+            : ProtocolError(.internal, "the change could not be committed; retry")
     }
 
     /// Runs a non-record store operation as a barrier: later requests wait for its reply.
@@ -398,6 +544,8 @@ final class Session {
                 finishAsync(onDone(.done))
             case .success(.refused(let error)):
                 finishAsync(ResponseLine.error(tag, error))
+            case .failure(let error):
+                finishAsync(ResponseLine.error(tag, Self.commitFailure(error)))
             default:
                 finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "the change could not be committed; retry")))
             }
@@ -408,41 +556,42 @@ final class Session {
 
     private func authenticate(_ tag: String, name: String, password: String) {
         awaitingAsync = true
-        let account: Accounts.User?
-        do {
-            account = try server.accounts.user(named: name)
-        } catch {
-            ServerLog.error("reading user \(name): \(error)")
-            finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "cannot read accounts")))
-            return
-        }
-        let stored = account?.passwordHash ?? PasswordHasher.decoy
-        connection.loop.runBlocking({ PasswordHasher.verify(password, against: stored) }, then: { [self] matches in
-            guard closeReason == nil else { return }
-            if matches, let account {
-                loggedIn(tag, account)
-            } else {
-                failLogin(tag)
+        server.logins.checkPassword(password, for: name, from: address, isStillWanted: { [weak self] in self?.closeReason == nil }) {
+            [self] result in
+            switch result {
+            case .success(let account): loggedIn(tag, account, tokenHash: nil)
+            case .failure(let refusal): refuseLogin(tag, refusal)
             }
-        })
+        }
     }
 
-    private func loggedIn(_ tag: String, _ account: Accounts.User) {
-        server.throttle.succeeded(from: address)
+    private func loggedIn(_ tag: String, _ account: Accounts.User, tokenHash: String?) {
+        guard closeReason == nil else { return }
         user = account.name
         isAdmin = account.isAdmin
-        if awaitingAsync {
-            finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
-        } else {
-            send(ResponseLine.ok(tag, "AUTH", account.name))
-        }
+        passwordHash = account.passwordHash
+        self.tokenHash = tokenHash
+        framer.maxLineBytes = server.configuration.limits.maxLineBytes
+        server.sessionLoggedIn(self)
+        finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
     }
 
-    /// Answers a failed login after a delay that grows with the address's recent failures.
-    private func failLogin(_ tag: String) {
-        let delay = server.throttle.failed(from: address, now: connection.loop.nowMilliseconds)
-        server.after(milliseconds: delay) { [self] in
-            finishAsync(ResponseLine.error(tag, ProtocolError(.authFailed, "wrong user name, password or token")))
+    private func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal) {
+        let error = switch refusal {
+        case .failed: ProtocolError(.authFailed, "wrong user name, password or token")
+        case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
+        case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
         }
+        finishAsync(ResponseLine.error(tag, error))
+    }
+}
+
+/// A reply produced a page at a time (LIST, SUB replay) so that a client that does not read
+/// holds at most a page beyond the output limit, however large the collection.
+final class PagedReply {
+    let nextPage: () -> (text: String, done: Bool)
+
+    init(_ nextPage: @escaping () -> (text: String, done: Bool)) {
+        self.nextPage = nextPage
     }
 }

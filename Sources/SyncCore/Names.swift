@@ -28,9 +28,15 @@ public enum Names {
         return false
     }
 
-    /// User names follow the collection-name rule, so they are safe in paths and logs too.
+    /// User names follow the collection-name rule, so they are safe in paths and logs too;
+    /// `token` (any case) is reserved, since `AUTH TOKEN <token>` is the token login.
     public static func isValidUser(_ name: String) -> Bool {
-        isValidCollection(name)
+        isValidCollection(name) && !isReservedUser(name)
+    }
+
+    /// Names no account may take: `AUTH <name> …` would not reach a password login.
+    public static func isReservedUser(_ name: String) -> Bool {
+        name.lowercased() == "token"
     }
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {

@@ -20,6 +20,23 @@ public enum PositionKey {
     /// The key of a first record in an empty collection.
     public static let initial = "a0"
 
+    /// Keys longer than this are not handed out: the store re-keys the collection instead
+    /// (a crowded gap, e.g. many MOVEs BEFORE the same record, grows keys ~1 byte per 6 moves).
+    public static let maxLength = 40
+
+    /// `count` short keys in ascending order, evenly spaced (whole integer parts), for
+    /// re-keying a collection: their length grows with log62 of the count.
+    public static func sequence(count: Int) -> [String] {
+        var keys: [String] = []
+        keys.reserveCapacity(count)
+        var current = Array(initial.utf8)
+        for index in 0..<count {
+            if index > 0 { current = increment(current) ?? current }
+            keys.append(String(decoding: current, as: UTF8.self))
+        }
+        return keys
+    }
+
     /// A key strictly between `lower` and `upper`; nil means open on that side.
     public static func between(_ lower: String?, _ upper: String?) throws(Failure) -> String {
         let a = lower.map { Array($0.utf8) }

@@ -26,6 +26,10 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case rateLimited = "RATE_LIMITED"
     /// The server cannot take the request now (shutting down, overloaded).
     case busy = "BUSY"
+    /// The user is at a configured quota (collections owned, bytes stored).
+    case quota = "QUOTA"
+    /// The server's disk is full; the write was not made and may be retried later.
+    case noSpace = "NO_SPACE"
     /// A fault on the server side; the request may be retried.
     case `internal` = "INTERNAL"
 }

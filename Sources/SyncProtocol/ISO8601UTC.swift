@@ -36,14 +36,35 @@ public enum ISO8601UTC {
         } else if bytes[19] != UInt8(ascii: "Z") {
             return nil
         }
+        guard year >= 1 else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction
-        return Date(timeIntervalSince1970: seconds)
+        let whole = Double(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        // What `format` will write, to the microsecond, must still be a four-digit year.
+        guard whole + (fraction * 1_000_000).rounded() / 1_000_000 < latestSeconds else { return nil }
+        return Date(timeIntervalSince1970: whole + fraction)
     }
 
-    /// Writes a date with as many fractional digits (up to microseconds) as it needs.
-    public static func format(_ date: Date) -> String {
+    /// Seconds since 1970 of 0001-01-01T00:00:00Z, the earliest date the wire form can carry.
+    public static let earliestSeconds: Double = -62_135_596_800
+    /// Seconds since 1970 of 10000-01-01T00:00:00Z, the first instant it cannot.
+    public static let latestSeconds: Double = 253_402_300_800
+
+    /// Whether `date`, written to the microsecond, falls within years 0001–9999.
+    public static func isRepresentable(_ date: Date) -> Bool {
         let total = date.timeIntervalSince1970
+        guard total.isFinite else { return false }
+        let rounded = (total * 1_000_000).rounded() / 1_000_000
+        return rounded >= earliestSeconds && rounded < latestSeconds
+    }
+
+    /// Writes a date with as many fractional digits (up to microseconds) as it needs. A date
+    /// outside years 0001–9999 (see `isRepresentable`) is written as the nearest end of that range,
+    /// never trapping: readers refuse such dates before they get here.
+    public static func format(_ date: Date) -> String {
+        var total = date.timeIntervalSince1970
+        if !isRepresentable(date) {
+            total = total.isNaN || total < earliestSeconds ? earliestSeconds : latestSeconds - 1
+        }
         var seconds = Int64(total.rounded(.down))
         var micros = Int64(((total - Double(seconds)) * 1_000_000).rounded())
         if micros == 1_000_000 {

@@ -4,7 +4,8 @@ public struct LineFramer: Sendable {
     /// The line in progress passed `maxLineBytes` before its LF arrived.
     public struct LineTooLong: Error, Equatable {}
 
-    public let maxLineBytes: Int
+    /// May be changed between lines (a connection gets the full limit once it has logged in).
+    public var maxLineBytes: Int
     private var buffer: [UInt8] = []
     private var start = 0
     private var scanned = 0

@@ -24,4 +24,17 @@ public struct ServerLine: Equatable, Sendable {
         let (words, payload) = try RequestParser.readArguments(bytes, from: space)
         return ServerLine(tag: head == "*" ? nil : head, words: words, payload: payload?.fields)
     }
+
+    /// Parses a line; a tagged line that cannot be read still answers its request, as
+    /// `TAG ERR INTERNAL unreadable reply …`, so a client never waits for ever on it. An
+    /// unreadable untagged line gives nil: the caller logs and skips it.
+    public static func parseAnsweringTag(_ line: some Collection<UInt8>) -> ServerLine? {
+        let bytes = Array(line)
+        if let parsed = try? parse(bytes) { return parsed }
+        guard let space = bytes.firstIndex(of: 0x20), space > 0 else { return nil }
+        let head = String(decoding: bytes[..<space], as: UTF8.self)
+        guard head != "*" else { return nil }
+        let excerpt = String(decoding: bytes.prefix(120), as: UTF8.self).filter { $0 != "\r" && $0 != "\n" }
+        return ServerLine(tag: head, words: ["ERR", ErrorCode.internal.rawValue, "unreadable reply from the server: \(excerpt)"], payload: nil)
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import EventLoop
 import ServerKit
 
 /// The `plistsync` command: dispatches to subcommands and turns their errors into exit codes.
@@ -22,6 +23,8 @@ enum CLI {
         """
 
     static func run(_ arguments: [String]) -> Int32 {
+        // A peer that hangs up must cost one connection, never the process (server, agent, CLI).
+        ProcessSignals.ignoreBrokenPipe()
         guard let name = arguments.first else {
             print(overview)
             return 64

@@ -16,6 +16,13 @@ enum ServeCommand: Subcommand {
           --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
           --max-pending-output BYTES
                                    Unsent bytes a subscriber may hold before * BYE SLOW (default 8388608).
+          --max-connections N      Open connections at most (default 16384); more get * BYE BUSY.
+          --max-unauthenticated N  Connections not logged in at most (default 1024); the oldest
+                                   idle one makes room for a new one.
+          --preauth-timeout SECONDS
+                                   Time a connection has to log in (default 10; 0 never).
+          --max-collections-per-user N
+                                   Collections a non-admin user may own (default 1000; 0 no limit).
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           -h, --help               Show this help.
@@ -23,7 +30,11 @@ enum ServeCommand: Subcommand {
 
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
-            arguments, valueOptions: ["listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output"], flagOptions: ["quiet"])
+            arguments,
+            valueOptions: [
+                "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
+                "max-unauthenticated", "preauth-timeout", "max-collections-per-user",
+            ], flagOptions: ["quiet"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
         if let listen = options.value("listen") {
@@ -35,7 +46,15 @@ enum ServeCommand: Subcommand {
         configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
         configuration.limits.maxPendingOutputBytes = try options.integer(
             "max-pending-output", default: configuration.limits.maxPendingOutputBytes, range: 4096...(1 << 34))
+        configuration.maxConnections = try options.integer("max-connections", default: configuration.maxConnections, range: 1...1_000_000)
+        configuration.maxUnauthenticated = try options.integer(
+            "max-unauthenticated", default: configuration.maxUnauthenticated, range: 1...1_000_000)
+        configuration.preAuthTimeoutSeconds = UInt64(try options.integer("preauth-timeout", default: 10, range: 0...86_400))
+        configuration.maxCollectionsPerUser = try options.integer(
+            "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
         ServerLog.quiet = options.flag("quiet")
+        // Whatever SQLite or we create in the data folder is the owner's alone.
+        umask(0o077)
 
         // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.
         OpenFileLimit.raiseToMaximum()

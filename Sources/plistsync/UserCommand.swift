@@ -22,9 +22,11 @@ enum UserCommand: Subcommand {
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(arguments, valueOptions: ["data", "iterations"], flagOptions: ["password-stdin", "admin"])
         guard let action = options.positionals.first else { throw UsageError("missing action: add, passwd, remove or list") }
+        let folder = DataFolder(path: options.value("data") ?? "./plistsync-data")
         let accounts: Accounts
+        umask(0o077)
         do {
-            accounts = try Accounts(folder: DataFolder(path: options.value("data") ?? "./plistsync-data"))
+            accounts = try Accounts(folder: folder)
         } catch {
             throw RuntimeError("cannot open the data folder: \(error)")
         }
@@ -40,23 +42,38 @@ enum UserCommand: Subcommand {
         let name = options.positionals[1]
         switch action {
         case "add":
+            guard !Names.isReservedUser(name) else { throw UsageError("'\(name)' is reserved (AUTH TOKEN is the token login); choose another name") }
             guard Names.isValidUser(name) else { throw UsageError("user names match [A-Za-z0-9][A-Za-z0-9._-]{0,63}") }
             let password = try readPassword(fromStdin: options.flag("password-stdin"))
             guard try accounts.addUser(name, passwordHash: PasswordHasher.hash(password, iterations: iterations), isAdmin: options.flag("admin")) else {
                 throw RuntimeError("user \(name) exists")
             }
+            tellRunningServer(folder, accounts)
             print("added user \(name)")
         case "passwd":
             let password = try readPassword(fromStdin: options.flag("password-stdin"))
             guard try accounts.setPassword(name, passwordHash: PasswordHasher.hash(password, iterations: iterations)) else {
                 throw RuntimeError("no user \(name)")
             }
-            print("changed the password of \(name); their tokens are revoked")
+            tellRunningServer(folder, accounts)
+            print("changed the password of \(name); their tokens are revoked and their connections closed")
         case "remove":
             guard try accounts.removeUser(name) else { throw RuntimeError("no user \(name)") }
-            print("removed user \(name)")
+            tellRunningServer(folder, accounts)
+            print("removed user \(name); their connections are closed")
         default:
             throw UsageError("unknown action '\(action)'")
+        }
+    }
+
+    /// Rings a server running on the folder and waits until it has applied the change, so the
+    /// command returns only after revoked connections are closed.
+    private static func tellRunningServer(_ folder: DataFolder, _ accounts: Accounts) {
+        guard let epoch = try? accounts.epoch() else { return }
+        let channel = ControlChannel(folder: folder)
+        channel.announceAccountsChanged(epoch: epoch)
+        if !channel.waitUntilApplied(epoch: epoch, seconds: 5) {
+            FileHandle.standardError.write(Data("plistsync user: the running server has not confirmed the change yet; it applies it within seconds\n".utf8))
         }
     }
 

@@ -1,0 +1,188 @@
+import EventLoop
+import RecordStore
+
+/// Checks password and token logins without letting them hurt anyone else: at most
+/// `maxAttemptsInFlightPerAddress` attempts per address are worked on at once (the rest wait in
+/// that address's line, up to `maxWaitingPerAddress`), each is paced by `AuthThrottle` before
+/// any hashing, hashing runs on a thread of its own (never the thread pool the commits use), at
+/// most `maxQueuedHashes` wait for it, and every failure is answered
+/// a fixed time after the attempt arrived, so a wrong password, an unknown user and any
+/// account's iteration count look the same from outside.
+///
+/// Loop-thread object.
+final class LoginGate {
+    /// Why a login was not let in.
+    enum Refusal: Error {
+        /// Wrong user, password or token (answered after `failureDelayMilliseconds`).
+        case failed
+        /// Too many hashes are waiting; the client should try again shortly.
+        case busy
+        /// This address or account has used up its attempts for a while: retry after `seconds`.
+        case rateLimited(seconds: UInt64)
+    }
+
+    /// Every failed login is answered this long after it arrived (or when its hash is done, if
+    /// that is later): longer than a default-strength hash takes on a slow machine.
+    static let failureDelayMilliseconds: UInt64 = 1_000
+    /// Password checks that may wait for the hashing thread at once.
+    static let maxQueuedHashes = 64
+    /// Attempts from one address being paced or hashed at once; more wait their turn.
+    static let maxAttemptsInFlightPerAddress = 4
+    /// Attempts from one address waiting for their turn; more are refused (RATE_LIMITED).
+    static let maxWaitingPerAddress = 256
+    /// An attempt whose turn is further away than this is refused now rather than held.
+    static let maxWaitMilliseconds: UInt64 = 30_000
+
+    private let loop: EventLoop
+    private let accounts: Accounts
+    private let hasher: WorkerThread
+    private var throttle = AuthThrottle()
+    /// Password checks handed to the hashing thread and not yet answered.
+    private var hashesWaiting = 0
+    private var timers: [ObjectIdentifier: LoopTimer] = [:]
+    private var lines: [String: AddressLine] = [:]
+
+    /// One address's attempts: how many are being worked on, and who waits.
+    private struct AddressLine {
+        var inFlight = 0
+        var waiting: [() -> Void] = []
+    }
+
+    init(loop: EventLoop, accounts: Accounts) {
+        self.loop = loop
+        self.accounts = accounts
+        hasher = WorkerThread(loop: loop)
+    }
+
+    /// Checks `password` for `name`; `completion` runs on the loop thread exactly once (unless
+    /// the gate is closed first). Once `isStillWanted` says the asker has gone, no hash is made.
+    func checkPassword(
+        _ password: String, for name: String, from address: String,
+        isStillWanted: @escaping () -> Bool,
+        completion: @escaping (Result<Accounts.User, Refusal>) -> Void
+    ) {
+        let arrived = loop.nowMilliseconds
+        guard (lines[address]?.waiting.count ?? 0) < Self.maxWaitingPerAddress else {
+            return completion(.failure(.rateLimited(seconds: 1)))
+        }
+        inLine(address) { [self] done in
+            attempt(password, for: name, from: address, arrived: arrived, isStillWanted: isStillWanted) { result in
+                done()
+                completion(result)
+            }
+        }
+    }
+
+    /// Runs `body` when the address has a free place in its line; `body` calls `done` when it is
+    /// finished with it.
+    private func inLine(_ address: String, _ body: @escaping (_ done: @escaping () -> Void) -> Void) {
+        let start = { [self] in
+            lines[address, default: AddressLine()].inFlight += 1
+            body { [self] in
+                lines[address]?.inFlight -= 1
+                if let next = lines[address]?.waiting.first {
+                    lines[address]!.waiting.removeFirst()
+                    next()
+                } else if lines[address]?.inFlight == 0 {
+                    lines[address] = nil
+                }
+            }
+        }
+        if (lines[address]?.inFlight ?? 0) < Self.maxAttemptsInFlightPerAddress {
+            start()
+        } else {
+            lines[address]!.waiting.append(start)
+        }
+    }
+
+    private func attempt(
+        _ password: String, for name: String, from address: String, arrived: UInt64,
+        isStillWanted: @escaping () -> Bool,
+        completion: @escaping (Result<Accounts.User, Refusal>) -> Void
+    ) {
+        guard isStillWanted() else { return completion(.failure(.failed)) }
+        let now = loop.nowMilliseconds
+        let earliest = throttle.earliestSlot(address: address, account: name, now: now)
+        guard earliest - now <= Self.maxWaitMilliseconds else {
+            return completion(.failure(.rateLimited(seconds: (earliest - now + 999) / 1000)))
+        }
+        let slot = throttle.reserve(address: address, account: name, now: now)
+        let check = { [self] in
+            guard isStillWanted() else { return completion(.failure(.failed)) }
+            guard hashesWaiting < Self.maxQueuedHashes else { return completion(.failure(.busy)) }
+            let account: Accounts.User?
+            do {
+                account = try accounts.user(named: name)
+            } catch {
+                ServerLog.error("reading user \(name): \(error)")
+                account = nil
+            }
+            guard let account else {
+                // No hash to check: the answer waits just as long as for a wrong password.
+                throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
+                return answerFailure(arrived: arrived, isStillWanted, completion)
+            }
+            let stored = account.passwordHash
+            hashesWaiting += 1
+            hasher.submit({ PasswordHasher.verify(password, against: stored) }, then: { [self] matches in
+                hashesWaiting -= 1
+                if matches {
+                    throttle.succeeded(address: address, account: name)
+                    completion(.success(account))
+                } else {
+                    throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
+                    answerFailure(arrived: arrived, isStillWanted, completion)
+                }
+            })
+        }
+        if slot <= loop.nowMilliseconds {
+            check()
+        } else {
+            after(slot - loop.nowMilliseconds, check)
+        }
+    }
+
+    /// Checks a login token (a SHA-256 lookup, no hashing thread needed).
+    func checkToken(
+        _ token: String, from address: String,
+        isStillWanted: @escaping () -> Bool,
+        completion: @escaping (Result<(Accounts.User, tokenHash: String), Refusal>) -> Void
+    ) {
+        let arrived = loop.nowMilliseconds
+        let hash = Crypto.sha256Hex(token)
+        let owner = try? accounts.tokenOwner(hash: hash)
+        if let owner, let account = try? accounts.user(named: owner) {
+            return completion(.success((account, hash)))
+        }
+        let slot = throttle.tokenFailed(address: address, now: arrived)
+        let answerAt = max(slot, arrived + Self.failureDelayMilliseconds)
+        after(answerAt - loop.nowMilliseconds) {
+            if isStillWanted() { completion(.failure(.failed)) }
+        }
+    }
+
+    private func answerFailure<T>(arrived: UInt64, _ isStillWanted: @escaping () -> Bool, _ completion: @escaping (Result<T, Refusal>) -> Void) {
+        let answerAt = arrived + Self.failureDelayMilliseconds
+        let now = loop.nowMilliseconds
+        guard answerAt > now else { return completion(.failure(.failed)) }
+        after(answerAt - now) { completion(.failure(.failed)) }
+    }
+
+    private func after(_ milliseconds: UInt64, _ body: @escaping () -> Void) {
+        let timer = LoopTimer(loop: loop)
+        let key = ObjectIdentifier(timer)
+        timers[key] = timer
+        timer.start(after: milliseconds) { [self] in
+            timers[key] = nil
+            timer.close()
+            body()
+        }
+    }
+
+    /// Stops the hashing thread and drops logins still waiting for their turn (at shutdown).
+    func close() {
+        hasher.close()
+        for timer in timers.values { timer.close() }
+        timers.removeAll()
+    }
+}
