@@ -15,7 +15,7 @@ struct AuthThrottle {
     /// Strikes a key may have before attempts are spaced out (typos cost nothing).
     static let freeStrikesPerAddress = 3
     static let freeStrikesPerAccount = 5
-    static let baseDelayMilliseconds: UInt64 = 250
+    static let baseDelayMilliseconds: UInt64 = 500
     static let maxDelayMilliseconds: UInt64 = 10_000
     static let forgetAfterMilliseconds: UInt64 = 15 * 60 * 1000
     /// Bound on remembered keys, so that the throttle's own memory cannot be flooded.
@@ -94,8 +94,8 @@ struct AuthThrottle {
     private static func take(_ table: inout [String: Pace], _ key: String, now: UInt64, free: Int) -> UInt64 {
         guard var pace = table[key], now - pace.last <= forgetAfterMilliseconds else { return now }
         let slot = max(now, pace.nextSlot)
-        if pace.strikes > free {
-            let shift = UInt64(min(pace.strikes - free - 1, 16))
+        if pace.strikes >= free {
+            let shift = UInt64(min(pace.strikes - free, 16))
             pace.nextSlot = slot + min(baseDelayMilliseconds << shift, maxDelayMilliseconds)
         } else {
             pace.nextSlot = slot

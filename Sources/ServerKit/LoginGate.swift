@@ -6,7 +6,7 @@ import RecordStore
 /// that address's line, up to `maxWaitingPerAddress`), each is paced by `AuthThrottle` before
 /// any hashing, hashing runs on a thread of its own (never the thread pool the commits use), at
 /// most `maxQueuedHashes` wait for it, and every failure is answered
-/// a fixed time after the attempt arrived, so a wrong password, an unknown user and any
+/// a fixed time after the attempt's turn came, so a wrong password, an unknown user and any
 /// account's iteration count look the same from outside.
 ///
 /// Loop-thread object.
@@ -21,7 +21,7 @@ final class LoginGate {
         case rateLimited(seconds: UInt64)
     }
 
-    /// Every failed login is answered this long after it arrived (or when its hash is done, if
+    /// Every failed login is answered this long after its turn came (or when its hash is done, if
     /// that is later): longer than a default-strength hash takes on a slow machine.
     static let failureDelayMilliseconds: UInt64 = 1_000
     /// Password checks that may wait for the hashing thread at once.
@@ -61,12 +61,11 @@ final class LoginGate {
         isStillWanted: @escaping () -> Bool,
         completion: @escaping (Result<Accounts.User, Refusal>) -> Void
     ) {
-        let arrived = loop.nowMilliseconds
         guard (lines[address]?.waiting.count ?? 0) < Self.maxWaitingPerAddress else {
             return completion(.failure(.rateLimited(seconds: 1)))
         }
         inLine(address) { [self] done in
-            attempt(password, for: name, from: address, arrived: arrived, isStillWanted: isStillWanted) { result in
+            attempt(password, for: name, from: address, isStillWanted: isStillWanted) { result in
                 done()
                 completion(result)
             }
@@ -96,7 +95,7 @@ final class LoginGate {
     }
 
     private func attempt(
-        _ password: String, for name: String, from address: String, arrived: UInt64,
+        _ password: String, for name: String, from address: String,
         isStillWanted: @escaping () -> Bool,
         completion: @escaping (Result<Accounts.User, Refusal>) -> Void
     ) {
@@ -108,6 +107,9 @@ final class LoginGate {
         }
         let slot = throttle.reserve(address: address, account: name, now: now)
         let check = { [self] in
+            // The fixed failure delay counts from the attempt's turn, so waiting for a turn and
+            // the delay add up: pacing is never hidden inside the delay.
+            let turn = loop.nowMilliseconds
             guard isStillWanted() else { return completion(.failure(.failed)) }
             guard hashesWaiting < Self.maxQueuedHashes else { return completion(.failure(.busy)) }
             let account: Accounts.User?
@@ -120,7 +122,7 @@ final class LoginGate {
             guard let account else {
                 // No hash to check: the answer waits just as long as for a wrong password.
                 throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
-                return answerFailure(arrived: arrived, isStillWanted, completion)
+                return answerFailure(turn: turn, completion)
             }
             let stored = account.passwordHash
             hashesWaiting += 1
@@ -131,7 +133,7 @@ final class LoginGate {
                     completion(.success(account))
                 } else {
                     throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
-                    answerFailure(arrived: arrived, isStillWanted, completion)
+                    answerFailure(turn: turn, completion)
                 }
             })
         }
@@ -161,7 +163,7 @@ final class LoginGate {
         }
     }
 
-    private func answerFailure<T>(arrived: UInt64, _ isStillWanted: @escaping () -> Bool, _ completion: @escaping (Result<T, Refusal>) -> Void) {
+    private func answerFailure<T>(turn arrived: UInt64, _ completion: @escaping (Result<T, Refusal>) -> Void) {
         let answerAt = arrived + Self.failureDelayMilliseconds
         let now = loop.nowMilliseconds
         guard answerAt > now else { return completion(.failure(.failed)) }

@@ -38,10 +38,10 @@ public enum ISO8601UTC {
         }
         guard year >= 1 else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let whole = Double(days * 86_400 + hour * 3_600 + minute * 60 + second)
-        // What `format` will write, to the microsecond, must still be a four-digit year.
-        guard whole + (fraction * 1_000_000).rounded() / 1_000_000 < latestSeconds else { return nil }
-        return Date(timeIntervalSince1970: whole + fraction)
+        let date = Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction)
+        // What `format` will write must still be a four-digit year (near year 9999 a Double
+        // holds ~30 µs, so the last fraction of the last second rounds into year 10000).
+        return isRepresentable(date) ? date : nil
     }
 
     /// Seconds since 1970 of 0001-01-01T00:00:00Z, the earliest date the wire form can carry.
@@ -52,9 +52,11 @@ public enum ISO8601UTC {
     /// Whether `date`, written to the microsecond, falls within years 0001–9999.
     public static func isRepresentable(_ date: Date) -> Bool {
         let total = date.timeIntervalSince1970
-        guard total.isFinite else { return false }
-        let rounded = (total * 1_000_000).rounded() / 1_000_000
-        return rounded >= earliestSeconds && rounded < latestSeconds
+        guard total.isFinite, total >= earliestSeconds, total < latestSeconds else { return false }
+        // The same rounding as `format`: to the microsecond, carrying into the next second.
+        let whole = total.rounded(.down)
+        let carries = ((total - whole) * 1_000_000).rounded() >= 1_000_000
+        return whole + (carries ? 1 : 0) < latestSeconds
     }
 
     /// Writes a date with as many fractional digits (up to microseconds) as it needs. A date

@@ -56,11 +56,11 @@ final class TestServer {
     private let extraArguments: [String]
     private let logPath: String
 
-    init(extraArguments: [String] = []) throws {
-        dataPath = NSTemporaryDirectory() + "plistsync-test-" + UUID().uuidString
-        logPath = dataPath + ".log"
+    init(extraArguments: [String] = [], dataPath: String? = nil) throws {
+        self.dataPath = dataPath ?? (NSTemporaryDirectory() + "plistsync-test-" + UUID().uuidString)
+        logPath = NSTemporaryDirectory() + "plistsync-test-" + UUID().uuidString + ".log"
         self.extraArguments = extraArguments
-        try FileManager.default.createDirectory(atPath: dataPath, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: self.dataPath, withIntermediateDirectories: true)
     }
 
     /// Adds an account with a low KDF work factor, so tests stay fast.
@@ -73,7 +73,7 @@ final class TestServer {
 
     /// Starts the server (again, after a stop, on the same port) and waits until it listens.
     func start() throws {
-        let portFile = dataPath + ".port"
+        let portFile = logPath + ".port"
         try? FileManager.default.removeItem(atPath: portFile)
         let process = try PlistSyncBinary.launch(
             ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + extraArguments, log: logPath)
@@ -106,6 +106,20 @@ final class TestServer {
 
     var isRunning: Bool { process?.isRunning ?? false }
 
+    /// The server's resident memory in KiB, from /proc.
+    func residentKilobytes() -> Int {
+        guard let pid = process?.processIdentifier,
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return 0 }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+    }
+
+    /// A connection from another loopback address (127.0.0.2, …), as a second machine would be.
+    func connect(from source: String) throws -> LineClient {
+        try LineClient(port: port, source: source)
+    }
+
     func connect() throws -> LineClient {
         try LineClient(port: port)
     }
@@ -122,23 +136,39 @@ final class TestServer {
         stop(signal: SIGKILL)
         try? FileManager.default.removeItem(atPath: dataPath)
         try? FileManager.default.removeItem(atPath: logPath)
-        try? FileManager.default.removeItem(atPath: dataPath + ".port")
+        try? FileManager.default.removeItem(atPath: logPath + ".port")
     }
 }
 
 /// A blocking line client over a real TCP socket, with a read timeout.
-final class LineClient {
+/// Unchecked: a test may send from one thread while it reads on another (send and recv on one
+/// socket are safe together; the read buffer is touched by the reader only).
+final class LineClient: @unchecked Sendable {
     private let socket: Int32
     var fileDescriptor: Int32 { socket }
     private var buffer: [UInt8] = []
+    private var bufferStart = 0
+    private var scanned = 0
     var timeoutSeconds = 10.0
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
 
-    init(port: Int) throws {
+    init(port: Int, source: String? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(socket)
+                throw Failure(description: "bind to \(source) failed: errno \(errno)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -164,6 +194,32 @@ final class LineClient {
         }
     }
 
+    /// Sends as much of `bytes` as the socket takes within `seconds` without blocking; returns
+    /// how many went out (a client that writes and never reads).
+    func sendWithoutBlocking(_ bytes: [UInt8], seconds: Double) -> Int {
+        var offset = 0
+        let deadline = Date().addingTimeInterval(seconds)
+        while offset < bytes.count, Date() < deadline {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if sent > 0 {
+                offset += sent
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                var poller = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&poller, 1, 50)
+            } else {
+                break
+            }
+        }
+        return offset
+    }
+
+    /// Closes with a reset (SO_LINGER 0), the way a crashed or killed client vanishes.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(socket, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        shutdown(socket, Int32(SHUT_RDWR))
+    }
+
     /// Sends one line, adding the LF.
     func send(_ line: String) throws {
         try send(bytes: Array((line + "\n").utf8))
@@ -173,21 +229,30 @@ final class LineClient {
     func readLine(timeout: Double? = nil) throws -> String? {
         let deadline = Date().addingTimeInterval(timeout ?? timeoutSeconds)
         while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeFirst(newline + 1)
+            if let newline = buffer[scanned...].firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[bufferStart..<newline], as: UTF8.self)
+                bufferStart = newline + 1
+                scanned = bufferStart
+                if bufferStart > 1 << 20 || bufferStart == buffer.count {
+                    buffer.removeFirst(bufferStart)
+                    bufferStart = 0
+                    scanned = 0
+                }
                 return line
             }
+            scanned = buffer.count
             let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { throw Failure(description: "timed out waiting for a line; have \(String(decoding: buffer, as: UTF8.self))") }
+            guard remaining > 0 else { throw Failure(description: "timed out waiting for a line; have \(String(decoding: buffer[bufferStart...].prefix(300), as: UTF8.self))") }
             var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
             guard poll(&poller, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let count = recv(socket, &chunk, chunk.count, 0)
             if count <= 0 {
-                if buffer.isEmpty { return nil }
-                let line = String(decoding: buffer, as: UTF8.self)
+                if bufferStart == buffer.count { return nil }
+                let line = String(decoding: buffer[bufferStart...], as: UTF8.self)
                 buffer.removeAll()
+                bufferStart = 0
+                scanned = 0
                 return line
             }
             buffer.append(contentsOf: chunk[0..<count])

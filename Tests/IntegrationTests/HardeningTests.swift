@@ -1,0 +1,431 @@
+import Foundation
+import XCTest
+
+/// Faults found by attacking the server as an unauthenticated client, a careless client and a
+/// rogue user would (issue 8): each test reproduces one and checks the answer's content.
+final class HardeningTests: XCTestCase {
+    private func server(_ arguments: [String] = [], users: [(String, String)] = [("alice", "wonderland"), ("bob", "builder")]) throws -> TestServer {
+        let server = try TestServer(extraArguments: arguments)
+        for (name, password) in users { try server.addUser(name, password: password) }
+        try server.start()
+        return server
+    }
+
+    // MARK: - Crash and denial of service
+
+    /// A client that pipelines megabytes of PING without reading, then vanishes with a reset,
+    /// used to kill the server with SIGPIPE.
+    func testAClientThatVanishesMidReplyCostsOnlyItsConnection() throws {
+        let server = try server()
+        let attacker = try server.connect()
+        let pings = Array(String(repeating: "p PING\n", count: 1_300_000).utf8)
+        let sent = attacker.sendWithoutBlocking(pings, seconds: 3)
+        XCTAssertGreaterThan(sent, 100_000)
+        attacker.reset()
+        usleep(500_000)
+        XCTAssertTrue(server.isRunning, "the server died: \(server.log())")
+        try server.connect().expect("p PING", equals: "p OK PONG")
+    }
+
+    /// 60 connections hammering AUTH for an account with a slow hash used to queue password
+    /// hashing in front of every commit on the shared thread pool.
+    func testALoginFloodDoesNotDelayAnotherUsersWrites() throws {
+        let server = try server()
+        let (status, _, err) = try PlistSyncBinary.run(
+            ["user", "add", "victim", "--password-stdin", "--iterations", "600000", "--data", server.dataPath], input: "secret\n")
+        XCTAssertEqual(status, 0, err)
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        var flood: [LineClient] = []
+        for index in 0..<60 {
+            let client = try server.connect(from: "127.0.0.\(2 + index % 30)")
+            try client.send("a AUTH victim guess\(index)")
+            flood.append(client)
+        }
+        usleep(200_000)
+        var worst = 0.0
+        for index in 0..<20 {
+            let started = Date()
+            try alice.expect("p\(index) PUT c r\(index) 0 {}", prefix: "p\(index) OK PUT c r\(index) 1 ")
+            worst = max(worst, Date().timeIntervalSince(started))
+        }
+        XCTAssertLessThan(worst, 0.5, "a PUT waited \(worst) s behind password hashing")
+        // The flood was answered, not dropped: every attempt gets a failure or BUSY.
+        for client in flood.prefix(5) {
+            let reply = try client.readLine(timeout: 30) ?? ""
+            XCTAssertTrue(reply.hasPrefix("a ERR AUTH_FAILED") || reply.hasPrefix("a ERR BUSY") || reply.hasPrefix("a ERR RATE_LIMITED"), reply)
+        }
+    }
+
+    /// 800 pipelined GETs of a 250 KiB record (10 KB sent) grew the server by ~200 MB.
+    func testPipelinedGetsOfABigRecordDoNotBufferWithoutBound() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("p PUT c big 0 {\"v\":\"\(String(repeating: "x", count: 250_000))\"}", prefix: "p OK PUT c big 1 ")
+        let before = server.residentKilobytes()
+        let requests = Array(String(repeating: "g GET c big\n", count: 800).utf8)
+        XCTAssertEqual(alice.sendWithoutBlocking(requests, seconds: 5), requests.count)
+        usleep(1_000_000)
+        let grown = server.residentKilobytes() - before
+        XCTAssertLessThan(grown, 60_000, "the server grew \(grown) KiB for replies its client does not read")
+        for _ in 0..<800 { XCTAssertTrue(try alice.line().hasPrefix("g OK GET c big 1 ")) }
+        try alice.expect("z PING", equals: "z OK PONG")
+    }
+
+    /// 200,000 pipelined small PUTs used to pile up in the committer's queue (401,984 of 1M).
+    func testTheCommitQueueIsBoundedWithBackPressureOnTheWriter() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        let watcher = try server.login("bob", "builder")
+        let total = 200_000
+        let writer = Thread {
+            var batch = ""
+            for index in 0..<total { batch += "p PUT c r\(index) 0 {}\n" }
+            try? alice.send(bytes: Array(batch.utf8))
+        }
+        writer.start()
+        var mostQueued = 0
+        let deadline = Date().addingTimeInterval(20)
+        var acknowledged = 0
+        while acknowledged < total, Date() < deadline {
+            let stats = try watcher.expect("s STATS", prefix: "s OK STATS ")
+            if let range = stats.range(of: "\"queued_writes\":") {
+                let digits = stats[range.upperBound...].prefix { $0.isNumber }
+                mostQueued = max(mostQueued, Int(digits) ?? 0)
+            }
+            while acknowledged < total, let line = try? alice.readLine(timeout: 0.05) {
+                XCTAssertTrue(line.hasPrefix("p OK PUT c r"), line)
+                acknowledged += 1
+                if acknowledged % 5000 == 0 { break }
+            }
+        }
+        XCTAssertEqual(acknowledged, total)
+        XCTAssertLessThanOrEqual(mostQueued, 16_384, "the commit queue grew to \(mostQueued)")
+    }
+
+    func testConnectionLimitsAndThePreAuthDeadline() throws {
+        let server = try server(["--max-connections", "30", "--preauth-timeout", "1"])
+        var open: [LineClient] = []
+        for _ in 0..<30 { open.append(try server.connect()) }
+        try open[0].expect("p PING", equals: "p OK PONG")
+        let extra = try server.connect()
+        XCTAssertEqual(try extra.readLine(timeout: 3), "* BYE BUSY")
+        XCTAssertNil(try extra.readLine(timeout: 3))
+        // Nobody logged in: after the deadline every one of them is told and closed.
+        XCTAssertEqual(try open[1].readLine(timeout: 4), "* BYE AUTH_TIMEOUT")
+        XCTAssertNil(try open[1].readLine(timeout: 3))
+        usleep(300_000)
+        try server.login("alice", "wonderland").expect("p PING", equals: "p OK PONG")
+    }
+
+    func testBeforeLoginLinesAreShortAndAFloodOfSilentConnectionsCannotLockOutARealClient() throws {
+        let server = try server(["--max-unauthenticated", "20"])
+        let long = try server.connect()
+        XCTAssertEqual(long.sendWithoutBlocking(Array(String(repeating: "x", count: 8_192).utf8), seconds: 2), 8_192)
+        XCTAssertEqual(try long.readLine(timeout: 3), "* BYE TOO_LARGE")
+        var silent: [LineClient] = []
+        for _ in 0..<60 { silent.append(try server.connect()) }
+        let started = Date()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("p PING", equals: "p OK PONG")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        var evicted = 0
+        for client in silent.prefix(40) where (try? client.readLine(timeout: 0.5)) == "* BYE BUSY" { evicted += 1 }
+        XCTAssertGreaterThanOrEqual(evicted, 38, "the oldest silent connections make room")
+        // After login a line may be as long as the full limit again.
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("p PUT c big 0 {\"v\":\"\(String(repeating: "y", count: 100_000))\"}", prefix: "p OK PUT c big 1 ")
+    }
+
+    /// A line growing one byte at a time used to outlive `--idle-timeout`.
+    func testTheIdleClockCountsCompleteLinesOnly() throws {
+        let server = try server(["--idle-timeout", "2"])
+        let alice = try server.login("alice", "wonderland")
+        let started = Date()
+        var closed = false
+        while Date().timeIntervalSince(started) < 6, !closed {
+            _ = alice.sendWithoutBlocking(Array("x".utf8), seconds: 0.1)
+            if let line = try? alice.readLine(timeout: 0.4) {
+                XCTAssertEqual(line, "* BYE IDLE")
+                closed = true
+            }
+        }
+        XCTAssertTrue(closed)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4.5)
+    }
+
+    /// A subscriber dropped with `* BYE SLOW` that never reads used to keep its socket for ever.
+    func testADroppedSlowSubscriberIsCutOffAfterAGracePeriod() throws {
+        let server = try server(["--max-pending-output", "65536"])
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        let slow = try server.login("alice", "wonderland")
+        try slow.expect("s SUB c SINCE 0", equals: "s OK SUB c 0")
+        let value = String(repeating: "v", count: 50_000)
+        var batch = ""
+        for index in 0..<400 { batch += "p\(index) PUT c r\(index) 0 {\"v\":\"\(value)\"}\n" }
+        try alice.send(bytes: Array(batch.utf8))
+        for index in 0..<400 { XCTAssertTrue(try alice.line().hasPrefix("p\(index) OK PUT")) }
+        var connections = -1
+        let deadline = Date().addingTimeInterval(8)
+        while Date() < deadline {
+            let stats = try alice.expect("s STATS", prefix: "s OK STATS ")
+            connections = Int(stats.components(separatedBy: "\"connections\":")[1].prefix { $0.isNumber }) ?? -1
+            if connections == 1 { break }
+            usleep(200_000)
+        }
+        XCTAssertEqual(connections, 1, "the slow subscriber's connection is still open")
+        _ = slow
+    }
+
+    /// 100,000 collections per user used to be allowed.
+    func testCollectionsPerUserAreLimited() throws {
+        let server = try server(["--max-collections-per-user", "3"])
+        try server.addUser("root", password: "toor", admin: true)
+        let alice = try server.login("alice", "wonderland")
+        for index in 0..<3 { try alice.expect("c\(index) CREATE c\(index)", equals: "c\(index) OK CREATE c\(index)") }
+        try alice.expect("c3 CREATE c3", prefix: "c3 ERR QUOTA alice owns 3 collections")
+        try alice.expect("l COLLECTIONS", equals: "* COLLECTION c0 admin 0")
+        XCTAssertEqual(try alice.line(), "* COLLECTION c1 admin 0")
+        XCTAssertEqual(try alice.line(), "* COLLECTION c2 admin 0")
+        XCTAssertEqual(try alice.line(), "l OK COLLECTIONS 3")
+        let root = try server.login("root", "toor")
+        for index in 0..<5 { try root.expect("r\(index) CREATE r\(index)", equals: "r\(index) OK CREATE r\(index)") }
+    }
+
+    /// Alternating `MOVE … BEFORE` the same record used to grow position keys without bound.
+    func testRepeatedMovesIntoOneGapKeepKeysShortAndOrderRight() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        for id in ["a", "b", "x", "z"] { try alice.expect("p PUT c \(id) 0 {}", prefix: "p OK PUT c \(id) 1 ") }
+        let subscriber = try server.login("bob", "builder")
+        try alice.expect("g GRANT c bob read", equals: "g OK GRANT")
+        try subscriber.send("s SUB c SINCE 0")
+        var revs = ["a": 1, "b": 1]
+        var rebalances = 0
+        // Moves one at a time, each from the rev last seen; a re-keying raises every record's
+        // rev, so a move after one conflicts once and is sent again from the current rev.
+        for index in 0..<600 {
+            let id = index % 2 == 0 ? "a" : "b"
+            try alice.send("m\(index) MOVE c \(id) \(revs[id]!) BEFORE x")
+            var words = try alice.line().split(separator: " ").map(String.init)
+            if words[1] == "ERR", words[2] == "CONFLICT" {
+                rebalances += 1
+                try alice.send("m\(index) MOVE c \(id) \(words[5]) BEFORE x")
+                words = try alice.line().split(separator: " ").map(String.init)
+            }
+            XCTAssertEqual(Array(words.prefix(5)), ["m\(index)", "OK", "MOVE", "c", id])
+            revs[id] = Int(words[5])!
+        }
+        XCTAssertGreaterThan(rebalances, 0)
+        try alice.send("l LIST c")
+        var order: [String] = []
+        var longest = 0
+        while true {
+            let line = try alice.line()
+            if line.hasPrefix("l OK LIST") { break }
+            let words = line.split(separator: " ")
+            order.append(String(words[3]))
+            longest = max(longest, words[5].count)
+        }
+        XCTAssertEqual(order, ["a", "b", "x", "z"])
+        XCTAssertLessThanOrEqual(longest, 40)
+        // A subscriber that applied every CHANGE line has the same order.
+        var positions: [String: String] = [:]
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let line = try subscriber.line()
+            let words = line.split(separator: " ")
+            if words.count > 6, words[1] == "CHANGE" { positions[String(words[4])] = String(words[6]) }
+            if words.count > 5, words[4] == "b", words[5] == String(revs["b"]!) { break }
+        }
+        XCTAssertEqual(positions.sorted { $0.value < $1.value }.map(\.key), order)
+    }
+
+    /// A date that rounds to year 10000 used to be stored and then broke GET for everyone.
+    func testDatesOutsideYearsOneToNineThousandNineHundredNinetyNineAreRefused() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        for text in ["9999-12-31T23:59:59.9999999Z", "9999-12-31T23:59:59.999999Z", "0000-06-01T00:00:00Z", "10000-01-01T00:00:00Z"] {
+            try alice.expect("p PUT c d 0 {\"d\":{\"$date\":\"\(text)\"}}", prefix: "p ERR BAD_REQUEST ")
+        }
+        try alice.expect("p PUT c d 0 {\"d\":{\"$date\":\"9999-12-31T23:59:59Z\"},\"e\":{\"$date\":\"0001-01-01T00:00:00Z\"}}", prefix: "p OK PUT c d 1 ")
+        try alice.expect("g GET c d", equals: "g OK GET c d 1 a0 {\"d\":{\"$date\":\"9999-12-31T23:59:59Z\"},\"e\":{\"$date\":\"0001-01-01T00:00:00Z\"}}")
+        let passwordFile = server.dataPath + ".password"
+        try "wonderland\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: passwordFile) }
+        let (status, out, err) = try PlistSyncBinary.run(
+            ["get", "c", "d", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", passwordFile])
+        XCTAssertEqual(status, 0, err)
+        XCTAssertTrue(out.contains("9999-12-31T23:59:59Z"), out)
+    }
+
+    // MARK: - Access control
+
+    func testRemovingAccessEndsALiveSubscription() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("g GRANT c bob read", equals: "g OK GRANT")
+        let bob = try server.login("bob", "builder")
+        try bob.expect("s SUB c SINCE 0", equals: "s OK SUB c 0")
+        try alice.expect("p PUT c one 0 {}", prefix: "p OK PUT c one 1 1")
+        XCTAssertEqual(try bob.line(), "* CHANGE c 1 one 1 a0 {}")
+        try alice.expect("n GRANT c bob none", equals: "n OK GRANT")
+        XCTAssertEqual(try bob.line(), "* UNSUB c REVOKED")
+        try alice.expect("p2 PUT c two 0 {}", prefix: "p2 OK PUT c two 1 ")
+        try bob.expect("q PING", equals: "q OK PONG")
+        try bob.expect("s2 SUB c SINCE 0", prefix: "s2 ERR FORBIDDEN ")
+    }
+
+    func testRevokingATokenClosesTheConnectionsThatUseIt() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        let token = String(try alice.expect("t TOKEN NEW laptop", prefix: "t OK TOKEN pst_").split(separator: " ")[3])
+        let device = try server.connect()
+        try device.expect("a AUTH TOKEN \(token)", equals: "a OK AUTH alice")
+        try alice.expect("r TOKEN REVOKE \(token)", equals: "r OK TOKEN REVOKED")
+        XCTAssertEqual(try device.readLine(timeout: 2), "* BYE REVOKED")
+        XCTAssertNil(try device.readLine(timeout: 2))
+        try alice.expect("p PING", equals: "p OK PONG")
+    }
+
+    func testUserCommandsOnARunningServerCloseThatUsersConnections() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("g GRANT c bob write", equals: "g OK GRANT")
+        let bob = try server.login("bob", "builder")
+        try bob.expect("s SUB c SINCE 0", equals: "s OK SUB c 0")
+
+        let removed = try PlistSyncBinary.run(["user", "remove", "bob", "--data", server.dataPath])
+        XCTAssertEqual(removed.0, 0, removed.2)
+        XCTAssertEqual(try bob.readLine(timeout: 1), "* BYE REVOKED")
+        // A new bob starts with no memberships.
+        try server.addUser("bob", password: "again")
+        let newBob = try server.login("bob", "again")
+        try newBob.expect("l LIST c", prefix: "l ERR FORBIDDEN ")
+        try newBob.expect("k COLLECTIONS", equals: "k OK COLLECTIONS 0")
+
+        let changed = try PlistSyncBinary.run(["user", "passwd", "bob", "--password-stdin", "--iterations", "1000", "--data", server.dataPath], input: "third\n")
+        XCTAssertEqual(changed.0, 0, changed.2)
+        XCTAssertEqual(try newBob.readLine(timeout: 1), "* BYE REVOKED")
+        try alice.expect("p PING", equals: "p OK PONG")
+        try server.login("bob", "third").expect("p PING", equals: "p OK PONG")
+    }
+
+    /// 200 parallel connections used to make 600 guesses in 30 s.
+    func testParallelGuessesFromOneAddressArePacedAndTheAccountsOwnerStillGetsIn() throws {
+        let server = try server()
+        // alice logs in once from her usual address, so it is known for her account.
+        try server.login("alice", "wonderland").expect("q QUIT", equals: "q OK BYE")
+        var attackers: [LineClient] = []
+        for index in 0..<40 {
+            let client = try server.connect(from: "127.0.0.9")
+            try client.send("a AUTH alice guess\(index)")
+            attackers.append(client)
+        }
+        let started = Date()
+        var answered = 0
+        for client in attackers where (try? client.readLine(timeout: max(0.01, 3 - Date().timeIntervalSince(started)))) != nil {
+            answered += 1
+        }
+        XCTAssertLessThanOrEqual(answered, 12, "guesses answered within 3 s from one address")
+        let login = Date()
+        try server.login("alice", "wonderland").expect("p PING", equals: "p OK PONG")
+        XCTAssertLessThan(Date().timeIntervalSince(login), 1.0, "the owner waited behind an attacker")
+    }
+
+    func testUnknownUserAndWrongPasswordTakeTheSameTime() throws {
+        let server = try server()
+        let (status, _, err) = try PlistSyncBinary.run(
+            ["user", "add", "strong", "--password-stdin", "--iterations", "600000", "--data", server.dataPath], input: "pw\n")
+        XCTAssertEqual(status, 0, err)
+        var times: [String: Double] = [:]
+        for (index, name) in ["nobody", "alice", "strong"].enumerated() {
+            let client = try server.connect(from: "127.0.1.\(index + 1)")
+            let started = Date()
+            try client.expect("a AUTH \(name) wrong", prefix: "a ERR AUTH_FAILED ")
+            times[name] = Date().timeIntervalSince(started)
+        }
+        for time in times.values { XCTAssertEqual(time, 1.0, accuracy: 0.15, "\(times)") }
+    }
+
+    func testDataFilesAreOwnerOnlyWhateverTheFolderWasMadeWith() throws {
+        let data = NSTemporaryDirectory() + "plistsync-modes-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let server = try TestServer(extraArguments: [])
+        try FileManager.default.removeItem(atPath: server.dataPath)
+        try FileManager.default.moveItem(atPath: data, toPath: server.dataPath)
+        try server.start()
+        try server.connect().expect("p PING", equals: "p OK PONG")
+        func mode(_ path: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? -1
+        }
+        XCTAssertEqual(mode(server.dataPath), 0o700)
+        for suffix in ["", "-wal", "-shm"] {
+            XCTAssertEqual(mode(server.dataPath + "/store.sqlite" + suffix), 0o600, suffix)
+        }
+    }
+
+    func testTheNameTokenIsReservedSoTokenLoginStaysUnambiguous() throws {
+        let data = NSTemporaryDirectory() + "plistsync-token-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        for name in ["token", "Token", "TOKEN"] {
+            let (status, _, err) = try PlistSyncBinary.run(["user", "add", name, "--password-stdin", "--data", data], input: "pw\n")
+            XCTAssertEqual(status, 64)
+            XCTAssertTrue(err.contains("reserved"), err)
+        }
+    }
+
+    func testAFullDiskAnswersNoSpaceAndReadsKeepWorking() throws {
+        let mountPoint = NSTemporaryDirectory() + "plistsync-full-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer {
+            _ = try? PlistSyncShell.run("umount", [mountPoint])
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        guard (try? PlistSyncShell.run("mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint])) == 0 else {
+            throw XCTSkip("cannot mount a small tmpfs here (needs root)")
+        }
+        let server = try TestServer(dataPath: mountPoint + "/data")
+        let (status, _, err) = try PlistSyncBinary.run(
+            ["user", "add", "alice", "--password-stdin", "--iterations", "1000", "--data", mountPoint + "/data"], input: "wonderland\n")
+        XCTAssertEqual(status, 0, err)
+        try server.start()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("p PUT c keep 0 {\"v\":1}", prefix: "p OK PUT c keep 1 ")
+        let value = String(repeating: "z", count: 200_000)
+        var refused = ""
+        for index in 0..<40 {
+            try alice.send("f\(index) PUT c fill\(index) 0 {\"v\":\"\(value)\"}")
+            let reply = try alice.line()
+            if !reply.contains(" OK PUT ") {
+                refused = reply
+                break
+            }
+        }
+        XCTAssertTrue(refused.contains(" ERR NO_SPACE "), refused)
+        try alice.expect("g GET c keep", prefix: "g OK GET c keep 1 ")
+        try alice.expect("q PING", equals: "q OK PONG")
+    }
+}
+
+/// Runs a system command (mount, umount) and returns its exit status.
+enum PlistSyncShell {
+    static func run(_ tool: String, _ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [tool] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
