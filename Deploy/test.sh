@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs missing packages, builds, and runs `swift test`
-# (unit tests, then integration tests that start real servers on 127.0.0.1).
+# (unit tests, then integration tests that start real servers on 127.0.0.1), then the libFuzzer
+# harnesses for FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long).
 # The tests are XCTest; the last line sums them up as "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 swift test --disable-swift-testing "$@" 2>&1 | tee "$log" || status=$?
+fuzz_seconds=${FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" -gt 0 ] && [ "$#" -eq 0 ]; then
+    bash Tests/Fuzz/run.sh "$fuzz_seconds" || status=1
+fi
 summary=$(grep -E "^[[:space:]]*Executed [0-9]+ tests?, with [0-9]+ failures?" "$log" | tail -n 1 || true)
 if [ -n "$summary" ]; then
     total=$(echo "$summary" | sed -E 's/.*Executed ([0-9]+) tests?.*/\1/')

@@ -8,6 +8,16 @@ struct BinaryPlistReader {
     private var referenceSize = 0
     private var objectCount = 0
     private var offsetTable = 0
+    /// Objects and payload bytes still allowed to be decoded: references may share objects, so
+    /// a small file can name an exponential tree (each array holding the next one twice); the
+    /// budget bounds what any file can make the reader build.
+    private var objectsLeft = 0
+    private var bytesLeft = 0
+
+    /// Decoded objects at most, whatever the file's size.
+    static let maxDecodedObjects = 1 << 20
+    /// Decoded string and data bytes at most: 64 MiB, or 16 times the file if that is more.
+    static let minDecodedBytesBudget = 64 << 20
 
     /// Seconds between 1970 and 2001, the binary format's date epoch.
     static let epochOffset = 978_307_200.0
@@ -34,6 +44,8 @@ struct BinaryPlistReader {
         else { throw failure("bad trailer") }
         objectCount = Int(count)
         offsetTable = Int(table)
+        objectsLeft = Self.maxDecodedObjects
+        bytesLeft = max(Self.minDecodedBytesBudget, bytes.count * 16)
         var visiting = Set<Int>()
         return try object(Int(top), depth: 0, visiting: &visiting)
     }
@@ -63,8 +75,15 @@ struct BinaryPlistReader {
         return (Int(value), position + 2 + size)
     }
 
-    private func object(_ reference: Int, depth: Int, visiting: inout Set<Int>) throws(PlistFile.ParseError) -> Value {
+    private mutating func spend(bytes count: Int) throws(PlistFile.ParseError) {
+        bytesLeft -= count
+        guard bytesLeft >= 0 else { throw failure("decodes to more than the reader's byte budget (shared references)") }
+    }
+
+    private mutating func object(_ reference: Int, depth: Int, visiting: inout Set<Int>) throws(PlistFile.ParseError) -> Value {
         guard depth < PlistFile.maxDepth else { throw failure("nested deeper than \(PlistFile.maxDepth)") }
+        objectsLeft -= 1
+        guard objectsLeft >= 0 else { throw failure("more than \(Self.maxDecodedObjects) objects once shared references are followed") }
         let position = try offset(of: reference)
         let marker = bytes[position]
         let nibble = marker & 0x0F
@@ -99,14 +118,17 @@ struct BinaryPlistReader {
         case 0x4:
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length <= bytes.count else { throw failure("data past the end") }
+            try spend(bytes: length)
             return .data(Data(bytes[start..<(start + length)]))
         case 0x5:
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length <= bytes.count else { throw failure("string past the end") }
+            try spend(bytes: length)
             return .string(String(decoding: bytes[start..<(start + length)], as: UTF8.self))
         case 0x6:
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length * 2 <= bytes.count else { throw failure("string past the end") }
+            try spend(bytes: length * 2)
             var units: [UInt16] = []
             units.reserveCapacity(length)
             for unit in 0..<length { units.append(UInt16(bytes[start + unit * 2]) << 8 | UInt16(bytes[start + unit * 2 + 1])) }
@@ -116,10 +138,14 @@ struct BinaryPlistReader {
             let isDictionary = marker >> 4 == 0xD
             let references = length * (isDictionary ? 2 : 1)
             guard start + references * referenceSize <= bytes.count else { throw failure("references past the end") }
+            try spend(bytes: references * 8)
             guard visiting.insert(reference).inserted else { throw failure("a container contains itself") }
             defer { visiting.remove(reference) }
+            let objectCount = self.objectCount
             func child(_ slot: Int) throws(PlistFile.ParseError) -> Int {
-                Int(try unsigned(at: start + slot * referenceSize, size: referenceSize))
+                let raw = try unsigned(at: start + slot * referenceSize, size: referenceSize)
+                guard raw < UInt64(objectCount) else { throw failure("object reference out of range") }
+                return Int(raw)
             }
             if !isDictionary {
                 var items: [Value] = []

@@ -79,3 +79,14 @@ final class ValueJSONTests: XCTestCase {
         XCTAssertNil(ISO8601UTC.parse("2001-01-01T00:00:00+01:00"))
     }
 }
+
+/// A reply line a client cannot read must still answer its request (issue 8 item 8).
+final class UnreadableReplyTests: XCTestCase {
+    func testAnUnreadableTaggedReplyAnswersItsTagWithAnError() {
+        let line = ServerLine.parseAnsweringTag(Array("r OK GET c d 1 a0 {\"d\":{\"$date\":\"10000-01-01T00:00:00Z\"}}".utf8))
+        XCTAssertEqual(line?.tag, "r")
+        XCTAssertEqual(line?.words.prefix(2), ["ERR", "INTERNAL"])
+        XCTAssertNil(ServerLine.parseAnsweringTag(Array("* CHANGE c 1 d 1 a0 {\"d\":{\"$date\":\"x\"}}".utf8)))
+        XCTAssertEqual(ServerLine.parseAnsweringTag(Array("r OK PONG".utf8))?.words, ["OK", "PONG"])
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import SyncProtocol
+import XCTest
+@testable import PlistFormat
+
+/// Binary plists made to hurt the reader (issue 9 item 10, found by the fuzzers too): each must
+/// be refused with an error, quickly, never trap or take gigabytes.
+final class HostilePlistTests: XCTestCase {
+    /// A `bplist00` file from raw objects (each already encoded) with 1-byte references.
+    private func binaryPlist(_ objects: [[UInt8]], referenceSize: UInt8 = 1) -> [UInt8] {
+        var bytes = Array("bplist00".utf8)
+        var offsets: [Int] = []
+        for object in objects {
+            offsets.append(bytes.count)
+            bytes += object
+        }
+        let table = bytes.count
+        for offset in offsets { bytes += [UInt8(offset >> 8), UInt8(offset & 0xFF)] }
+        bytes += [0, 0, 0, 0, 0, 0, 2, referenceSize]
+        for value in [UInt64(objects.count), 0, UInt64(table)] {
+            bytes += (0..<8).reversed().map { UInt8((value >> (UInt64($0) * 8)) & 0xFF) }
+        }
+        return bytes
+    }
+
+    func testADoublingDAGIsRefusedNotExpanded() throws {
+        // Object i is an array holding object i+1 twice: 40 levels name 2^40 leaves.
+        var objects: [[UInt8]] = (0..<40).map { [0xA2, UInt8($0 + 1), UInt8($0 + 1)] }
+        objects.append([0x51, UInt8(ascii: "x")])
+        let file = binaryPlist(objects)
+        XCTAssertLessThan(file.count, 1_000)
+        let started = Date()
+        XCTAssertThrowsError(try PlistFile.decode(file))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+    }
+
+    func testADateOfTenToThe300IsRefused() throws {
+        let bits = (1e300 as Double).bitPattern
+        let date: [UInt8] = [0x33] + (0..<8).reversed().map { UInt8((bits >> (UInt64($0) * 8)) & 0xFF) }
+        XCTAssertThrowsError(try PlistFile.decode(binaryPlist([[0xA1, 1], date]))) { error in
+            XCTAssertTrue("\(error)".contains("date"), "\(error)")
+        }
+    }
+
+    func testAnObjectReferenceOfAllOnesIsRefused() throws {
+        let array: [UInt8] = [0xA1] + Array(repeating: 0xFF, count: 8)
+        XCTAssertThrowsError(try PlistFile.decode(binaryPlist([array, [0x08]], referenceSize: 8)))
+    }
+
+    func testDatesAtTheEdgesOfTheWireRangeWriteWithoutTrapping() {
+        XCTAssertEqual(ISO8601UTC.format(Date(timeIntervalSince1970: 1e300)), "9999-12-31T23:59:59Z")
+        XCTAssertEqual(ISO8601UTC.format(Date(timeIntervalSince1970: -1e300)), "0001-01-01T00:00:00Z")
+        XCTAssertEqual(ISO8601UTC.format(Date(timeIntervalSince1970: .nan)), "0001-01-01T00:00:00Z")
+        XCTAssertNil(ISO8601UTC.parse("9999-12-31T23:59:59.9999999Z"))
+        XCTAssertNil(ISO8601UTC.parse("0000-01-01T00:00:00Z"))
+        XCTAssertNotNil(ISO8601UTC.parse("9999-12-31T23:59:59Z"))
+        XCTAssertNotNil(ISO8601UTC.parse("0001-01-01T00:00:00Z"))
+    }
+}
