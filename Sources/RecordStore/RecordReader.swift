@@ -57,6 +57,18 @@ public final class RecordReader {
         return byName.values.sorted { $0.name < $1.name }
     }
 
+    /// Bytes of live record fields per collection (a full scan: used only when byte quotas are on).
+    public func storedBytesByCollection() throws(StoreError) -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for (collection, bytes) in try db.query(
+            "SELECT collection, sum(length(CAST(fields AS BLOB))) FROM records WHERE fields IS NOT NULL GROUP BY collection",
+            row: { row in (row.text(0) ?? "", Int(row.integer(1))) })
+        {
+            sizes[collection] = bytes
+        }
+        return sizes
+    }
+
     /// One record's state, nil when it never existed (or its tombstone was purged).
     public func record(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
         try Self.state(in: db, collection, id)

@@ -50,7 +50,7 @@ public final class RecordWriter: @unchecked Sendable {
             guard let current, case .live = current.body, current.rev == baseRev else {
                 return .conflict(collection: collection, id: id, current: current)
             }
-            return try record(collection, RecordState(id: id, rev: current.rev + 1, body: .deleted), timestamp)
+            return try record(collection, RecordState(id: id, rev: current.rev + 1, body: .deleted), timestamp, replacing: current)
         case .createCollection(let name, let owner):
             let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
             if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
@@ -95,7 +95,7 @@ public final class RecordWriter: @unchecked Sendable {
         switch current?.body {
         case .live(let position, _)?:
             guard current!.rev == baseRev else { return .conflict(collection: collection, id: id, current: current) }
-            return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+            return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
         case .deleted?:
             // Re-creating over a tombstone: from scratch (0) or from the tombstone's rev.
             guard baseRev == 0 || baseRev == current!.rev else { return .conflict(collection: collection, id: id, current: current) }
@@ -142,7 +142,7 @@ public final class RecordWriter: @unchecked Sendable {
         guard position.utf8.count <= PositionKey.maxLength else {
             return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement, timestamp)
         }
-        return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+        return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
     }
 
     /// Gives every live record of the collection a fresh short key, in order, with the moved
@@ -165,14 +165,15 @@ public final class RecordWriter: @unchecked Sendable {
         let keys = PositionKey.sequence(count: others.count)
         var rekeyed: [Change] = []
         for (entry, key) in zip(others, keys) where entry.id != id {
-            guard case .changed(let change) = try record(
-                collection, RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields)), timestamp)
-            else { continue }
+            // Same fields, new key: the state replaces one of the same size.
+            let state = RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields))
+            guard case .changed(let change) = try record(collection, state, timestamp, replacing: state) else { continue }
             rekeyed.append(change)
         }
-        let outcome = try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON)), timestamp)
-        guard case .changed(let moved) = outcome else { return outcome }
-        return .rebalanced(moved, rekeyed: rekeyed)
+        let moved = RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))
+        let outcome = try record(collection, moved, timestamp, replacing: moved)
+        guard case .changed(let change) = outcome else { return outcome }
+        return .rebalanced(change, rekeyed: rekeyed)
     }
 
     private func positionAtEnd(_ collection: String, excluding id: String) throws(StoreError) -> String {
@@ -194,8 +195,9 @@ public final class RecordWriter: @unchecked Sendable {
         try RecordReader.state(in: db, collection, id)
     }
 
-    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
+    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64, replacing previous: RecordState? = nil) throws(StoreError) -> StoreOutcome {
         seq += 1
+        let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
         let position: SQLValue
         let fields: SQLValue
         switch state.body {
@@ -213,6 +215,6 @@ public final class RecordWriter: @unchecked Sendable {
                 position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
             """,
             .text(collection), .text(state.id), .integer(state.rev), .integer(seq), position, fields, .integer(timestamp))
-        return .changed(Change(collection: collection, seq: seq, state: state))
+        return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: delta))
     }
 }

@@ -13,6 +13,8 @@ final class Directory {
     private var sortedNames: [String] = []
     private var byMember: [String: Set<String>] = [:]
     private var ownedCount: [String: Int] = [:]
+    /// Bytes of live record fields in the collections each user owns (kept only with quotas on).
+    private var ownedBytes: [String: Int] = [:]
 
     init(_ infos: [RecordReader.CollectionInfo]) {
         load(infos)
@@ -40,6 +42,20 @@ final class Directory {
     func exists(_ collection: String) -> Bool { collections[collection] != nil }
 
     func lastSeq(_ collection: String) -> Int64 { collections[collection]?.lastSeq ?? 0 }
+
+    /// Sets the bytes each owner's collections hold, from a scan of the store.
+    func loadSizes(_ bytesByCollection: [String: Int]) {
+        ownedBytes = [:]
+        for (collection, bytes) in bytesByCollection {
+            if let owner = collections[collection]?.owner { ownedBytes[owner, default: 0] += bytes }
+        }
+    }
+
+    /// Bytes of record fields stored in the collections `user` owns.
+    func bytesOwned(by user: String) -> Int { ownedBytes[user] ?? 0 }
+
+    /// The user who created `collection`.
+    func owner(of collection: String) -> String? { collections[collection]?.owner }
 
     /// How many collections `user` created (and so owns).
     func owned(by user: String) -> Int { ownedCount[user] ?? 0 }
@@ -78,6 +94,8 @@ final class Directory {
     }
 
     func committed(_ change: Change) {
-        collections[change.collection]?.lastSeq = change.seq
+        guard let info = collections[change.collection] else { return }
+        collections[change.collection]!.lastSeq = change.seq
+        if change.storedBytesDelta != 0 { ownedBytes[info.owner, default: 0] += change.storedBytesDelta }
     }
 }

@@ -61,6 +61,7 @@ public final class Server {
         logins = LoginGate(loop: loop, accounts: accounts)
         committer = Committer(loop: loop, writer: writer)
         directory = Directory(try reader.collections())
+        if configuration.maxBytesPerUser > 0 { directory.loadSizes(try reader.storedBytesByCollection()) }
         serverID = try reader.serverID()
         hub = Hub(lastSeq: try reader.currentSeq())
         let limits = configuration.limits
@@ -204,6 +205,7 @@ public final class Server {
         }
         do {
             directory.load(try reader.collections())
+            if configuration.maxBytesPerUser > 0 { directory.loadSizes(try reader.storedBytesByCollection()) }
         } catch {
             ServerLog.error("re-reading collections after an account change: \(error)")
         }

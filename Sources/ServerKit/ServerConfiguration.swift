@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable {
     public var preAuthMaxLineBytes = 4_096
     /// Collections one (non-admin) user may own; 0 means no limit.
     public var maxCollectionsPerUser = 1_000
+    /// Bytes of record fields the collections one user owns may hold; 0 (the default) means no
+    /// limit. Charged to the collection's owner, whoever writes.
+    public var maxBytesPerUser = 0
 
     public init() {}
 }

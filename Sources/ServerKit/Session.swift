@@ -491,6 +491,7 @@ final class Session {
                 guard json.utf8.count <= server.configuration.limits.maxRecordBytes else {
                     throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(server.configuration.limits.maxRecordBytes)")
                 }
+                try checkByteQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
                 operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
                 verb = "PUT"
             case .move(let collection, let id, let baseRev, let placement):
@@ -512,6 +513,17 @@ final class Session {
         server.committer.submit(operation) { [self] result in
             fillSlot(slot, with: Self.writeReply(tag, verb, result))
         }
+    }
+
+    /// With `--max-bytes-per-user`, a PUT into a collection whose owner is at the quota is
+    /// refused: a create when it would pass it, an update once the owner is over it (an update
+    /// may shrink a record; a DEL is always allowed, so space can be freed).
+    private func checkByteQuota(_ collection: String, adding bytes: Int, creating: Bool) throws(ProtocolError) {
+        let quota = server.configuration.maxBytesPerUser
+        guard quota > 0, let owner = server.directory.owner(of: collection) else { return }
+        let used = server.directory.bytesOwned(by: owner)
+        guard creating ? used + bytes > quota : used >= quota else { return }
+        throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes; the limit is \(quota) (--max-bytes-per-user)")
     }
 
     private static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreError>) -> String {

@@ -19,6 +19,12 @@ public struct RecordState: Equatable, Sendable {
     }
 
     /// `<rev> <position> {fields}` or `<rev> - DELETED`, the tail shared by GET, CHANGE and CONFLICT.
+    /// Bytes its fields take in the store (0 for a tombstone).
+    public var storedFieldBytes: Int {
+        if case .live(_, let fieldsJSON) = body { return fieldsJSON.utf8.count }
+        return 0
+    }
+
     public var wireTail: String {
         switch body {
         case .live(let position, let fieldsJSON): "\(rev) \(position) \(fieldsJSON)"
@@ -32,11 +38,15 @@ public struct Change: Equatable, Sendable {
     public var collection: String
     public var seq: Int64
     public var state: RecordState
+    /// Bytes of fields this change added to the store (negative when it freed some), as the
+    /// writer saw it: what per-user byte quotas count. Zero for changes read back from the store.
+    public var storedBytesDelta: Int
 
-    public init(collection: String, seq: Int64, state: RecordState) {
+    public init(collection: String, seq: Int64, state: RecordState, storedBytesDelta: Int = 0) {
         self.collection = collection
         self.seq = seq
         self.state = state
+        self.storedBytesDelta = storedBytesDelta
     }
 
     /// The `* CHANGE` line subscribers receive, with its LF.

@@ -23,6 +23,8 @@ enum ServeCommand: Subcommand {
                                    Time a connection has to log in (default 10; 0 never).
           --max-collections-per-user N
                                    Collections a non-admin user may own (default 1000; 0 no limit).
+          --max-bytes-per-user N   Bytes of records the collections one user owns may hold
+                                   (default 0: no limit).
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           -h, --help               Show this help.
@@ -33,7 +35,7 @@ enum ServeCommand: Subcommand {
             arguments,
             valueOptions: [
                 "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
-                "max-unauthenticated", "preauth-timeout", "max-collections-per-user",
+                "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
             ], flagOptions: ["quiet"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
@@ -52,6 +54,7 @@ enum ServeCommand: Subcommand {
         configuration.preAuthTimeoutSeconds = UInt64(try options.integer("preauth-timeout", default: 10, range: 0...86_400))
         configuration.maxCollectionsPerUser = try options.integer(
             "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
+        configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
         ServerLog.quiet = options.flag("quiet")
         // Whatever SQLite or we create in the data folder is the owner's alone.
         umask(0o077)

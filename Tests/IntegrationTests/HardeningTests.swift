@@ -437,3 +437,30 @@ enum PlistSyncShell {
         return process.terminationStatus
     }
 }
+
+/// `--max-bytes-per-user` (off by default): one user cannot fill the disk.
+final class ByteQuotaTests: XCTestCase {
+    func testTheOwnersCollectionsStopGrowingAtTheQuotaAndDeletesFreeSpace() throws {
+        let server = try TestServer(extraArguments: ["--max-bytes-per-user", "50000"])
+        try server.addUser("alice", password: "wonderland")
+        try server.addUser("bob", password: "builder")
+        try server.start()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("g GRANT c bob write", equals: "g OK GRANT")
+        let value = String(repeating: "q", count: 20_000)
+        try alice.expect("p1 PUT c one 0 {\"v\":\"\(value)\"}", prefix: "p1 OK PUT c one 1 ")
+        try alice.expect("p2 PUT c two 0 {\"v\":\"\(value)\"}", prefix: "p2 OK PUT c two 1 ")
+        // bob writes into alice's collection: it counts against alice, the owner.
+        let bob = try server.login("bob", "builder")
+        try bob.expect("p3 PUT c three 0 {\"v\":\"\(value)\"}", prefix: "p3 ERR QUOTA the collections of alice hold 40016 bytes")
+        // Moves and updates that do not grow past the quota go on; a delete frees space.
+        try alice.expect("m MOVE c two 1 FIRST", prefix: "m OK MOVE c two 2 ")
+        try alice.expect("d DEL c one 1", prefix: "d OK DEL c one 2 ")
+        try bob.expect("p4 PUT c three 0 {\"v\":\"\(value)\"}", prefix: "p4 OK PUT c three 1 ")
+        // After a restart the usage is read back from the store.
+        server.stop()
+        try server.start()
+        try server.login("alice", "wonderland").expect("p5 PUT c four 0 {\"v\":\"\(value)\"}", prefix: "p5 ERR QUOTA ")
+    }
+}
