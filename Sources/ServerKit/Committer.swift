@@ -19,8 +19,7 @@ final class Committer {
 
     private let loop: EventLoop
     private let writer: RecordWriter
-    private var queue: [(operation: StoreOperation, completion: Completion)] = []
-    private var queueHead = 0
+    private var queue = FIFO<(operation: StoreOperation, completion: Completion)>()
     private(set) var queuedBytes = 0
     private var inFlight = false
     private var batchScheduled = false
@@ -38,7 +37,7 @@ final class Committer {
     }
 
     var isIdle: Bool { !inFlight && queuedCount == 0 }
-    var queuedCount: Int { queue.count - queueHead }
+    var queuedCount: Int { queue.count }
     /// Whether more record writes may be handed over now.
     var hasRoom: Bool { queuedCount < Self.maxQueuedOperations && queuedBytes < Self.maxQueuedBytes }
 
@@ -55,16 +54,7 @@ final class Committer {
     }
 
     private func startBatch() {
-        let count = min(queuedCount, Self.maxBatch)
-        let batch = Array(queue[queueHead..<(queueHead + count)])
-        queueHead += count
-        if queueHead == queue.count {
-            queue.removeAll(keepingCapacity: queue.count <= 4096)
-            queueHead = 0
-        } else if queueHead > 4096, queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        }
+        let batch = queue.popFirst(Self.maxBatch)
         for entry in batch { queuedBytes -= entry.operation.approximateBytes }
         inFlight = true
         let operations = batch.map(\.operation)

@@ -38,8 +38,7 @@ public final class Server {
     private var appliedAccountsEpoch: Int64 = 0
     /// Sessions not logged in yet, oldest first (entries of sessions since gone or logged in
     /// are skipped when met), and how many there are.
-    private var preAuthOrder: [ObjectIdentifier] = []
-    private var preAuthOrderHead = 0
+    private var preAuthOrder = FIFO<ObjectIdentifier>()
     private var preAuthCount = 0
     private var waitingForCommitRoom: [ObjectIdentifier: Session] = [:]
 
@@ -121,6 +120,11 @@ public final class Server {
         sessions[key] = session
         preAuthOrder.append(key)
         preAuthCount += 1
+        // Entries of sessions that have logged in or gone leave from the front as they come up
+        // (a session cannot stay at the front long: the pre-auth deadline closes it).
+        while let oldest = preAuthOrder.first, sessions[oldest]?.user != nil || sessions[oldest] == nil {
+            _ = preAuthOrder.popFirst()
+        }
         connection.onClose = { [unowned self] in
             sessions[key] = nil
             if shuttingDown, sessions.isEmpty { closeHandles() }
@@ -130,21 +134,17 @@ public final class Server {
     /// Closes the longest-waiting connection that has not logged in and is not waiting for a
     /// login answer, to make room for a new one.
     private func evictOldestUnauthenticated() {
-        while preAuthOrderHead < preAuthOrder.count {
-            let key = preAuthOrder[preAuthOrderHead]
-            preAuthOrderHead += 1
+        // Sessions waiting for a login answer go to the back; one full pass at most.
+        var looked = 0
+        while looked <= preAuthOrder.count, let key = preAuthOrder.popFirst() {
+            looked += 1
             guard let session = sessions[key], session.user == nil, session.closeReason == nil else { continue }
             if session.isLoggingIn {
                 preAuthOrder.append(key)
-                if preAuthOrder.count - preAuthOrderHead > 2 * configuration.maxUnauthenticated + 16 { break }
                 continue
             }
             session.sayGoodbye("BUSY", reason: .busy)
-            break
-        }
-        if preAuthOrderHead > 1024, preAuthOrderHead * 2 > preAuthOrder.count {
-            preAuthOrder.removeFirst(preAuthOrderHead)
-            preAuthOrderHead = 0
+            return
         }
     }
 

@@ -35,8 +35,7 @@ final class Session {
     /// Per subscribed collection, the seq the subscriber is known to have through.
     private var subscriptions: [String: Int64] = [:]
 
-    private var inbox: [Pending] = []
-    private var inboxHead = 0
+    private var inbox = FIFO<Pending>()
     private var inboxBytes = 0
     private var replySlots: [(reply: String?, bytes: Int)] = []
     private var replySlotsHead = 0
@@ -142,10 +141,9 @@ final class Session {
                 pumpReply()
                 if reply != nil { break }
             }
-            guard !awaitingAsync, inboxHead < inbox.count else { break }
+            guard !awaitingAsync, let next = inbox.first else { break }
             // Replies the client has not read yet: start nothing more until it reads (onDrain).
             guard connection.pendingOutputBytes <= Self.pauseAtOutputBytes else { break }
-            let next = inbox[inboxHead]
             let slotsEmpty = replySlotsHead == replySlots.count
             switch next {
             case .failure(.untagged(let error)):
@@ -169,28 +167,21 @@ final class Session {
                     execute(tag, command)
                 }
             }
-            inboxHead += 1
+            _ = inbox.popFirst()
             inboxBytes -= next.bytes
-        }
-        if inboxHead == inbox.count {
-            inbox.removeAll(keepingCapacity: inbox.capacity <= 1024)
-            inboxHead = 0
-        } else if inboxHead > 1024, inboxHead * 2 > inbox.count {
-            inbox.removeFirst(inboxHead)
-            inboxHead = 0
         }
         applyBackpressure()
         closeIfInputDone()
     }
 
     private func closeIfInputDone() {
-        if inputEnded, inbox.count == inboxHead, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
+        if inputEnded, inbox.isEmpty, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
             close(.eof)
         }
     }
 
     private var mustPauseReading: Bool {
-        inbox.count - inboxHead > Self.maxQueuedRequests || inboxBytes > Self.maxQueuedRequestBytes
+        inbox.count > Self.maxQueuedRequests || inboxBytes > Self.maxQueuedRequestBytes
             || connection.pendingOutputBytes > Self.pauseAtOutputBytes
     }
 
@@ -205,7 +196,7 @@ final class Session {
 
     private func resumeReadingIfPaused() {
         guard readingPaused, closeReason == nil, !inputEnded, !connection.isClosing else { return }
-        if inbox.count - inboxHead <= Self.maxQueuedRequests / 2, inboxBytes <= Self.maxQueuedRequestBytes / 2,
+        if inbox.count <= Self.maxQueuedRequests / 2, inboxBytes <= Self.maxQueuedRequestBytes / 2,
             connection.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
         {
             readingPaused = false
