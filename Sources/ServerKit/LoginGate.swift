@@ -62,7 +62,7 @@ final class LoginGate {
         completion: @escaping (Result<Accounts.User, Refusal>) -> Void
     ) {
         guard (lines[address]?.waiting.count ?? 0) < Self.maxWaitingPerAddress else {
-            return completion(.failure(.rateLimited(seconds: 1)))
+            return refuse(.rateLimited(seconds: 1), completion)
         }
         inLine(address) { [self] done in
             attempt(password, for: name, from: address, isStillWanted: isStillWanted) { result in
@@ -103,7 +103,7 @@ final class LoginGate {
         let now = loop.nowMilliseconds
         let earliest = throttle.earliestSlot(address: address, account: name, now: now)
         guard earliest - now <= Self.maxWaitMilliseconds else {
-            return completion(.failure(.rateLimited(seconds: (earliest - now + 999) / 1000)))
+            return refuse(.rateLimited(seconds: (earliest - now + 999) / 1000), completion)
         }
         let slot = throttle.reserve(address: address, account: name, now: now)
         let check = { [self] in
@@ -111,7 +111,7 @@ final class LoginGate {
             // the delay add up: pacing is never hidden inside the delay.
             let turn = loop.nowMilliseconds
             guard isStillWanted() else { return completion(.failure(.failed)) }
-            guard hashesWaiting < Self.maxQueuedHashes else { return completion(.failure(.busy)) }
+            guard hashesWaiting < Self.maxQueuedHashes else { return refuse(.busy, completion) }
             let account: Accounts.User?
             do {
                 account = try accounts.user(named: name)
@@ -161,6 +161,12 @@ final class LoginGate {
         after(answerAt - loop.nowMilliseconds) {
             if isStillWanted() { completion(.failure(.failed)) }
         }
+    }
+
+    /// A refusal without a check is answered after the same delay as a failure, so a client
+    /// cannot spin the loop with instant refusals (200 connections did 1M in 30 s).
+    private func refuse<T>(_ refusal: Refusal, _ completion: @escaping (Result<T, Refusal>) -> Void) {
+        after(Self.failureDelayMilliseconds) { completion(.failure(refusal)) }
     }
 
     private func answerFailure<T>(turn arrived: UInt64, _ completion: @escaping (Result<T, Refusal>) -> Void) {
