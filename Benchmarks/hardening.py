@@ -116,6 +116,8 @@ def unfinished():
 def guesses(seconds=30, connections=200):
     import selectors
     server = Server()
+    # The owner has logged in before, from her own machine (127.0.0.2).
+    login_ping_seconds(server.port, source="127.0.0.2")
     sel = selectors.DefaultSelector()
     answered = 0
     limited = 0
@@ -153,9 +155,11 @@ def guesses(seconds=30, connections=200):
                     s.send(b"a AUTH alice guess\n")
     same, same_replies = login_ping_seconds(server.port)
     other, other_replies = login_ping_seconds(server.port, source="127.0.0.2")
+    stranger, stranger_replies = login_ping_seconds(server.port, source="127.0.0.3")
     print(f"guesses: {connections} connections guessing for {seconds} s from one address: {answered} guesses checked, "
           f"{limited} refused early; then the owner's login+PING from the attacker's address took {same:.2f} s "
-          f"({same_replies[1]}), from another address {other:.2f} s ({other_replies[1]})")
+          f"({same_replies[1]}), from her usual address {other:.2f} s ({other_replies[1]}), "
+          f"from an address new to the account {stranger:.2f} s ({stranger_replies[1]})")
     server.stop()
 
 

@@ -30,8 +30,9 @@ final class LoginGate {
     static let maxAttemptsInFlightPerAddress = 4
     /// Attempts from one address waiting for their turn; more are refused (RATE_LIMITED).
     static let maxWaitingPerAddress = 256
-    /// An attempt whose turn is further away than this is refused now rather than held.
-    static let maxWaitMilliseconds: UInt64 = 30_000
+    /// An attempt whose turn is further away than this is refused (RATE_LIMITED, with the wait
+    /// in the text) rather than held: well inside the pre-auth deadline, so the client is told.
+    static let maxWaitMilliseconds: UInt64 = 5_000
 
     private let loop: EventLoop
     private let accounts: Accounts
