@@ -20,6 +20,39 @@ public struct DataFolder: Sendable {
         }
     }
 
+    /// A file of zeros kept beside the store so that a full disk still leaves room to delete:
+    /// the server removes it when a commit fails for lack of space (then only DEL is let through)
+    /// and makes it again once the disk has room.
+    public var ballastPath: String { (path as NSString).appendingPathComponent("space-reserve") }
+    public static let ballastBytes = 1 << 20
+
+    /// Makes the reserve file if it is missing; false when there is no room for it.
+    @discardableResult
+    public func createBallast() -> Bool {
+        if FileManager.default.fileExists(atPath: ballastPath) { return true }
+        let descriptor = Glibc.open(ballastPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        // posix_fallocate reserves real blocks (a sparse file would reserve nothing).
+        guard posix_fallocate(descriptor, 0, off_t(Self.ballastBytes)) == 0, fsync(descriptor) == 0 else {
+            unlink(ballastPath)
+            return false
+        }
+        return true
+    }
+
+    /// Gives the reserve's room back to the store.
+    public func removeBallast() {
+        unlink(ballastPath)
+    }
+
+    /// Bytes free on the data folder's file system for this user, nil when unknown.
+    public func freeBytes() -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
     /// Where the account commands and a running server signal each other (see `ControlChannel`).
     public var controlPath: String { (path as NSString).appendingPathComponent("control") }
 

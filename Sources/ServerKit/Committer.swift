@@ -27,6 +27,8 @@ final class Committer {
     var onCommitted: ([Change]) -> Void = { _ in }
     /// Called whenever the committer has nothing queued or in flight.
     var onIdle: () -> Void = {}
+    /// Called when a batch could not be committed, with the store's error.
+    var onFailure: (StoreError) -> Void = { _ in }
     /// Called after each batch, once its queue has room again (wake sessions that waited).
     var onRoom: () -> Void = {}
     private(set) var batches = 0
@@ -81,6 +83,7 @@ final class Committer {
                 }
             case .failure(let error):
                 ServerLog.error("commit of \(batch.count) operations failed: \(error)")
+                onFailure(error)
                 for entry in batch { entry.completion(.failure(error)) }
             }
             // Acknowledge first: writers can send their next writes while the changes are

@@ -41,6 +41,9 @@ public final class Server {
     private var preAuthOrder = FIFO<ObjectIdentifier>()
     private var preAuthCount = 0
     private var waitingForCommitRoom: [ObjectIdentifier: Session] = [:]
+    /// Set when a commit failed for lack of disk space: the reserve file is given back and only
+    /// DEL is let through until the disk has room again (checked each second).
+    private(set) var diskFull = false
 
     /// Opens the store (creating it on first use); nothing listens until `start()`.
     public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
@@ -76,6 +79,22 @@ public final class Server {
         committer.onCommitted = { [unowned self] changes in committed(changes) }
         committer.onIdle = { [unowned self] in if shuttingDown { finishShutdown() } }
         committer.onRoom = { [unowned self] in wakeSessionsWaitingForCommitRoom() }
+        committer.onFailure = { [unowned self] error in if error.isDiskFull { enterDiskFullMode() } }
+        if !folder.createBallast() { ServerLog.error("warning: no room for the space reserve \(folder.ballastPath)") }
+    }
+
+    private func enterDiskFullMode() {
+        guard !diskFull else { return }
+        diskFull = true
+        folder.removeBallast()
+        ServerLog.error("the disk of \(configuration.dataPath) is full: only DEL and reads are served until it has room")
+    }
+
+    private func leaveDiskFullModeIfRoom() {
+        guard diskFull, let free = folder.freeBytes(), free >= 2 * Int64(DataFolder.ballastBytes) else { return }
+        folder.createBallast()
+        diskFull = false
+        ServerLog.info("the disk of \(configuration.dataPath) has room again: writes resume")
     }
 
     /// The address actually bound (the real port when 0 was asked for).
@@ -269,6 +288,7 @@ public final class Server {
         }
         // The backstop for a missed inotify event on control/.
         checkAccounts()
+        leaveDiskFullModeIfRoom()
         if now >= nextPurgeAt { purgeTombstones() }
     }
 

@@ -476,6 +476,9 @@ final class Session {
         let operation: StoreOperation
         let verb: String
         do throws(ProtocolError) {
+            if server.diskFull, !command.isDelete {
+                throw ProtocolError(.noSpace, "the server's disk is full: only DEL is accepted until it has room")
+            }
             switch command {
             case .put(let collection, let id, let baseRev, let json):
                 try requireRole(.write, collection)

@@ -31,6 +31,11 @@ public enum Command: Equatable, Sendable {
     }
 
     /// Record writes: pipelined into group commits without waiting for one another.
+    public var isDelete: Bool {
+        if case .delete = self { return true }
+        return false
+    }
+
     public var isRecordWrite: Bool {
         switch self {
         case .put, .move, .delete: true

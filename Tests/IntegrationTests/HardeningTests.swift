@@ -390,7 +390,7 @@ final class HardeningTests: XCTestCase {
         }
     }
 
-    func testAFullDiskAnswersNoSpaceAndReadsKeepWorking() throws {
+    func testAFullDiskAnswersNoSpaceAndReadsAndDeletesKeepWorking() throws {
         let mountPoint = NSTemporaryDirectory() + "plistsync-full-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         defer {
@@ -420,6 +420,19 @@ final class HardeningTests: XCTestCase {
         }
         XCTAssertTrue(refused.contains(" ERR NO_SPACE "), refused)
         try alice.expect("g GET c keep", prefix: "g OK GET c keep 1 ")
+        // The space reserve is given back: deletes go through, other writes wait for room.
+        try alice.expect("d DEL c fill0 1", prefix: "d OK DEL c fill0 2 ")
+        try alice.expect("d2 DEL c keep 1", prefix: "d2 OK DEL c keep 2 ")
+        try alice.expect("p2 PUT c small 0 {}", prefix: "p2 ERR NO_SPACE ")
+        // Room comes back (the volume grows): writes resume by themselves within a second or so.
+        XCTAssertEqual(try PlistSyncShell.run("mount", ["-o", "remount,size=16m", mountPoint]), 0)
+        var resumed = false
+        for attempt in 0..<30 where !resumed {
+            try alice.send("r\(attempt) PUT c small 0 {}")
+            resumed = try alice.line().hasPrefix("r\(attempt) OK PUT c small 1 ")
+            if !resumed { usleep(200_000) }
+        }
+        XCTAssertTrue(resumed, server.log())
         try alice.expect("q PING", equals: "q OK PONG")
     }
 }
