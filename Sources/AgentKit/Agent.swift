@@ -25,6 +25,14 @@ public final class Agent {
         loop = EventLoop()
         mirror = MirrorFolder(root: configuration.directory)
         try mirror.ensureFolder(mirror.stateFolder)
+        // One agent a folder: a second one would race the first over every file and the state.
+        let lockPath = mirror.stateFolder + "/agent.lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0, flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            if lock >= 0 { close(lock) }
+            throw AgentError.folderInUse(configuration.directory)
+        }
+        // Held (never closed) for the life of the process.
         state = try AgentState(path: mirror.stateFolder + "/state.sqlite")
         link = ServerLink(loop: loop, configuration: configuration)
         status = AgentStatus(loop: loop, configuration: configuration)
@@ -168,6 +176,18 @@ public final class Agent {
             }
             endBatch()
             armDueTimer()
+        }
+    }
+}
+
+/// Why an agent could not start.
+public enum AgentError: Error, CustomStringConvertible {
+    /// Another agent holds `DIR/.plistsync/agent.lock`.
+    case folderInUse(String)
+
+    public var description: String {
+        switch self {
+        case .folderInUse(let directory): "another plistsync agent is already mirroring \(directory)"
         }
     }
 }

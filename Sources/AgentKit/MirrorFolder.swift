@@ -46,10 +46,17 @@ final class MirrorFolder {
         return names.compactMap(Self.recordID(forFileName:))
     }
 
-    /// Subfolders of the root that can be collections.
+    /// Subfolders of the root that can be collections (a link to a folder elsewhere is not one:
+    /// the mirror never reaches outside its root).
     func collectionFolders() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) }
+        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && !Self.isSymbolicLink(folder($0)) }
+    }
+
+    /// Whether `path` itself is a symbolic link (not followed).
+    static func isSymbolicLink(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
     }
 
     /// Whether the collection's folder exists (and is a folder).
@@ -130,13 +137,27 @@ final class MirrorFolder {
     }
 
     /// Keeps the current file of a record in `.plistsync/versions/` before it is overwritten or
-    /// deleted by a remote change.
+    /// deleted by a remote change: `<id>.<stamp>.plist`, or `<id>.<stamp>-<n>.plist` when that
+    /// second already has one, so no kept version ever replaces another.
     func keepVersion(_ collection: String, _ id: String, now: Date = Date()) {
         let path = recordPath(collection, id)
         guard let bytes = read(path) else { return }
         let folder = stateFolder + "/versions/" + collection
         try? ensureFolder(folder)
-        try? writeAtomically(bytes, to: folder + "/" + id + "." + Self.stamp(now) + ".plist")
+        let target = unusedPath { counter in folder + "/" + id + "." + Self.stamp(now) + (counter > 1 ? "-\(counter)" : "") + ".plist" }
+        try? writeAtomically(bytes, to: target)
+    }
+
+    /// The first of `candidate(1)`, `candidate(2)`, … that is neither on disk nor waiting in the
+    /// current batch.
+    private func unusedPath(_ candidate: (Int) -> String) -> String {
+        var counter = 1
+        while true {
+            let path = candidate(counter)
+            var info = stat()
+            if pending[path] == nil, lstat(path, &info) != 0 { return path }
+            counter += 1
+        }
     }
 
     /// Deletes kept versions older than `days`.
@@ -154,9 +175,12 @@ final class MirrorFolder {
         }
     }
 
-    /// Saves a local version that lost a field conflict beside the record.
+    /// Saves a local version that lost a field conflict beside the record. A second loser in the
+    /// same second gets `-2`, `-3`, … after the device name instead of replacing the first.
     func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String, now: Date = Date()) throws -> String {
-        let path = folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: Self.stamp(now), device: device)
+        let path = unusedPath { counter in
+            folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: Self.stamp(now), device: counter > 1 ? "\(device)-\(counter)" : device)
+        }
         try writeAtomically(bytes, to: path)
         return path
     }

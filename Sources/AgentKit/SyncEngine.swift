@@ -71,6 +71,8 @@ final class SyncEngine {
     func handle(_ event: ServerEvent) {
         switch event {
         case .collection(let name, let role, _):
+            // A rogue or tampered server must not name a path outside the mirror.
+            guard Names.isValidCollection(name) else { return log("ignoring a collection with an unsafe name from the server: \(ValueJSON.quoted(name))") }
             guard allowed(name) else { return }
             if let role {
                 collections[name] = role
@@ -82,6 +84,10 @@ final class SyncEngine {
             }
         case .change(let collection, let seq, let id, let remote):
             guard subscribed.contains(collection) || subscribing.contains(collection) else { return }
+            guard Names.isValidRecordID(id), remote.position.map(PositionKey.isValid) ?? true else {
+                status.problems["\(collection)/\(id.prefix(80))"] = "the server sent a change with an unsafe id or position; ignored"
+                return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
+            }
             replaySeen[collection]?.insert(id)
             applyRemote(collection, id, remote)
             if seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
@@ -206,12 +212,22 @@ final class SyncEngine {
         reconcile(collection, id)
     }
 
+    static let symbolicLinkProblem = "a symbolic link: links are not followed; replace it with a file to sync it"
+
     /// Compares one record's file with the last synced state and pushes the difference.
     func reconcile(_ collection: String, _ id: String) {
         let key = RecordKey(collection: collection, id: id)
         guard subscribed.contains(collection), !inFlight.contains(key) else { return }
         let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
+        // A link is never followed (it could point anywhere on the machine), pushed or deleted.
+        guard !MirrorFolder.isSymbolicLink(path) else {
+            if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
+            status.problems[key.description] = Self.symbolicLinkProblem
+            status.changed()
+            return
+        }
+        if status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
         guard let bytes = mirror.read(path) else {
             status.unparseable[key.description] = nil
             if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete {

@@ -19,3 +19,27 @@ final class MirrorFolderTests: XCTestCase {
         }
     }
 }
+
+/// Kept versions and conflict copies made within one second (issue 9 item 1).
+final class UniqueKeptFilesTests: XCTestCase {
+    func testVersionsAndConflictCopiesOfOneSecondAllSurvive() throws {
+        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mirror = MirrorFolder(root: root)
+        try mirror.ensureFolder(mirror.folder("c"))
+        let now = Date(timeIntervalSince1970: 1_700_000_000.25)
+        var copies: Set<String> = []
+        for edit in 0..<3 {
+            try mirror.writeAtomically(Array("v\(edit)".utf8), to: mirror.recordPath("c", "r"))
+            mirror.keepVersion("c", "r", now: now)
+            copies.insert(try mirror.writeConflictCopy(Array("loser\(edit)".utf8), "c", "r", device: "laptop", now: now))
+        }
+        let versions = try FileManager.default.contentsOfDirectory(atPath: mirror.stateFolder + "/versions/c")
+        XCTAssertEqual(versions.count, 3, "\(versions)")
+        XCTAssertEqual(Set(versions.map { String(decoding: FileManager.default.contents(atPath: mirror.stateFolder + "/versions/c/" + $0)!, as: UTF8.self) }),
+                       ["v0", "v1", "v2"])
+        XCTAssertEqual(copies.count, 3)
+        XCTAssertEqual(Set(copies.map { String(decoding: FileManager.default.contents(atPath: $0)!, as: UTF8.self) }), ["loser0", "loser1", "loser2"])
+        for copy in copies { XCTAssertNil(MirrorFolder.recordID(forFileName: (copy as NSString).lastPathComponent), copy) }
+    }
+}

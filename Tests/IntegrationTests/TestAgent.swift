@@ -7,14 +7,19 @@ import XCTest
 final class TestAgent {
     let directory: String
     let device: String
-    private let server: TestServer
+    private let serverPort: () -> Int
     private let user: String
     private let passwordFile: String
     private var process: Process?
     private let logPath: String
 
-    init(server: TestServer, user: String, password: String, device: String) throws {
-        self.server = server
+    convenience init(server: TestServer, user: String, password: String, device: String) throws {
+        try self.init(port: { server.port }, user: user, password: password, device: device)
+    }
+
+    /// An agent of a server that is not a `TestServer` (a rogue one, say).
+    init(port: @escaping () -> Int, user: String, password: String, device: String) throws {
+        serverPort = port
         self.user = user
         self.device = device
         directory = NSTemporaryDirectory() + "plistsync-agent-\(device)-" + UUID().uuidString
@@ -26,7 +31,7 @@ final class TestAgent {
 
     func start(extra: [String] = []) throws {
         process = try PlistSyncBinary.launch(
-            ["agent", "--server", "127.0.0.1:\(server.port)", "--user", user, "--password-file", passwordFile,
+            ["agent", "--server", "127.0.0.1:\(serverPort())", "--user", user, "--password-file", passwordFile,
              "--dir", directory, "--device", device] + extra, log: logPath)
     }
 
@@ -37,6 +42,21 @@ final class TestAgent {
         process.waitUntilExit()
         self.process = nil
         return process.terminationStatus
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    /// Waits for the process to end by itself; its exit status, or nil if it still runs.
+    func exitStatus(within seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while let process, process.isRunning, Date() < deadline { usleep(20_000) }
+        guard let process, !process.isRunning else { return nil }
+        return process.terminationStatus
+    }
+
+    /// The agent's `status.json` as text.
+    func statusText() -> String {
+        (try? String(contentsOfFile: directory + "/.plistsync/status.json", encoding: .utf8)) ?? ""
     }
 
     func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

@@ -1,0 +1,151 @@
+import Foundation
+import PlistFormat
+import SyncProtocol
+import XCTest
+
+/// Agent faults of issue 9 that can be shown with one agent: a second agent on the same folder,
+/// links out of the mirror, and names from a rogue server.
+final class AgentSafetyTests: XCTestCase {
+    func testASecondAgentOnTheSameFolderExitsWithAClearMessage() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let first = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try first.start()
+        usleep(500_000)
+        let second = try TestAgent(server: server, user: "alice", password: "pw", device: "two")
+        let (status, _, err) = try PlistSyncBinary.run(
+            ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", second.directory + ".password",
+             "--dir", first.directory, "--device", "two"])
+        XCTAssertEqual(status, 1)
+        XCTAssertTrue(err.contains("another plistsync agent is already mirroring"), err)
+        XCTAssertTrue(first.isRunning)
+        XCTAssertTrue(first.statusText().contains("\"pid\""), first.statusText())
+    }
+
+    func testALinkToAFileOutsideTheMirrorIsNeverPushed() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let secret = NSTemporaryDirectory() + "plistsync-secret-" + UUID().uuidString + ".plist"
+        try Data(PlistFile.encode(.dictionary(["secret": .string("hunter2")]), as: .xml)).write(to: URL(fileURLWithPath: secret))
+        defer { try? FileManager.default.removeItem(atPath: secret) }
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try FileManager.default.createDirectory(atPath: agent.directory + "/c", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: agent.path("c", "Evil"), withDestinationPath: secret)
+        try agent.save("c", "Good", ["ok": .bool(true)])
+        // A linked collection folder is not a collection either.
+        try FileManager.default.createSymbolicLink(atPath: agent.directory + "/etc", withDestinationPath: NSTemporaryDirectory())
+        try agent.start()
+        let alice = try server.login("alice", "pw")
+        var listed = ""
+        for _ in 0..<100 {
+            usleep(100_000)
+            try alice.send("l LIST c")
+            var lines: [String] = []
+            while let line = try alice.readLine(), !line.hasPrefix("l ") { lines.append(line) }
+            listed = lines.joined(separator: "\n")
+            if listed.contains("Good") { break }
+        }
+        XCTAssertTrue(listed.contains("Good"), agent.log())
+        XCTAssertFalse(listed.contains("Evil"))
+        XCTAssertFalse(listed.contains("hunter2"))
+        try alice.expect("k COLLECTIONS", equals: "* COLLECTION c admin 1")
+        XCTAssertEqual(try alice.line(), "k OK COLLECTIONS 1")
+        usleep(300_000)
+        XCTAssertTrue(agent.statusText().contains("symbolic link"), agent.statusText())
+    }
+
+    func testUnsafeNamesFromARogueServerNeverLeaveTheMirror() throws {
+        let rogue = try RogueServer(collections: ["../../rogue-collection-\(getpid())", "c"], changes: [
+            "* CHANGE c 1 ../../rogue-record-\(getpid()) 1 a0 {\"x\":1}",
+            "* CHANGE c 2 .hidden 1 a0 {\"x\":2}",
+            "* CHANGE c 3 good 1 a1 {\"x\":3}",
+        ])
+        let agent = try TestAgent(port: { rogue.port }, user: "alice", password: "pw", device: "one")
+        try agent.start()
+        var good: Fields?
+        for _ in 0..<100 where good == nil {
+            usleep(100_000)
+            good = agent.fields("c", "good")
+        }
+        XCTAssertEqual(good, ["x": .integer(3)], agent.log())
+        let parent = (agent.directory as NSString).deletingLastPathComponent
+        let grandparent = (parent as NSString).deletingLastPathComponent
+        XCTAssertFalse(FileManager.default.fileExists(atPath: parent + "/rogue-record-\(getpid()).plist"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: grandparent + "/rogue-collection-\(getpid())"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: agent.directory + "/c/.hidden.plist"))
+        XCTAssertTrue(agent.log().contains("unsafe"), agent.log())
+        agent.stop()
+    }
+}
+
+/// A server that speaks just enough of the protocol to one agent to send it what a tampered or
+/// malicious server could: the collections and changes it is given, whatever their names.
+final class RogueServer: @unchecked Sendable {
+    private let listener: Int32
+    let port: Int
+    private let collections: [String]
+    private let changes: [String]
+
+    init(collections: [String], changes: [String]) throws {
+        self.collections = collections
+        self.changes = changes
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        listener = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+        }
+        guard bound, listen(descriptor, 4) == 0 else { throw LineClient.Failure(description: "rogue server cannot listen") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in serve() }.start()
+    }
+
+    deinit { close(listener) }
+
+    private func serve() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            Thread { [self] in talk(connection) }.start()
+        }
+    }
+
+    private func talk(_ connection: Int32) {
+        var buffer: [UInt8] = []
+        func send(_ text: String) {
+            let bytes = Array((text + "\n").utf8)
+            _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(connection, &chunk, chunk.count, 0)
+            guard count > 0 else { break }
+            buffer += chunk[0..<count]
+            while let newline = buffer.firstIndex(of: 0x0A) {
+                let words = String(decoding: buffer[..<newline], as: UTF8.self).split(separator: " ").map(String.init)
+                buffer.removeFirst(newline + 1)
+                guard words.count >= 2 else { continue }
+                let tag = words[0]
+                switch words[1] {
+                case "HELLO": send("\(tag) OK HELLO 1 rogue {\"max_line_bytes\":1048576,\"max_record_bytes\":262144}")
+                case "AUTH": send("\(tag) OK AUTH alice")
+                case "COLLECTIONS":
+                    for name in collections { send("* COLLECTION \(name) admin 3") }
+                    send("\(tag) OK COLLECTIONS \(collections.count)")
+                case "SUB" where words.count > 2 && words[2] == "c":
+                    for change in changes { send(change) }
+                    send("\(tag) OK SUB c 3")
+                case "SUB": send("\(tag) OK SUB \(words[2]) 0")
+                case "PING": send("\(tag) OK PONG")
+                default: send("\(tag) ERR FORBIDDEN not here")
+                }
+            }
+        }
+        close(connection)
+    }
+}
