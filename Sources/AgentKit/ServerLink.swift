@@ -35,6 +35,14 @@ final class ServerLink {
     private(set) var isReady = false
     /// Why the last attempt failed, for `status`.
     private(set) var lastError: String?
+    /// The server's limits from HELLO (the defaults until it says otherwise): a record or line
+    /// over them is never sent, since the server would answer with BYE TOO_LARGE.
+    private(set) var maxRecordBytes = Limits.standard.maxRecordBytes
+    private(set) var maxLineBytes = Limits.standard.maxLineBytes
+    private var readySince: UInt64 = 0
+    /// A session that ends sooner than this after login does not reset the reconnect backoff,
+    /// so a failure that follows every login is retried ever more slowly, not in a tight loop.
+    static let stableSessionMilliseconds: UInt64 = 10_000
 
     init(loop: EventLoop, configuration: AgentConfiguration) {
         self.loop = loop
@@ -91,7 +99,11 @@ final class ServerLink {
         tcp.onEnd = { _ in tcp.close() }
         tcp.onClose = { [self] in lost(tcp) }
         tcp.startReading()
-        send("HELLO 1 plistsync-agent") { _ in }
+        send("HELLO 1 plistsync-agent") { [self] event in
+            guard case .ok(_, _, let limits?) = event else { return }
+            if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
+            if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
+        }
         let login: String
         switch configuration.credential {
         case .password(let password): login = "AUTH \(ResponseLine.argument(configuration.user)) \(ResponseLine.argument(password))"
@@ -104,9 +116,9 @@ final class ServerLink {
                 tcp.close()
                 return
             }
-            attempts = 0
             lastError = nil
             isReady = true
+            readySince = loop.nowMilliseconds
             startKeepalive()
             log("connected to \(configuration.server) as \(configuration.user)")
             onReady()
@@ -141,6 +153,7 @@ final class ServerLink {
         keepalive = nil
         let wasReady = isReady
         isReady = false
+        if wasReady, loop.nowMilliseconds - readySince >= Self.stableSessionMilliseconds { attempts = 0 }
         if wasReady {
             log("disconnected from \(configuration.server)")
             onLost()

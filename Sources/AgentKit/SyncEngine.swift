@@ -257,7 +257,16 @@ final class SyncEngine {
             try? state.set(entry, collection, id)
             return
         }
-        push(key, "PUT \(collection) \(arg(id)) \(entry?.rev ?? 0) \(json)", hash: hash, fieldsJSON: json, format: format)
+        let request = "PUT \(collection) \(arg(id)) \(entry?.rev ?? 0) \(json)"
+        // Checked here, not by the server: a line over its limit would end the connection.
+        guard json.utf8.count <= link.maxRecordBytes, request.utf8.count + 40 <= link.maxLineBytes else {
+            if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(json.utf8.count) bytes, over the server's limit") }
+            status.problems[key.description] = "too large: \(json.utf8.count) bytes of fields; the server takes at most \(link.maxRecordBytes)"
+            refused[key] = hash
+            status.changed()
+            return
+        }
+        push(key, request, hash: hash, fieldsJSON: json, format: format)
     }
 
     private func arg(_ id: String) -> String { ResponseLine.argument(id) }

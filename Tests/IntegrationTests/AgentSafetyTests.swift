@@ -56,6 +56,29 @@ final class AgentSafetyTests: XCTestCase {
         XCTAssertTrue(agent.statusText().contains("symbolic link"), agent.statusText())
     }
 
+    /// A 2 MB plist used to make the agent reconnect ~3 times a second (BYE TOO_LARGE, push again).
+    func testAFileOverTheServersLimitIsReportedNotSentAndTheAgentStaysConnected() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.save("c", "Huge", ["blob": .data(Data(repeating: 7, count: 1_500_000))], format: .binary)
+        try agent.save("c", "Small", ["ok": .bool(true)])
+        try agent.start()
+        let alice = try server.login("alice", "pw")
+        var small = ""
+        for _ in 0..<100 where !small.hasPrefix("g OK GET") {
+            usleep(100_000)
+            small = (try? alice.expect("g GET c Small", prefix: "g ")) ?? ""
+        }
+        XCTAssertTrue(small.hasPrefix("g OK GET c Small 1 "), agent.log())
+        usleep(2_000_000)
+        try alice.expect("h GET c Huge", prefix: "h ERR NOT_FOUND ")
+        let log = agent.log()
+        XCTAssertEqual(log.components(separatedBy: "connected to").count - 1, 1, log)
+        XCTAssertTrue(agent.statusText().contains("too large"), agent.statusText())
+    }
+
     func testUnsafeNamesFromARogueServerNeverLeaveTheMirror() throws {
         let rogue = try RogueServer(collections: ["../../rogue-collection-\(getpid())", "c"], changes: [
             "* CHANGE c 1 ../../rogue-record-\(getpid()) 1 a0 {\"x\":1}",
