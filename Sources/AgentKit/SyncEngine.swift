@@ -250,7 +250,12 @@ final class SyncEngine {
             return
         }
         status.unparseable[key.description] = nil
-        let json = ValueJSON.encode(fields: fields)
+        var json = ValueJSON.encode(fields: fields)
+        if format == .xml, let stored = entry?.fieldsJSON, stored != json, let synced = try? ValueJSON.decodeFields(Array(stored.utf8)),
+            case .dictionary(let restored) = PlistFile.restoringSubsecondDates(.dictionary(fields), from: .dictionary(synced))
+        {
+            json = ValueJSON.encode(fields: restored)
+        }
         if var entry, entry.fieldsJSON == json {
             entry.fileHash = hash
             entry.format = format

@@ -46,4 +46,31 @@ public enum PlistFile {
         case .binary: BinaryPlistWriter.encode(value)
         }
     }
+
+    // MARK: - Date precision
+
+    /// A date as XML can hold it: whole seconds (rounded down).
+    public static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// `read` (fields just read from a file) with each date that is `stored`'s date cut to
+    /// whole seconds given back its fraction: a file format that cannot hold sub-seconds (XML)
+    /// must not make the agent push a change nobody made, nor lose the precision others have.
+    public static func restoringSubsecondDates(_ read: Value, from stored: Value) -> Value {
+        switch (read, stored) {
+        case (.date(let date), .date(let precise)) where date == wholeSeconds(precise):
+            return .date(precise)
+        case (.array(let items), .array(let preciseItems)) where items.count == preciseItems.count:
+            return .array(zip(items, preciseItems).map { restoringSubsecondDates($0, from: $1) })
+        case (.dictionary(let members), .dictionary(let preciseMembers)):
+            var result = members
+            for (key, value) in members {
+                if let precise = preciseMembers[key] { result[key] = restoringSubsecondDates(value, from: precise) }
+            }
+            return .dictionary(result)
+        default:
+            return read
+        }
+    }
 }

@@ -22,7 +22,9 @@ enum XMLPlistWriter {
         case .integer(let integer): out += "\(tabs)<integer>\(integer)</integer>\n"
         case .real(let real): out += "\(tabs)<real>\(realText(real))</real>\n"
         case .bool(let flag): out += "\(tabs)<\(flag ? "true" : "false")/>\n"
-        case .date(let date): out += "\(tabs)<date>\(ISO8601UTC.format(date))</date>\n"
+        // Whole seconds, `Z` right after, as Foundation writes them: PropertyListSerialization,
+        // NSDictionary(contentsOfFile:) and plistlib refuse a fraction.
+        case .date(let date): out += "\(tabs)<date>\(ISO8601UTC.format(PlistFile.wholeSeconds(date)))</date>\n"
         case .data(let data): out += "\(tabs)<data>\(data.base64EncodedString())</data>\n"
         case .array(let items):
             guard !items.isEmpty else { return out += "\(tabs)<array/>\n" }

@@ -57,3 +57,25 @@ final class HostilePlistTests: XCTestCase {
         XCTAssertNotNil(ISO8601UTC.parse("0001-01-01T00:00:00Z"))
     }
 }
+
+/// XML dates the way Foundation writes them.
+final class XMLDateTests: XCTestCase {
+    func testXMLDatesAreWholeSecondsAndReadableByFoundation() throws {
+        let bytes = PlistFile.encode(.dictionary(["d": .date(Date(timeIntervalSince1970: 1_717_243_200.75))]), as: .xml)
+        XCTAssertTrue(String(decoding: bytes, as: UTF8.self).contains("<date>2024-06-01T12:00:00Z</date>"))
+        let read = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil) as? [String: Any]
+        XCTAssertEqual((read?["d"] as? Date)?.timeIntervalSince1970, 1_717_243_200)
+    }
+
+    func testFractionsComeBackOnlyWhereTheFileKeptTheWholeSecond() {
+        let precise = Date(timeIntervalSince1970: 100.5)
+        let stored: Value = .dictionary(["d": .date(precise), "list": .array([.date(precise)]), "other": .date(precise)])
+        let read: Value = .dictionary([
+            "d": .date(Date(timeIntervalSince1970: 100)), "list": .array([.date(Date(timeIntervalSince1970: 100))]),
+            "other": .date(Date(timeIntervalSince1970: 200)),
+        ])
+        XCTAssertEqual(PlistFile.restoringSubsecondDates(read, from: stored), .dictionary([
+            "d": .date(precise), "list": .array([.date(precise)]), "other": .date(Date(timeIntervalSince1970: 200)),
+        ]))
+    }
+}
