@@ -127,8 +127,9 @@ public final class Agent {
         case .renamed(let name?), .changed(let name?):
             if name.hasSuffix(".order.plist") {
                 schedule(RecordKey(collection: String(name.dropLast(12)), id: ""), delay: configuration.debounceMilliseconds)
-            } else if let collection = MirrorFolder.collectionName(forEntry: name), engine.collections[collection] == nil {
-                if mirror.hasFolder(collection) { engine.create(collection) }
+            } else if let collection = MirrorFolder.collectionName(forEntry: name), mirror.hasFolder(collection) {
+                // A new folder, or the folder of a detached collection made again.
+                engine.create(collection)
             }
         case .renamed(nil), .changed(nil):
             engine.scanAll()

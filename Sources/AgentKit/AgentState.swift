@@ -87,6 +87,14 @@ final class AgentState {
         }
     }
 
+    /// Forgets everything known of a collection, so the next SUB is a full download.
+    func forget(_ collection: String) throws(StoreError) {
+        records[collection] = nil
+        lastSeq[collection] = nil
+        try db.execute("DELETE FROM records WHERE collection = ?", .text(collection))
+        try db.execute("DELETE FROM collections WHERE name = ?", .text(collection))
+    }
+
     func setLastSeq(_ seq: Int64, _ collection: String) throws(StoreError) {
         lastSeq[collection] = seq
         try db.execute(

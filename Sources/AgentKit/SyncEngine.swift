@@ -25,6 +25,13 @@ final class SyncEngine {
     /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
     private var refused: [RecordKey: String] = [:]
     private var orderDirty: Set<String> = []
+    /// Collections whose folder vanished after they were mirrored here: not mirrored (and never
+    /// mass-deleted) until the folder is made again, then downloaded afresh.
+    private var detached: Set<String> = []
+    /// Record files found missing, pushed as DEL only after `deleteSettleMilliseconds` if the
+    /// file is still gone and its folder still there (`rm -rf` of a folder removes files first).
+    private var pendingDeletes: [String: Set<String>] = [:]
+    static let deleteSettleMilliseconds: UInt64 = 500
     private var writtenOrderHash: [String: String] = [:]
     /// Called when a collection folder should be watched.
     var onCollectionFolder: (String) -> Void = { _ in }
@@ -117,13 +124,38 @@ final class SyncEngine {
     var schedule: (UInt64, @escaping () -> Void) -> Void = { _, body in body() }
 
     private func startMirroring(_ collection: String) {
+        let mirroredBefore = (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
+        if mirroredBefore, !mirror.hasFolder(collection) { return detach(collection) }
         try? mirror.ensureFolder(mirror.folder(collection))
         onCollectionFolder(collection)
         subscribe(collection)
     }
 
+    /// The folder of a mirrored collection is gone (deleted, moved away): stop mirroring it here
+    /// and say so, like Syncthing with a missing folder marker; never read it as "delete all".
+    private func detach(_ collection: String) {
+        guard !detached.contains(collection) else { return }
+        detached.insert(collection)
+        pendingDeletes[collection] = nil
+        if subscribed.remove(collection) != nil { link.send("UNSUB \(collection)") }
+        status.problems["\(collection)/"] =
+            "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
+        log("the folder of \(collection) is missing: stopped mirroring it here; nothing is deleted on the server")
+        status.changed()
+    }
+
+    /// The folder of a detached collection is back: forget what was known and download it all.
+    private func reattach(_ collection: String) {
+        guard detached.remove(collection) != nil else { return }
+        try? state.forget(collection)
+        status.problems["\(collection)/"] = nil
+        log("the folder of \(collection) is back: downloading it afresh")
+        if collections[collection] != nil { startMirroring(collection) } else { create(collection) }
+    }
+
     /// A folder the user made becomes a collection.
     func create(_ collection: String) {
+        if detached.contains(collection) { return reattach(collection) }
         guard link.isReady, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
         creating.insert(collection)
         link.send("CREATE \(collection)") { [self] event in
@@ -190,11 +222,8 @@ final class SyncEngine {
     /// Reconciles every file and every known record of a collection.
     func scan(_ collection: String) {
         guard subscribed.contains(collection) else { return }
-        guard mirror.hasFolder(collection) else {
-            // A vanished folder is not read as "delete everything".
-            status.problems["\(collection)/"] = "the folder is missing; recreate it to resume"
-            return
-        }
+        // A vanished folder is not read as "delete everything".
+        guard mirror.hasFolder(collection) else { return detach(collection) }
         status.problems["\(collection)/"] = nil
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
         for id in ids.sorted() { reconcile(collection, id) }
@@ -202,7 +231,7 @@ final class SyncEngine {
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
     func scanAll() {
-        for folder in mirror.collectionFolders() where collections[folder] == nil { create(folder) }
+        for folder in mirror.collectionFolders() where collections[folder] == nil || detached.contains(folder) { create(folder) }
         for collection in subscribed { scan(collection) }
     }
 
@@ -230,9 +259,7 @@ final class SyncEngine {
         if status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
         guard let bytes = mirror.read(path) else {
             status.unparseable[key.description] = nil
-            if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete {
-                push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
-            }
+            if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete { deleteWhenSettled(key) }
             return
         }
         if refused[key] == Self.refusedDelete { refused[key] = nil }
@@ -275,6 +302,26 @@ final class SyncEngine {
     }
 
     private func arg(_ id: String) -> String { ResponseLine.argument(id) }
+
+    /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
+    /// the folder is gone by then and the collection is detached instead.
+    private func deleteWhenSettled(_ key: RecordKey) {
+        let first = pendingDeletes[key.collection]?.isEmpty ?? true
+        pendingDeletes[key.collection, default: []].insert(key.id)
+        guard first else { return }
+        schedule(Self.deleteSettleMilliseconds) { [self] in
+            guard let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
+            guard mirror.hasFolder(key.collection) else { return detach(key.collection) }
+            for id in ids.sorted() {
+                let pending = RecordKey(collection: key.collection, id: id)
+                guard subscribed.contains(key.collection), !inFlight.contains(pending), mirror.read(mirror.recordPath(key.collection, id)) == nil,
+                    let entry = state.entry(key.collection, id), entry.isLive, entry.fileHash != nil
+                else { continue }
+                push(pending, "DEL \(key.collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
+            }
+            batchEnded()
+        }
+    }
 
     private func push(_ key: RecordKey, _ request: String, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
         guard link.isReady else { return }

@@ -172,3 +172,51 @@ final class RogueServer: @unchecked Sendable {
         close(connection)
     }
 }
+
+/// `rm -rf` of a collection folder, or moving it away while the agent is stopped, used to delete
+/// every record on the server and in every other mirror (issue 9 item 2).
+final class VanishedFolderTests: XCTestCase {
+    func testAVanishedCollectionFolderStopsMirroringItAndDeletesNothing() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        var batch = ""
+        for index in 0..<300 { batch += "p PUT c r\(index) 0 {\"n\":\(index)}\n" }
+        try alice.send(bytes: Array(batch.utf8))
+        for _ in 0..<300 { XCTAssertTrue(try alice.line().hasPrefix("p OK PUT")) }
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.start()
+        let folder = agent.directory + "/c"
+        func files() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") }.count
+        }
+        eventually { files() == 300 }
+        usleep(300_000)
+        func liveCount() throws -> String {
+            try alice.send("l LIST c")
+            while true {
+                let line = try alice.line()
+                if line.hasPrefix("l ") { return line }
+            }
+        }
+        try FileManager.default.removeItem(atPath: folder)
+        usleep(1_500_000)
+        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
+        XCTAssertTrue(agent.statusText().contains("the folder is missing"), agent.statusText())
+        // Restarted with the folder still gone: still nothing deleted, nothing recreated.
+        agent.stop()
+        try agent.start()
+        usleep(1_500_000)
+        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
+        XCTAssertFalse(FileManager.default.fileExists(atPath: folder))
+        // Made again (empty): the collection is downloaded afresh, not deleted.
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        eventually { files() == 300 }
+        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
+        // A single deleted file is still a delete.
+        try FileManager.default.removeItem(atPath: agent.path("c", "r7"))
+        eventually { (try? liveCount())?.hasPrefix("l OK LIST c 299 ") ?? false }
+    }
+}
