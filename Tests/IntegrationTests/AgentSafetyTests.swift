@@ -220,3 +220,41 @@ final class VanishedFolderTests: XCTestCase {
         eventually { (try? liveCount())?.hasPrefix("l OK LIST c 299 ") ?? false }
     }
 }
+
+/// vim's default save (rename to `X.plist~`, write a new `X.plist`, unlink the backup) used to
+/// push DEL + re-create in 7 of 30 saves, moving the record to the end (issue 9 item 6).
+final class EditorSaveTests: XCTestCase {
+    func testVimStyleSavesAreEditsNeverDeleteAndRecreate() throws {
+        let server = try TestServer()
+        try server.addUser("alice", password: "pw")
+        try server.start()
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.save("c", "first", ["n": .integer(0)])
+        try agent.save("c", "X", ["n": .integer(0)])
+        try agent.save("c", "last", ["n": .integer(0)])
+        try agent.start()
+        let alice = try server.login("alice", "pw")
+        func get(_ id: String) throws -> String { try alice.expect("g GET c \(id)", prefix: "g ") }
+        eventually { ((try? get("last")) ?? "").hasPrefix("g OK GET c last 1 ") }
+        let position = try get("X").split(separator: " ")[6]
+        for save in 1...30 {
+            let path = agent.path("c", "X")
+            XCTAssertEqual(rename(path, path + "~"), 0)
+            try Data(PlistFile.encode(.dictionary(["n": .integer(Int64(save))]), as: .xml)).write(to: URL(fileURLWithPath: path))
+            unlink(path + "~")
+            eventually { ((try? get("X")) ?? "").hasSuffix("{\"n\":\(save)}") }
+        }
+        let final = try get("X").split(separator: " ")
+        XCTAssertEqual(final[6], position, "the record moved: it was deleted and created again")
+        XCTAssertEqual(final[5], "31", "one change a save: \(final)")
+        XCTAssertFalse(agent.log().contains("DELETED"))
+        try alice.send("s SUB c SINCE 0")
+        var deletes = 0
+        while true {
+            let line = try alice.line()
+            if line.hasPrefix("s OK SUB") { break }
+            if line.hasSuffix("DELETED") { deletes += 1 }
+        }
+        XCTAssertEqual(deletes, 0)
+    }
+}
