@@ -7,9 +7,7 @@ import XCTest
 /// Foundation does, and a fraction from elsewhere is neither pushed back as an edit nor lost.
 final class AgentDateTests: XCTestCase {
     func testXMLDatesAreWholeSecondsFoundationReadsAndSubsecondsSurviveAnEdit() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
         let b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
         try a.start()

@@ -7,9 +7,7 @@ import XCTest
 /// links out of the mirror, and names from a rogue server.
 final class AgentSafetyTests: XCTestCase {
     func testASecondAgentOnTheSameFolderExitsWithAClearMessage() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let first = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
         try first.start()
         usleep(500_000)
@@ -24,9 +22,7 @@ final class AgentSafetyTests: XCTestCase {
     }
 
     func testALinkToAFileOutsideTheMirrorIsNeverPushed() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let secret = NSTemporaryDirectory() + "plistsync-secret-" + UUID().uuidString + ".plist"
         try Data(PlistFile.encode(.dictionary(["secret": .string("hunter2")]), as: .xml)).write(to: URL(fileURLWithPath: secret))
         defer { try? FileManager.default.removeItem(atPath: secret) }
@@ -58,9 +54,7 @@ final class AgentSafetyTests: XCTestCase {
 
     /// A 2 MB plist used to make the agent reconnect ~3 times a second (BYE TOO_LARGE, push again).
     func testAFileOverTheServersLimitIsReportedNotSentAndTheAgentStaysConnected() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("c", "Huge", ["blob": .data(Data(repeating: 7, count: 1_500_000))], format: .binary)
         try agent.save("c", "Small", ["ok": .bool(true)])
@@ -177,9 +171,7 @@ final class RogueServer: @unchecked Sendable {
 /// every record on the server and in every other mirror (issue 9 item 2).
 final class VanishedFolderTests: XCTestCase {
     func testAVanishedCollectionFolderStopsMirroringItAndDeletesNothing() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let alice = try server.login("alice", "pw")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         var batch = ""
@@ -225,9 +217,7 @@ final class VanishedFolderTests: XCTestCase {
 /// push DEL + re-create in 7 of 30 saves, moving the record to the end (issue 9 item 6).
 final class EditorSaveTests: XCTestCase {
     func testVimStyleSavesAreEditsNeverDeleteAndRecreate() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try TestServer.running()
         let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("c", "first", ["n": .integer(0)])
         try agent.save("c", "X", ["n": .integer(0)])

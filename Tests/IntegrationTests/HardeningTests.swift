@@ -4,11 +4,8 @@ import XCTest
 /// Faults found by attacking the server as an unauthenticated client, a careless client and a
 /// rogue user would (issue 8): each test reproduces one and checks the answer's content.
 final class HardeningTests: XCTestCase {
-    private func server(_ arguments: [String] = [], users: [(String, String)] = [("alice", "wonderland"), ("bob", "builder")]) throws -> TestServer {
-        let server = try TestServer(extraArguments: arguments)
-        for (name, password) in users { try server.addUser(name, password: password) }
-        try server.start()
-        return server
+    private func server(_ arguments: [String] = []) throws -> TestServer {
+        try TestServer.running(arguments, users: [("alice", "wonderland"), ("bob", "builder")])
     }
 
     // MARK: - Crash and denial of service
@@ -454,10 +451,7 @@ enum PlistSyncShell {
 /// `--max-bytes-per-user` (off by default): one user cannot fill the disk.
 final class ByteQuotaTests: XCTestCase {
     func testTheOwnersCollectionsStopGrowingAtTheQuotaAndDeletesFreeSpace() throws {
-        let server = try TestServer(extraArguments: ["--max-bytes-per-user", "50000"])
-        try server.addUser("alice", password: "wonderland")
-        try server.addUser("bob", password: "builder")
-        try server.start()
+        let server = try TestServer.running(["--max-bytes-per-user", "50000"], users: [("alice", "wonderland"), ("bob", "builder")])
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         try alice.expect("g GRANT c bob write", equals: "g OK GRANT")

@@ -63,6 +63,14 @@ final class TestServer {
         try FileManager.default.createDirectory(atPath: self.dataPath, withIntermediateDirectories: true)
     }
 
+    /// A started server with these accounts (password logins, low KDF work factor).
+    static func running(_ arguments: [String] = [], users: [(String, String)] = [("alice", "pw")]) throws -> TestServer {
+        let server = try TestServer(extraArguments: arguments)
+        for (name, password) in users { try server.addUser(name, password: password) }
+        try server.start()
+        return server
+    }
+
     /// Adds an account with a low KDF work factor, so tests stay fast.
     func addUser(_ name: String, password: String, admin: Bool = false) throws {
         let (status, _, err) = try PlistSyncBinary.run(
