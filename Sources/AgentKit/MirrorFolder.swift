@@ -53,6 +53,15 @@ final class MirrorFolder {
         return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && !Self.isSymbolicLink(folder($0)) }
     }
 
+    /// Whether something that is neither a file nor a link sits at `path` (a folder, a pipe):
+    /// never read as a record, never written over, never read as a deleted record either.
+    static func isNotAFile(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        return kind != S_IFREG && kind != S_IFLNK
+    }
+
     /// Whether `path` itself is a symbolic link (not followed).
     static func isSymbolicLink(_ path: String) -> Bool {
         var info = stat()
@@ -102,8 +111,11 @@ final class MirrorFolder {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
 
-    /// Writes `bytes` to `path` atomically and durably.
+    /// Writes `bytes` to `path` atomically and durably. Throws, having changed nothing, when the
+    /// temp file cannot be written (a full disk) or a folder stands where the file goes, so a
+    /// caller never records as applied what is not on disk.
     func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        guard !Self.isNotAFile(path) else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let directory = (path as NSString).deletingLastPathComponent
         let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
         let descriptor = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -32,6 +32,11 @@ final class SyncEngine {
     /// file is still gone and its folder still there (`rm -rf` of a folder removes files first).
     private var pendingDeletes: [String: Set<String>] = [:]
     static let deleteSettleMilliseconds: UInt64 = 500
+    /// Per collection, the first seq whose change could not be written here (full disk, a folder
+    /// in the way): the last seq is not advanced past it, and the collection is replayed from
+    /// there every `applyRetryMilliseconds` until the write succeeds.
+    private var failedApplySeq: [String: Int64] = [:]
+    static let applyRetryMilliseconds: UInt64 = 2_000
     private var writtenOrderHash: [String: String] = [:]
     /// Called when a collection folder should be watched.
     var onCollectionFolder: (String) -> Void = { _ in }
@@ -96,9 +101,12 @@ final class SyncEngine {
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
             replaySeen[collection]?.insert(id)
-            applyRemote(collection, id, remote)
-            if seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
-            status.noteApplied()
+            if applyRemote(collection, id, remote) {
+                if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
+                status.noteApplied()
+            } else {
+                applyFailed(collection, seq: seq)
+            }
         default:
             break
         }
@@ -185,7 +193,7 @@ final class SyncEngine {
             switch event {
             case .ok(_, let words, _):
                 subscribed.insert(collection)
-                if words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
+                if failedApplySeq[collection] == nil, words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
                     try? state.setLastSeq(seq, collection)
                 }
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
@@ -257,6 +265,11 @@ final class SyncEngine {
             return
         }
         if status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
+        guard !MirrorFolder.isNotAFile(path) else {
+            status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
+            status.changed()
+            return
+        }
         guard let bytes = mirror.read(path) else {
             status.unparseable[key.description] = nil
             if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete { deleteWhenSettled(key) }
@@ -303,6 +316,19 @@ final class SyncEngine {
 
     private func arg(_ id: String) -> String { ResponseLine.argument(id) }
 
+    /// A change could not be written: keep the last seq before it and replay from there soon.
+    private func applyFailed(_ collection: String, seq: Int64) {
+        let first = failedApplySeq[collection] == nil
+        failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
+        if (state.lastSeq[collection] ?? 0) >= seq { try? state.setLastSeq(seq - 1, collection) }
+        guard first else { return }
+        schedule(Self.applyRetryMilliseconds) { [self] in
+            guard failedApplySeq.removeValue(forKey: collection) != nil, subscribed.contains(collection) else { return }
+            subscribed.remove(collection)
+            subscribe(collection)
+        }
+    }
+
     /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
     /// the folder is gone by then and the collection is detached instead.
     private func deleteWhenSettled(_ key: RecordKey) {
@@ -314,7 +340,8 @@ final class SyncEngine {
             guard mirror.hasFolder(key.collection) else { return detach(key.collection) }
             for id in ids.sorted() {
                 let pending = RecordKey(collection: key.collection, id: id)
-                guard subscribed.contains(key.collection), !inFlight.contains(pending), mirror.read(mirror.recordPath(key.collection, id)) == nil,
+                let path = mirror.recordPath(key.collection, id)
+                guard subscribed.contains(key.collection), !inFlight.contains(pending), !MirrorFolder.isNotAFile(path), mirror.read(path) == nil,
                     let entry = state.entry(key.collection, id), entry.isLive, entry.fileHash != nil
                 else { continue }
                 push(pending, "DEL \(key.collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
@@ -362,12 +389,15 @@ final class SyncEngine {
     // MARK: - Remote side
 
     /// Applies a server state for one record to the mirror, merging with local edits.
-    private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false) {
+    /// Applies a server state to the file and the state; false when the file could not be
+    /// written (nothing is recorded then).
+    @discardableResult
+    private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false) -> Bool {
         let entry = state.entry(collection, id)
         if remote.rev == 0 {
             // MISSING: the server has no such record; the local file goes up as a new one.
             if entry != nil { try? state.set(nil, collection, id) }
-            return
+            return true
         }
         if let entry, remote.rev <= entry.rev {
             // Our own change coming back, or an older state: at most the position is news.
@@ -377,10 +407,10 @@ final class SyncEngine {
                 try? state.set(updated, collection, id)
                 orderDirty.insert(collection)
             }
-            return
+            return true
         }
         let path = mirror.recordPath(collection, id)
-        let bytes = mirror.read(path)
+        let bytes = MirrorFolder.isNotAFile(path) ? nil : mirror.read(path)
         let fileHash = bytes.map(ContentHash.of)
         let locallyChanged = fileHash != entry?.fileHash
         let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
@@ -414,15 +444,19 @@ final class SyncEngine {
         } catch {
             log("cannot write \(path): \(error)")
             let key = RecordKey(collection: collection, id: id)
-            status.problems[key.description] = "\(error)"
+            status.problems[key.description] = "cannot write: \(error)"
             // Do not push this file again until it changes: the server would answer CONFLICT and
             // the same failed write would repeat in a loop.
             if let fileHash { refused[key] = fileHash }
-            return
+            return false
         }
         try? state.set(next, collection, id)
         orderDirty.insert(collection)
+        if status.problems[RecordKey(collection: collection, id: id).description]?.hasPrefix("cannot") == true {
+            status.problems[RecordKey(collection: collection, id: id).description] = nil
+        }
         if fromConflict || locallyChanged { reconcile(collection, id) }
+        return true
     }
 
     /// Marks a delete the server refused, so it is not retried until the file comes back.

@@ -248,3 +248,40 @@ final class EditorSaveTests: XCTestCase {
         XCTAssertEqual(deletes, 0)
     }
 }
+
+/// A change the agent cannot write (a folder where the file goes; a full disk) used to be
+/// recorded as applied: the mirror stayed stale and a DEL nobody made followed (issue 9 items 3, 4).
+final class FailedApplyTests: XCTestCase {
+    func testAChangeThatCannotBeWrittenIsRetriedNeverRecordedAsApplied() throws {
+        let server = try TestServer.running()
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.save("c", "r", ["v": .integer(1)])
+        try agent.start()
+        let alice = try server.login("alice", "pw")
+        eventually { ((try? alice.expect("g GET c r", prefix: "g ")) ?? "").hasPrefix("g OK GET c r 1 ") }
+        // The file becomes a folder, then the record changes on the server.
+        try FileManager.default.removeItem(atPath: agent.path("c", "r"))
+        try FileManager.default.createDirectory(atPath: agent.path("c", "r"), withIntermediateDirectories: false)
+        try alice.expect("p PUT c r 1 {\"v\":2}", prefix: "p OK PUT c r 2 ")
+        try alice.expect("q PUT c other 0 {\"v\":3}", prefix: "q OK PUT c other 1 ")
+        eventually { agent.fields("c", "other") == ["v": .integer(3)] }
+        usleep(1_000_000)
+        // Nothing was deleted on the server, and the agent says what is wrong.
+        try alice.expect("g2 GET c r", prefix: "g2 OK GET c r 2 ")
+        XCTAssertTrue(agent.statusText().contains("folder"), agent.statusText())
+        // The folder goes away: the change that could not be written arrives by itself.
+        try FileManager.default.removeItem(atPath: agent.path("c", "r"))
+        eventually(15) { agent.fields("c", "r") == ["v": .integer(2)] }
+        usleep(1_000_000)
+        try alice.expect("g3 GET c r", prefix: "g3 OK GET c r ")
+        XCTAssertEqual(agent.fields("c", "r"), ["v": .integer(2)])
+        try alice.send("s SUB c SINCE 0")
+        var deletes = 0
+        while true {
+            let line = try alice.line()
+            if line.hasPrefix("s OK SUB") { break }
+            if line.hasSuffix("DELETED") { deletes += 1 }
+        }
+        XCTAssertEqual(deletes, 0, agent.log())
+    }
+}
