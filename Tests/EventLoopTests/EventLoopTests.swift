@@ -130,3 +130,38 @@ final class FolderWatcherTests: XCTestCase {
         XCTAssertTrue(loop.close())
     }
 }
+
+/// The dedicated worker thread (password hashing) and how a connection ends when its peer
+/// vanishes mid-write.
+final class WorkerThreadTests: XCTestCase {
+    func testJobsRunInOrderOffTheLoopAndAnswerOnIt() {
+        let loop = EventLoop()
+        let worker = WorkerThread(loop: loop)
+        let loopThread = pthread_self()
+        var results: [Int] = []
+        var ranOnLoop = true
+        for index in 0..<5 {
+            worker.submit({ () -> Int in
+                usleep(2_000)
+                return index * index
+            }, then: { value in
+                ranOnLoop = ranOnLoop && pthread_equal(pthread_self(), loopThread) != 0
+                results.append(value)
+                if results.count == 5 { worker.close() }
+            })
+        }
+        XCTAssertEqual(worker.pendingCount, 5)
+        loop.run()
+        XCTAssertEqual(results, [0, 1, 4, 9, 16])
+        XCTAssertTrue(ranOnLoop)
+        XCTAssertTrue(loop.close(), "a handle leaked")
+    }
+
+    func testAnIdleWorkerDoesNotKeepTheLoopRunning() {
+        let loop = EventLoop()
+        let worker = WorkerThread(loop: loop)
+        loop.run()  // returns at once: nothing is pending
+        worker.close()
+        XCTAssertTrue(loop.close())
+    }
+}
