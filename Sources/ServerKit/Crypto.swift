@@ -6,7 +6,7 @@ import Foundation
 /// PBKDF2-HMAC-SHA256 at OWASP's 2023 work factor (600,000 iterations): libcrypto is already a
 /// dependency for TLS, it is FIPS-approved, and the iteration count is stored in each hash so it
 /// can be raised later without breaking old logins. It is CPU-bound, so the server runs it on
-/// the thread pool, never on the loop.
+/// a thread of its own (`LoginGate`), never on the loop or the commits' thread pool.
 public enum PasswordHasher {
     /// OWASP's recommendation for PBKDF2-HMAC-SHA256.
     public static let defaultIterations = 600_000
@@ -29,11 +29,6 @@ public enum PasswordHasher {
         let key = derive(password, salt: Array(salt), iterations: iterations, length: expected.count)
         return Crypto.constantTimeEqual(key, Array(expected))
     }
-
-    /// Verified against when the user does not exist, so that the answer takes as long as for a
-    /// real user. No password matches it; making it costs nothing (no derivation at start-up).
-    public static let decoy =
-        "pbkdf2-sha256$\(defaultIterations)$\(Data(Crypto.randomBytes(16)).base64EncodedString())$\(Data(Crypto.randomBytes(32)).base64EncodedString())"
 
     private static func derive(_ password: String, salt: [UInt8], iterations: Int, length: Int = 32) -> [UInt8] {
         var key = [UInt8](repeating: 0, count: length)
