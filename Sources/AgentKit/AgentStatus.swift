@@ -20,6 +20,12 @@ final class AgentStatus {
     private(set) var applied = 0
     private(set) var pushed = 0
     private(set) var conflicts = 0
+    /// When the mirror last agreed with the server: a change applied or pushed, or a
+    /// subscription caught up. Read back from the last status at start, so it survives restarts.
+    private(set) var lastSync: Date?
+    /// Conflict copies made (and found at start) that still exist: the versions a person should
+    /// look at. Listed in status until deleted.
+    private var conflictCopies: Set<String> = []
     var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
     var lastError: () -> String? = { nil }
 
@@ -27,6 +33,28 @@ final class AgentStatus {
         self.loop = loop
         self.configuration = configuration
         path = configuration.directory + "/.plistsync/status.json"
+        if let bytes = FileManager.default.contents(atPath: path), case .dictionary(let previous)? = try? ValueJSON.decode(Array(bytes)),
+            case .date(let date)? = previous["last_sync"]
+        {
+            lastSync = date
+        }
+        conflictCopies = Self.conflictCopies(under: configuration.directory)
+    }
+
+    /// Conflict copies in the collection folders of `root` (one level: DIR/<collection>/…).
+    static func conflictCopies(under root: String) -> Set<String> {
+        var found: Set<String> = []
+        for folder in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] where !folder.hasPrefix(".") {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)) ?? []
+            where name.contains(".sync-conflict-") && name.hasSuffix(".plist") {
+                found.insert(root + "/" + folder + "/" + name)
+            }
+        }
+        return found
+    }
+
+    func noteSynced() {
+        lastSync = Date()
     }
 
     func noteApplied() {
@@ -39,7 +67,10 @@ final class AgentStatus {
         if pushed % 1000 == 0 { AgentLog.info("pushed \(pushed) local changes") }
     }
 
-    func noteConflict() { conflicts += 1 }
+    func noteConflict(_ copy: String) {
+        conflicts += 1
+        conflictCopies.insert(copy)
+    }
 
     /// Marks the status as changed; it is written within 200 ms.
     func changed() {
@@ -77,6 +108,9 @@ final class AgentStatus {
             "problems": .dictionary(problems.mapValues(Value.string)),
         ]
         if let error = lastError() { document["last_error"] = .string(error) }
+        if let lastSync { document["last_sync"] = .date(lastSync) }
+        conflictCopies = conflictCopies.filter { FileManager.default.fileExists(atPath: $0) }
+        document["conflict_copies"] = .array(conflictCopies.sorted().map(Value.string))
         let text = ValueJSON.encode(.dictionary(document))
         try? MirrorFolder(root: configuration.directory).writeAtomically(Array(text.utf8), to: path)
     }

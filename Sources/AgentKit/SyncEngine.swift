@@ -104,6 +104,7 @@ final class SyncEngine {
             if applyRemote(collection, id, remote) {
                 if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
                 status.noteApplied()
+                status.noteSynced()
             } else {
                 applyFailed(collection, seq: seq)
             }
@@ -197,6 +198,7 @@ final class SyncEngine {
                     try? state.setLastSeq(seq, collection)
                 }
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
+                status.noteSynced()
                 scan(collection)
                 if let pendingOrder { applyOrder(pendingOrder, in: collection) }
                 orderDirty.insert(collection)
@@ -371,6 +373,7 @@ final class SyncEngine {
                 refused[key] = nil
                 status.problems[key.description] = nil
                 status.notePushed()
+                status.noteSynced()
             case .error(_, "CONFLICT", _, let current?):
                 applyRemote(key.collection, key.id, current, fromConflict: true)
             case .error(_, let code, let message, _):
@@ -472,7 +475,7 @@ final class SyncEngine {
             // A broken local file cannot be merged: keep its bytes as a conflict copy.
             let copy = try mirror.writeConflictCopy(bytes, collection, id, device: configuration.device)
             log("\(collection)/\(id): local file does not parse; kept as \(copy)")
-            status.noteConflict()
+            status.noteConflict(copy)
             _ = try writeRecord(remote, format, path)
             return
         }
@@ -481,7 +484,7 @@ final class SyncEngine {
         if result.hasConflicts {
             let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(localFields), as: localFormat), collection, id, device: configuration.device)
             log("\(collection)/\(id): both sides changed \(result.conflictingKeys.joined(separator: ", ")); the server's value stays, yours is in \(copy)")
-            status.noteConflict()
+            status.noteConflict(copy)
         }
         _ = try writeRecord(result.merged, localFormat, path)
     }

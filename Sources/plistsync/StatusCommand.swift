@@ -29,6 +29,7 @@ enum StatusCommand: Subcommand {
         print("agent:      \(running ? "running (pid \(pid))" : "not running")")
         print("server:     \(text("server")) \(running && connected ? "connected" : "not connected") as \(text("user")) (device \(text("device")))")
         if case .string(let error)? = status["last_error"] { print("last error: \(error)") }
+        if case .date(let synced)? = status["last_sync"] { print("last sync:  \(ISO8601UTC.format(synced))") }
         print("pending:    \(integer("pending")) local changes being pushed")
         print("totals:     \(integer("applied")) changes applied, \(integer("pushed")) pushed, \(integer("conflicts")) conflict copies made")
         if case .dictionary(let collections)? = status["collections"] {
@@ -45,6 +46,9 @@ enum StatusCommand: Subcommand {
                     if case .string(let reason)? = entries[name] { print("\(title): \(name): \(reason)") }
                 }
             }
+        }
+        if case .array(let copies)? = status["conflict_copies"] {
+            for case .string(let copy) in copies { print("conflict:   \(copy) (your version; the record file has the server's)") }
         }
         if case .date(let updated)? = status["updated"] { print("as of:      \(ISO8601UTC.format(updated))") }
     }

@@ -97,6 +97,12 @@ final class AgentTests: XCTestCase {
         XCTAssertTrue(copy.hasPrefix("Ada.sync-conflict-") && copy.hasSuffix("-\(copyOwner.device).plist"), copy)
         let copied = try PlistFile.decodeRecord(Array(FileManager.default.contents(atPath: "\(copyOwner.directory)/contacts/\(copy)")!)).0
         XCTAssertEqual(copied["phone"], loser)
+        // `status` names the copy and when the mirror last synced (issue 9 item 14).
+        eventually { copyOwner.statusText().contains(copy) && copyOwner.statusText().contains("\"last_sync\"") }
+        let (code, out, _) = try PlistSyncBinary.run(["status", "--dir", copyOwner.directory])
+        XCTAssertEqual(code, 0)
+        XCTAssertTrue(out.contains("conflict:   \(copyOwner.directory)/contacts/\(copy)"), out)
+        XCTAssertTrue(out.contains("last sync:  "), out)
     }
 
     func testAnEditBeatsAConcurrentDelete() throws {
