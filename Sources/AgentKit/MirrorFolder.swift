@@ -50,22 +50,26 @@ final class MirrorFolder {
     /// the mirror never reaches outside its root).
     func collectionFolders() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && !Self.isSymbolicLink(folder($0)) }
+        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && Self.kind(at: folder($0)) != .link }
     }
 
-    /// Whether something that is neither a file nor a link sits at `path` (a folder, a pipe):
-    /// never read as a record, never written over, never read as a deleted record either.
-    static func isNotAFile(_ path: String) -> Bool {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return false }
-        let kind = info.st_mode & S_IFMT
-        return kind != S_IFREG && kind != S_IFLNK
+    /// What stands at a path of the mirror, the path itself (a link is not followed).
+    enum EntryKind {
+        case missing, file, link
+        /// A folder, a pipe, a device: never read as a record, never written over, never read
+        /// as a deleted record either.
+        case other
     }
 
-    /// Whether `path` itself is a symbolic link (not followed).
-    static func isSymbolicLink(_ path: String) -> Bool {
+    /// One `lstat` of `path`.
+    static func kind(at path: String) -> EntryKind {
         var info = stat()
-        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+        guard lstat(path, &info) == 0 else { return .missing }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFLNK: return .link
+        default: return .other
+        }
     }
 
     /// Whether the collection's folder exists (and is a folder).
@@ -115,7 +119,7 @@ final class MirrorFolder {
     /// temp file cannot be written (a full disk) or a folder stands where the file goes, so a
     /// caller never records as applied what is not on disk.
     func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        guard !Self.isNotAFile(path) else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
+        guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let directory = (path as NSString).deletingLastPathComponent
         let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
         let descriptor = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -259,22 +259,23 @@ final class SyncEngine {
         guard subscribed.contains(collection), !inFlight.contains(key) else { return }
         let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
+        let kind = MirrorFolder.kind(at: path)
         // A link is never followed (it could point anywhere on the machine), pushed or deleted.
-        guard !MirrorFolder.isSymbolicLink(path) else {
+        guard kind != .link else {
             if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
             status.problems[key.description] = Self.symbolicLinkProblem
             status.changed()
             return
         }
         if status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
-        guard !MirrorFolder.isNotAFile(path) else {
+        guard kind != .other else {
             status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
             status.changed()
             return
         }
         guard let bytes = mirror.read(path) else {
             status.unparseable[key.description] = nil
-            if let entry, entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete { deleteWhenSettled(key) }
+            if deletableEntry(key) != nil { deleteWhenSettled(key) }
             return
         }
         if refused[key] == Self.refusedDelete { refused[key] = nil }
@@ -331,6 +332,14 @@ final class SyncEngine {
         }
     }
 
+    /// The synced state of a record whose file is gone, when that is a delete to push: it was
+    /// live, had a file here, and the server has not refused this delete already.
+    private func deletableEntry(_ key: RecordKey) -> AgentState.Entry? {
+        guard let entry = state.entry(key.collection, key.id), entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete
+        else { return nil }
+        return entry
+    }
+
     /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
     /// the folder is gone by then and the collection is detached instead.
     private func deleteWhenSettled(_ key: RecordKey) {
@@ -343,8 +352,8 @@ final class SyncEngine {
             for id in ids.sorted() {
                 let pending = RecordKey(collection: key.collection, id: id)
                 let path = mirror.recordPath(key.collection, id)
-                guard subscribed.contains(key.collection), !inFlight.contains(pending), !MirrorFolder.isNotAFile(path), mirror.read(path) == nil,
-                    let entry = state.entry(key.collection, id), entry.isLive, entry.fileHash != nil
+                guard subscribed.contains(key.collection), !inFlight.contains(pending), MirrorFolder.kind(at: path) == .missing,
+                    mirror.read(path) == nil, let entry = deletableEntry(pending)
                 else { continue }
                 push(pending, "DEL \(key.collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
             }
@@ -413,7 +422,7 @@ final class SyncEngine {
             return true
         }
         let path = mirror.recordPath(collection, id)
-        let bytes = MirrorFolder.isNotAFile(path) ? nil : mirror.read(path)
+        let bytes = MirrorFolder.kind(at: path) == .other ? nil : mirror.read(path)
         let fileHash = bytes.map(ContentHash.of)
         let locallyChanged = fileHash != entry?.fileHash
         let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml

@@ -12,6 +12,18 @@ public final class LoopTimer {
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
 
+    /// Runs `body` once on the loop thread after `milliseconds`, then releases the timer; the
+    /// returned timer's `close()` cancels it before then.
+    @discardableResult
+    public static func once(on loop: EventLoop, after milliseconds: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: milliseconds) {
+            timer.close()
+            body()
+        }
+        return timer
+    }
+
     /// Fires `callback` after `milliseconds`, then every `repeatMilliseconds` when that is > 0.
     public func start(after milliseconds: UInt64, repeatEvery repeatMilliseconds: UInt64 = 0, _ callback: @escaping () -> Void) {
         guard !closed else { return }

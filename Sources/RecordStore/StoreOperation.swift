@@ -25,6 +25,17 @@ extension StoreOperation {
     }
 }
 
+extension StoreOutcome {
+    /// The changes to broadcast, in seq order.
+    public var committedChanges: [Change] {
+        switch self {
+        case .changed(let change): [change]
+        case .rebalanced(let change, let rekeyed): rekeyed + [change]
+        default: []
+        }
+    }
+}
+
 /// What one operation of a batch came to.
 public enum StoreOutcome: Sendable, Equatable {
     /// A record changed; broadcast it.

@@ -41,7 +41,7 @@ struct AuthThrottle {
             return max(now, pace.nextSlot)
         }
         var slot = next(addresses[address])
-        if !(knownAddresses[account]?.contains(address) ?? false) { slot = max(slot, next(accounts[account])) }
+        if !isKnown(address, for: account) { slot = max(slot, next(accounts[account])) }
         return slot
     }
 
@@ -49,10 +49,15 @@ struct AuthThrottle {
     /// later).
     mutating func reserve(address: String, account: String, now: UInt64) -> UInt64 {
         var slot = Self.take(&addresses, address, now: now, free: Self.freeStrikesPerAddress)
-        if !(knownAddresses[account]?.contains(address) ?? false) {
+        if !isKnown(address, for: account) {
             slot = max(slot, Self.take(&accounts, account, now: now, free: Self.freeStrikesPerAccount))
         }
         return slot
+    }
+
+    /// Whether `account` has logged in from `address` lately (its own pace then does not apply).
+    private func isKnown(_ address: String, for account: String) -> Bool {
+        knownAddresses[account]?.contains(address) ?? false
     }
 
     /// An attempt from `address` at `account` was wrong.

@@ -70,15 +70,7 @@ final class Committer {
             switch result {
             case .success(let outcomes):
                 for (entry, outcome) in zip(batch, outcomes) {
-                    switch outcome {
-                    case .changed(let change):
-                        changes.append(change)
-                    case .rebalanced(let change, let rekeyed):
-                        changes.append(contentsOf: rekeyed)
-                        changes.append(change)
-                    default:
-                        break
-                    }
+                    changes.append(contentsOf: outcome.committedChanges)
                     entry.completion(.success(outcome))
                 }
             case .failure(let error):

@@ -177,15 +177,15 @@ final class LoginGate {
         after(answerAt - now) { completion(.failure(.failed)) }
     }
 
+    /// A one-shot timer, kept so that `close()` can drop the answers still waiting.
     private func after(_ milliseconds: UInt64, _ body: @escaping () -> Void) {
-        let timer = LoopTimer(loop: loop)
-        let key = ObjectIdentifier(timer)
-        timers[key] = timer
-        timer.start(after: milliseconds) { [self] in
-            timers[key] = nil
-            timer.close()
+        var key: ObjectIdentifier?
+        let timer = LoopTimer.once(on: loop, after: milliseconds) { [self] in
+            if let key { timers[key] = nil }
             body()
         }
+        key = ObjectIdentifier(timer)
+        timers[key!] = timer
     }
 
     /// Stops the hashing thread and drops logins still waiting for their turn (at shutdown).

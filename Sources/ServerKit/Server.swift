@@ -184,12 +184,11 @@ public final class Server {
     }
 
     private func wakeSessionsWaitingForCommitRoom() {
-        guard !waitingForCommitRoom.isEmpty else { return }
-        let waiting = waitingForCommitRoom.values
-        waitingForCommitRoom.removeAll()
-        for session in waiting where committer.hasRoom { session.commitRoomAvailable() }
-        for session in waiting where session.closeReason == nil && !committer.hasRoom {
-            waitingForCommitRoom[ObjectIdentifier(session)] = session
+        // Woken in turn while there is room; the rest stay waiting for the next batch.
+        for (key, session) in waitingForCommitRoom {
+            guard committer.hasRoom else { return }
+            waitingForCommitRoom[key] = nil
+            session.commitRoomAvailable()
         }
     }
 
@@ -262,17 +261,6 @@ public final class Server {
         }
     }
 
-    /// Runs `body` once on the loop thread after `milliseconds`; the returned timer can cancel it.
-    @discardableResult
-    func after(milliseconds: UInt64, _ body: @escaping () -> Void) -> LoopTimer {
-        let timer = LoopTimer(loop: loop)
-        timer.start(after: milliseconds) {
-            timer.close()
-            body()
-        }
-        return timer
-    }
-
     // MARK: - Housekeeping
 
     private func housekeep() {
@@ -336,7 +324,7 @@ public final class Server {
             closeHandles()
         } else {
             // Clients that do not read their last bytes are cut off after a grace period.
-            graceTimer = after(milliseconds: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+            graceTimer = LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
                 graceTimer = nil
                 for session in sessions.values { session.connection.close() }
             }

@@ -41,7 +41,10 @@ final class Session {
     private var replySlotsHead = 0
     private var writeBytesInFlight = 0
     private var awaitingAsync = false
-    private var reply: PagedReply?
+    /// The reply in progress that is written a page at a time (LIST, SUB replay), so a client
+    /// that does not read holds at most a page beyond the output limit: each call gives the next
+    /// page and whether it was the last.
+    private var reply: (() -> (text: String, done: Bool))?
     private var processing = false
     private var inputEnded = false
     private var readingPaused = false
@@ -211,8 +214,8 @@ final class Session {
 
     /// Sends pages of the reply in progress while the client keeps up.
     private func pumpReply() {
-        while let current = reply, closeReason == nil, connection.pendingOutputBytes <= Self.pauseAtOutputBytes {
-            let (text, done) = current.nextPage()
+        while let nextPage = reply, closeReason == nil, connection.pendingOutputBytes <= Self.pauseAtOutputBytes {
+            let (text, done) = nextPage()
             send(text)
             if done { reply = nil }
         }
@@ -276,9 +279,15 @@ final class Session {
     }
 
     private func endSubscription(_ collection: String) {
-        guard subscriptions.removeValue(forKey: collection) != nil else { return }
+        if dropSubscription(collection) { send("* UNSUB \(collection) REVOKED\n") }
+    }
+
+    /// Stops sending `collection`'s changes; whether it was subscribed.
+    @discardableResult
+    private func dropSubscription(_ collection: String) -> Bool {
+        guard subscriptions.removeValue(forKey: collection) != nil else { return false }
         server.hub.unsubscribe(self, from: collection)
-        send("* UNSUB \(collection) REVOKED\n")
+        return true
     }
 
     /// The account or token this session logged in with is gone: say so and close.
@@ -397,7 +406,7 @@ final class Session {
             // One consistent snapshot, written out a page at a time as the client reads it.
             let (records, seq) = try server.reader.list(collection)
             var next = 0
-            reply = PagedReply { () -> (String, Bool) in
+            reply = { () -> (String, Bool) in
                 var output = ""
                 let end = min(records.count, next + Self.replayPageSize)
                 for record in records[next..<end] {
@@ -410,11 +419,10 @@ final class Session {
         case .subscribe(let collection, let since):
             try requireRole(.read, collection)
             // A new SUB replaces the old one: nothing live is sent until its replay is done.
-            if subscriptions.removeValue(forKey: collection) != nil { server.hub.unsubscribe(self, from: collection) }
+            dropSubscription(collection)
             startReplay(tag, collection, since: since)
         case .unsubscribe(let collection):
-            subscriptions[collection] = nil
-            server.hub.unsubscribe(self, from: collection)
+            dropSubscription(collection)
             send(ResponseLine.ok(tag, "UNSUB", collection))
         case .ping:
             send(ResponseLine.ok(tag, "PONG"))
@@ -431,7 +439,7 @@ final class Session {
     /// the last page and the subscription happen in the same loop turn.
     private func startReplay(_ tag: String, _ collection: String, since: Int64) {
         var cursor = since
-        reply = PagedReply { [unowned self] () -> (String, Bool) in
+        reply = { [unowned self] () -> (String, Bool) in
             let page: (changes: [Change], seq: Int64)?
             do {
                 page = try server.reader.changes(collection, since: cursor, limit: Self.replayPageSize)
@@ -589,15 +597,5 @@ final class Session {
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
         }
         finishAsync(ResponseLine.error(tag, error))
-    }
-}
-
-/// A reply produced a page at a time (LIST, SUB replay) so that a client that does not read
-/// holds at most a page beyond the output limit, however large the collection.
-final class PagedReply {
-    let nextPage: () -> (text: String, done: Bool)
-
-    init(_ nextPage: @escaping () -> (text: String, done: Bool)) {
-        self.nextPage = nextPage
     }
 }

@@ -288,6 +288,21 @@ final class LineClient: @unchecked Sendable {
         return reply
     }
 
+    /// How many records of `collection` are tombstones: a full replay (`SUB … SINCE 0`, then
+    /// `UNSUB`) counted on this logged-in connection.
+    func tombstones(in collection: String) throws -> Int {
+        try send("tomb SUB \(collection) SINCE 0")
+        var count = 0
+        while true {
+            let line = try self.line()
+            if line.hasPrefix("tomb OK SUB") { break }
+            if line.hasPrefix("tomb ERR") { throw Failure(description: line) }
+            if line.hasSuffix(" - DELETED") { count += 1 }
+        }
+        try expect("untomb UNSUB \(collection)", equals: "untomb OK UNSUB \(collection)")
+        return count
+    }
+
     /// Whether the server has closed the connection (reads and drops lines until it does).
     func closedByServer(within seconds: Double = 5) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
