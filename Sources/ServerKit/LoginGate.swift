@@ -3,8 +3,9 @@ import RecordStore
 
 /// Checks password and token logins without letting them hurt anyone else: at most
 /// `maxAttemptsInFlightPerAddress` attempts per address are worked on at once (the rest wait in
-/// that address's line, up to `maxWaitingPerAddress`), each is paced by `AuthThrottle` before
-/// any hashing, hashing runs on a thread of its own (never the thread pool the commits use), at
+/// that address's line, one at most per connection, so the connection limits bound it and a
+/// host opening 1,000 sessions at once is served, not refused), each is paced by `AuthThrottle`
+/// before any hashing, hashing runs on a thread of its own (never the thread pool the commits use), at
 /// most `maxQueuedHashes` wait for it, and every failure is answered
 /// a fixed time after the attempt's turn came, so a wrong password, an unknown user and any
 /// account's iteration count look the same from outside.
@@ -28,8 +29,6 @@ final class LoginGate {
     static let maxQueuedHashes = 64
     /// Attempts from one address being paced or hashed at once; more wait their turn.
     static let maxAttemptsInFlightPerAddress = 4
-    /// Attempts from one address waiting for their turn; more are refused (RATE_LIMITED).
-    static let maxWaitingPerAddress = 256
     /// An attempt whose turn is further away than this is refused (RATE_LIMITED, with the wait
     /// in the text) rather than held: well inside the pre-auth deadline, so the client is told.
     static let maxWaitMilliseconds: UInt64 = 5_000
@@ -62,9 +61,6 @@ final class LoginGate {
         isStillWanted: @escaping () -> Bool,
         completion: @escaping (Result<Accounts.User, Refusal>) -> Void
     ) {
-        guard (lines[address]?.waiting.count ?? 0) < Self.maxWaitingPerAddress else {
-            return refuse(.rateLimited(seconds: 1), completion)
-        }
         inLine(address) { [self] done in
             attempt(password, for: name, from: address, isStillWanted: isStillWanted) { result in
                 done()

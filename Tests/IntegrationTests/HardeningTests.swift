@@ -317,6 +317,22 @@ final class HardeningTests: XCTestCase {
         try server.login("bob", "third").expect("p PING", equals: "p OK PONG")
     }
 
+    /// A host that opens many sessions at once (the bench's 1,000 subscribers) is served in
+    /// turn, never refused: the per-address line is bounded by the connection limits only.
+    func testManyParallelLoginsFromOneHostAreAllServed() throws {
+        let server = try server()
+        var clients: [LineClient] = []
+        for _ in 0..<400 {
+            let client = try server.connect()
+            try client.send("h HELLO 1\na AUTH alice wonderland")
+            clients.append(client)
+        }
+        for client in clients {
+            XCTAssertTrue(try client.line().hasPrefix("h OK HELLO"))
+            XCTAssertEqual(try client.line(), "a OK AUTH alice")
+        }
+    }
+
     /// 200 parallel connections used to make 600 guesses in 30 s.
     func testParallelGuessesFromOneAddressArePacedAndTheAccountsOwnerStillGetsIn() throws {
         let server = try server()
