@@ -118,7 +118,11 @@ final class MirrorFolder {
     /// Writes `bytes` to `path` atomically and durably. Throws, having changed nothing, when the
     /// temp file cannot be written (a full disk) or a folder stands where the file goes, so a
     /// caller never records as applied what is not on disk.
-    func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+    ///
+    /// `unlessChanged`, when given, is asked just before the rename (after the slow fsync) and
+    /// leaves the target as it is when it answers false: a file a person may be saving at the
+    /// same moment (the order file) is not overwritten by a write prepared before that save.
+    func writeAtomically(_ bytes: [UInt8], to path: String, onlyIf unchanged: (() -> Bool)? = nil) throws {
         guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let directory = (path as NSString).deletingLastPathComponent
         let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
@@ -134,13 +138,17 @@ final class MirrorFolder {
             }
             written += result
         }
-        if batchDepth > 0 {
+        if batchDepth > 0, unchanged == nil {
             close(descriptor)
             if let replaced = pending.updateValue((temp, bytes), forKey: path) { unlink(replaced.temp) }
             return
         }
         fsync(descriptor)
         close(descriptor)
+        if let unchanged, !unchanged() {
+            unlink(temp)
+            throw MirrorError.superseded(path)
+        }
         guard rename(temp, path) == 0 else {
             unlink(temp)
             throw MirrorError.io("cannot rename onto \(path): \(String(cString: strerror(errno)))")
@@ -229,9 +237,12 @@ final class MirrorFolder {
 /// A file operation of the mirror that failed.
 enum MirrorError: Error, CustomStringConvertible {
     case io(String)
+    /// The target changed while the write was being prepared; it was left as it is.
+    case superseded(String)
     var description: String {
         switch self {
         case .io(let text): text
+        case .superseded(let path): "\(path) changed while it was being written; left as it is"
         }
     }
 }

@@ -37,7 +37,6 @@ final class SyncEngine {
     /// there every `applyRetryMilliseconds` until the write succeeds.
     private var failedApplySeq: [String: Int64] = [:]
     static let applyRetryMilliseconds: UInt64 = 2_000
-    private var writtenOrderHash: [String: String] = [:]
     /// Called when a collection folder should be watched.
     var onCollectionFolder: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
@@ -122,8 +121,10 @@ final class SyncEngine {
         orderFlushScheduled = true
         schedule(Self.orderFileDelayMilliseconds) { [self] in
             orderFlushScheduled = false
-            for collection in orderDirty { writeOrderFile(collection) }
+            let due = orderDirty
             orderDirty.removeAll()
+            for collection in due { writeOrderFile(collection) }
+            if !orderDirty.isEmpty { batchEnded() }
         }
     }
 
@@ -157,6 +158,7 @@ final class SyncEngine {
     private func reattach(_ collection: String) {
         guard detached.remove(collection) != nil else { return }
         try? state.forget(collection)
+        orderBase[collection] = nil
         status.problems["\(collection)/"] = nil
         log("the folder of \(collection) is back: downloading it afresh")
         if collections[collection] != nil { startMirroring(collection) } else { create(collection) }
@@ -188,7 +190,9 @@ final class SyncEngine {
         subscribing.insert(collection)
         let since = state.lastSeq[collection] ?? 0
         if since == 0 { replaySeen[collection] = [] }
-        let pendingOrder = orderEditedOffline(collection)
+        // At start the order file is compared with the synced order: an edit made while the
+        // agent was stopped is read after the replay, like any other.
+        if orderBase[collection] == nil { orderBase[collection] = OrderBase(hash: nil, ids: currentOrder(collection)) }
         link.send("SUB \(collection) SINCE \(since)") { [self] event in
             subscribing.remove(collection)
             switch event {
@@ -200,7 +204,7 @@ final class SyncEngine {
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
                 status.noteSynced()
                 scan(collection)
-                if let pendingOrder { applyOrder(pendingOrder, in: collection) }
+                readOrderEdits(collection)
                 orderDirty.insert(collection)
                 batchEnded()
             case .error(_, "EXPIRED", _, _):
@@ -511,49 +515,103 @@ final class SyncEngine {
             .sorted { ($0.value.position!, $0.key) < ($1.value.position!, $1.key) }.map(\.key)
     }
 
+    /// Rewrites the order file from the synced positions, unless the user edited it since the
+    /// agent last wrote or read it (that edit is read first, never overwritten) or moves are
+    /// still in flight (the positions would show the old order for a moment).
     private func writeOrderFile(_ collection: String) {
-        let bytes = PlistFile.encode(.array(currentOrder(collection).map(Value.string)), as: .xml)
+        readOrderEdits(collection)
+        if case .unreadable = readOrderFile(collection) { return }
+        guard (movesInFlight[collection] ?? 0) == 0 else { return }
+        let order = currentOrder(collection)
+        let bytes = PlistFile.encode(.array(order.map(Value.string)), as: .xml)
         let hash = ContentHash.of(bytes)
-        guard writtenOrderHash[collection] != hash else { return }
-        if mirror.read(mirror.orderPath(collection)).map(ContentHash.of) != hash {
-            try? mirror.writeAtomically(bytes, to: mirror.orderPath(collection))
+        guard orderBase[collection]?.hash != hash else { return }
+        let path = mirror.orderPath(collection)
+        // The file as last written or read here: anything else on disk is an unread edit.
+        let expected = orderBase[collection]?.hash
+        if mirror.read(path).map(ContentHash.of) != hash {
+            do {
+                try mirror.writeAtomically(bytes, to: path) { [mirror] in mirror.read(path).map(ContentHash.of) == expected }
+            } catch MirrorError.superseded {
+                // Saved by someone just now: read that edit; the file is written after its moves.
+                if readOrderEdits(collection) { orderDirty.insert(collection) }
+                return
+            } catch {
+                return log("cannot write the order of \(collection): \(error)")
+            }
         }
-        writtenOrderHash[collection] = hash
+        orderBase[collection] = OrderBase(hash: hash, ids: order)
     }
 
-    /// The order file's ids when someone edited it while the agent was not running.
-    private func orderEditedOffline(_ collection: String) -> [String]? {
-        guard let desired = readOrderFile(collection) else { return nil }
-        return desired == currentOrder(collection) ? nil : desired
+    /// The order file as the agent last wrote or read it: what a user's edit started from.
+    private struct OrderBase {
+        /// Hash of the file's bytes; nil when only the ids are known (the order at start).
+        var hash: String?
+        var ids: [String]
     }
 
-    private func readOrderFile(_ collection: String) -> [String]? {
-        guard let bytes = mirror.read(mirror.orderPath(collection)),
-            case .array(let items)? = try? PlistFile.decode(bytes).0
-        else { return nil }
-        return items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+    private var orderBase: [String: OrderBase] = [:]
+    /// MOVEs sent and not yet answered, per collection.
+    private var movesInFlight: [String: Int] = [:]
+
+    /// What the order file holds: missing, not an array of ids, or the ids.
+    private enum OrderFileContent {
+        case missing
+        case unreadable
+        case ids(hash: String, [String])
     }
 
-    /// The order file changed on disk: turn the user's reordering into MOVEs.
+    private func readOrderFile(_ collection: String) -> OrderFileContent {
+        guard let bytes = mirror.read(mirror.orderPath(collection)) else { return .missing }
+        guard case .array(let items)? = try? PlistFile.decode(bytes).0 else { return .unreadable }
+        return .ids(hash: ContentHash.of(bytes), items.compactMap { if case .string(let id) = $0 { id } else { nil } })
+    }
+
+    /// The order file changed on disk (or may have, e.g. while the agent was stopped): turn the
+    /// user's reordering into MOVEs.
     func orderFileChanged(_ collection: String) {
-        guard subscribed.contains(collection), let bytes = mirror.read(mirror.orderPath(collection)),
-            ContentHash.of(bytes) != writtenOrderHash[collection], let desired = readOrderFile(collection)
-        else { return }
-        applyOrder(desired, in: collection)
+        guard subscribed.contains(collection) else { return }
+        readOrderEdits(collection)
     }
 
-    /// Moves the fewest records so the collection reads in `desired` order: those on a longest
-    /// increasing run of current positions stay, the others move after their new predecessor.
-    private func applyOrder(_ desired: [String], in collection: String) {
-        let current = currentOrder(collection)
-        let index = Dictionary(uniqueKeysWithValues: current.enumerated().map { ($1, $0) })
-        var seen: Set<String> = []
-        let wanted = desired.filter { index[$0] != nil && seen.insert($0).inserted }
-        let keep = Set(OrderPlanner.longestIncreasingRun(wanted.map { index[$0]! }).map { wanted[$0] })
-        for (offset, id) in wanted.enumerated() where !keep.contains(id) {
+    /// Reads the order file when it differs from what the agent last wrote or read, and moves
+    /// the rows the user moved. Only those: a row someone else moved meanwhile stays where they
+    /// put it, so two people reordering different rows at once both keep their moves.
+    /// Returns whether the file should be written afresh (an edit was read, or it was deleted);
+    /// a file that does not parse is reported and left alone until it changes.
+    @discardableResult
+    private func readOrderEdits(_ collection: String) -> Bool {
+        guard let base = orderBase[collection] else { return false }
+        let problemKey = "\(collection).order.plist"
+        let hash: String
+        let desired: [String]
+        switch readOrderFile(collection) {
+        case .missing:
+            orderBase[collection]?.hash = nil
+            return base.hash != nil
+        case .unreadable:
+            if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
+            status.unparseable[problemKey] = "not an array of record ids; the order is not changed until the file is fixed"
+            return false
+        case .ids(let found, let ids):
+            (hash, desired) = (found, ids)
+        }
+        status.unparseable[problemKey] = nil
+        guard hash != base.hash else { return false }
+        orderBase[collection] = OrderBase(hash: hash, ids: desired)
+        guard desired != base.ids else { return true }
+        let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
+        for (id, placement) in moves {
             guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
-            let placement = offset == 0 ? "FIRST" : "AFTER \(arg(wanted[offset - 1]))"
-            link.send("MOVE \(collection) \(arg(id)) \(entry.rev) \(placement)") { [self] event in
+            let placementWords = switch placement {
+            case .first: "FIRST"
+            case .after(let previous): "AFTER \(arg(previous))"
+            case .before(let next): "BEFORE \(arg(next))"
+            case .last: "LAST"
+            }
+            movesInFlight[collection, default: 0] += 1
+            link.send("MOVE \(collection) \(arg(id)) \(entry.rev) \(placementWords)") { [self] event in
+                movesInFlight[collection, default: 1] -= 1
                 if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
                     moved.rev = rev
                     try? state.set(moved, collection, id)
@@ -561,10 +619,12 @@ final class SyncEngine {
                     log("cannot move \(collection)/\(id): \(code) \(message)")
                     if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }
                 }
+                orderDirty.insert(collection)
+                batchEnded()
             }
         }
-        writtenOrderHash[collection] = nil
         orderDirty.insert(collection)
+        return true
     }
 }
 
@@ -598,5 +658,40 @@ enum OrderPlanner {
             cursor = previous[cursor]
         }
         return run.reversed()
+    }
+
+    /// The MOVEs that carry the user's edit of an order file from `base` (the order the file
+    /// showed) to `desired` over to `current` (the order now, which may hold other people's
+    /// moves). The rows off a longest run that kept its relative order are the user's moves. A
+    /// row moved to the top or the bottom goes FIRST or LAST; any other next to its nearest
+    /// neighbour in `desired` that nobody else moved (after the one before it, else before the
+    /// one after it), so concurrent moves of other rows stay where their movers put them.
+    static func moves(from base: [String], to desired: [String], current: [String]) -> [(id: String, placement: Placement)] {
+        let baseIndex = Dictionary(base.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let present = Set(current)
+        var seen: Set<String> = []
+        let wanted = desired.filter { present.contains($0) && seen.insert($0).inserted }
+        // A row the base did not have (listed from elsewhere) goes where the user put it.
+        let based = wanted.filter { baseIndex[$0] != nil }
+        let kept = Set(longestIncreasingRun(based.map { baseIndex[$0]! }).map { based[$0] })
+        let known = current.filter { baseIndex[$0] != nil }
+        let steady = Set(longestIncreasingRun(known.map { baseIndex[$0]! }).map { known[$0] })
+        var anchors = Set(wanted.filter { kept.contains($0) && steady.contains($0) })
+        var result: [(id: String, placement: Placement)] = []
+        for (offset, id) in wanted.enumerated() where !kept.contains(id) {
+            if offset == 0 {
+                result.append((id, .first))
+            } else if offset == wanted.count - 1 {
+                result.append((id, .last))
+            } else if let previous = wanted[..<offset].last(where: anchors.contains) {
+                result.append((id, .after(previous)))
+            } else if let next = wanted[(offset + 1)...].first(where: anchors.contains) {
+                result.append((id, .before(next)))
+            } else {
+                result.append((id, offset == 0 ? .first : .last))
+            }
+            anchors.insert(id)
+        }
+        return result
     }
 }
