@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import SQLiteKit
+import SyncCore
 
 /// `plistsync agent`: mirrors a directory of plist files through the server. Owns the loop's
 /// watchers and timers and wires the link, the state file and the sync engine together.
@@ -60,13 +61,15 @@ public final class Agent {
         }
         status.collectionsProvider = { [state] in
             var result: [String: (seq: Int64, records: Int)] = [:]
-            for (name, seq) in state.lastSeq { result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0) }
+            for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil { result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0) }
             return result
         }
         status.lastError = { [link] in link.lastError }
 
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [unowned self] event in rootEvent(event) }
-        for collection in state.lastSeq.keys where mirror.hasFolder(collection) { watch(collection) }
+        for collection in state.lastSeq.keys where Names.collection(ofConflicts: collection) == nil && mirror.hasFolder(collection) {
+            watch(collection)
+        }
         let rescan = LoopTimer(loop: loop)
         rescan.start(after: configuration.rescanSeconds * 1000, repeatEvery: configuration.rescanSeconds * 1000) { [unowned self] in
             beginBatch()
@@ -142,18 +145,23 @@ public final class Agent {
         switch event {
         case .renamed(let name?):
             // An atomic save ends in a rename: push at once (next loop turn, coalescing a burst).
-            if let id = MirrorFolder.recordID(forFileName: name) { schedule(RecordKey(collection: collection, id: id), delay: 0) }
+            if let key = recordKey(collection, name) { schedule(key, delay: 0) }
         case .changed(let name?):
             // A plain write may be one of several: wait briefly for the editor to finish.
-            if let id = MirrorFolder.recordID(forFileName: name) {
-                schedule(RecordKey(collection: collection, id: id), delay: configuration.debounceMilliseconds)
-            }
+            if let key = recordKey(collection, name) { schedule(key, delay: configuration.debounceMilliseconds) }
         case .renamed(nil), .changed(nil):
             engine.scan(collection)
         case .failed(let reason):
             AgentLog.info("watching \(collection) failed: \(reason); relying on rescans")
             folderWatchers.removeValue(forKey: collection)?.close()
         }
+    }
+
+    /// The record (or conflict copy, in the collection's conflicts companion) a file name is.
+    private func recordKey(_ collection: String, _ name: String) -> RecordKey? {
+        if let id = MirrorFolder.recordID(forFileName: name) { return RecordKey(collection: collection, id: id) }
+        guard let id = MirrorFolder.conflictCopyID(forFileName: name) else { return nil }
+        return RecordKey(collection: Names.conflictsCollection(of: collection), id: id)
     }
 
     /// Marks a record (or, with an empty id, an order file) due after `delay` ms; later events

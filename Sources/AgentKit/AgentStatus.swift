@@ -72,6 +72,11 @@ final class AgentStatus {
         conflictCopies.insert(copy)
     }
 
+    /// A conflict copy another mirror made, received from the server.
+    func noteConflictCopy(_ copy: String) {
+        conflictCopies.insert(copy)
+    }
+
     /// Marks the status as changed; it is written within 200 ms.
     func changed() {
         dirty = true

@@ -21,7 +21,8 @@ final class MirrorFolder {
     }
 
     var stateFolder: String { root + "/.plistsync" }
-    func folder(_ collection: String) -> String { root + "/" + collection }
+    /// A collection's folder; a conflicts companion's copies live in its collection's folder.
+    func folder(_ collection: String) -> String { root + "/" + (Names.collection(ofConflicts: collection) ?? collection) }
     func recordPath(_ collection: String, _ id: String) -> String { folder(collection) + "/" + id + ".plist" }
     func orderPath(_ collection: String) -> String { root + "/" + collection + ".order.plist" }
 
@@ -35,15 +36,24 @@ final class MirrorFolder {
         return Names.isValidRecordID(id) ? id : nil
     }
 
+    /// The id of a conflict copy (in the collection's conflicts companion) for a file name.
+    static func conflictCopyID(forFileName name: String) -> String? {
+        guard name.hasSuffix(".plist"), !name.hasPrefix(".") else { return nil }
+        let id = String(name.dropLast(6))
+        return Names.isValidConflictCopyID(id) ? id : nil
+    }
+
     /// A collection name for a folder entry of the root, or nil when it is not one.
     static func collectionName(forEntry name: String) -> String? {
         Names.isValidCollection(name) && !name.hasPrefix(".") ? name : nil
     }
 
     /// The record ids that have files in a collection's folder.
+    /// (For a conflicts companion: the conflict copies in its collection's folder.)
     func recordIDs(in collection: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder(collection))) ?? []
-        return names.compactMap(Self.recordID(forFileName:))
+        let isCompanion = Names.collection(ofConflicts: collection) != nil
+        return names.compactMap(isCompanion ? Self.conflictCopyID(forFileName:) : Self.recordID(forFileName:))
     }
 
     /// Subfolders of the root that can be collections (a link to a folder elsewhere is not one:

@@ -91,11 +91,12 @@ final class SyncEngine {
             } else {
                 collections[name] = nil
                 subscribed.remove(name)
+                subscribed.remove(Names.conflictsCollection(of: name))
                 log("access to \(name) was removed; its folder is left as it is")
             }
         case .change(let collection, let seq, let id, let remote):
             guard subscribed.contains(collection) || subscribing.contains(collection) else { return }
-            guard Names.isValidRecordID(id), remote.position.map(PositionKey.isValid) ?? true else {
+            guard Names.isValidID(id, in: collection), remote.position.map(PositionKey.isValid) ?? true else {
                 status.problems["\(collection)/\(id.prefix(80))"] = "the server sent a change with an unsafe id or position; ignored"
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
@@ -139,6 +140,24 @@ final class SyncEngine {
         try? mirror.ensureFolder(mirror.folder(collection))
         onCollectionFolder(collection)
         subscribe(collection)
+        if sharesConflicts { subscribe(Names.conflictsCollection(of: collection)) }
+    }
+
+    /// Whether the server keeps conflict copies in companion collections (`<c>~conflicts`), so
+    /// every mirror receives them; a server that refuses them leaves copies local only.
+    private var sharesConflicts = true
+
+    /// The collection a name stands for (itself, or the one whose conflicts companion it is).
+    private func baseCollection(_ name: String) -> String {
+        Names.collection(ofConflicts: name) ?? name
+    }
+
+    /// Hands a conflict copy just written beside a record to the collection's companion, which
+    /// sends it to the server and so to every other mirror.
+    private func shareConflictCopy(_ collection: String, _ path: String) {
+        let name = (path as NSString).lastPathComponent
+        guard Names.collection(ofConflicts: collection) == nil, let id = MirrorFolder.conflictCopyID(forFileName: name) else { return }
+        reconcile(Names.conflictsCollection(of: collection), id)
     }
 
     /// The folder of a mirrored collection is gone (deleted, moved away): stop mirroring it here
@@ -147,7 +166,9 @@ final class SyncEngine {
         guard !detached.contains(collection) else { return }
         detached.insert(collection)
         pendingDeletes[collection] = nil
-        if subscribed.remove(collection) != nil { link.send("UNSUB \(collection)") }
+        for name in [collection, Names.conflictsCollection(of: collection)] where subscribed.remove(name) != nil {
+            link.send("UNSUB \(name)")
+        }
         status.problems["\(collection)/"] =
             "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
         log("the folder of \(collection) is missing: stopped mirroring it here; nothing is deleted on the server")
@@ -158,6 +179,7 @@ final class SyncEngine {
     private func reattach(_ collection: String) {
         guard detached.remove(collection) != nil else { return }
         try? state.forget(collection)
+        try? state.forget(Names.conflictsCollection(of: collection))
         orderBase[collection] = nil
         status.problems["\(collection)/"] = nil
         log("the folder of \(collection) is back: downloading it afresh")
@@ -190,9 +212,10 @@ final class SyncEngine {
         subscribing.insert(collection)
         let since = state.lastSeq[collection] ?? 0
         if since == 0 { replaySeen[collection] = [] }
+        let isCompanion = Names.collection(ofConflicts: collection) != nil
         // At start the order file is compared with the synced order: an edit made while the
         // agent was stopped is read after the replay, like any other.
-        if orderBase[collection] == nil { orderBase[collection] = OrderBase(hash: nil, ids: currentOrder(collection)) }
+        if !isCompanion, orderBase[collection] == nil { orderBase[collection] = OrderBase(hash: nil, ids: currentOrder(collection)) }
         link.send("SUB \(collection) SINCE \(since)") { [self] event in
             subscribing.remove(collection)
             switch event {
@@ -211,6 +234,9 @@ final class SyncEngine {
                 log("\(collection): changes since \(since) are no longer kept; resyncing in full")
                 try? state.setLastSeq(0, collection)
                 subscribe(collection)
+            case .error(_, "BAD_REQUEST", _, _) where isCompanion:
+                sharesConflicts = false
+                log("the server does not keep conflict copies (\(collection)); they stay on the machine that made them")
             case .error(_, let code, let message, _):
                 log("cannot subscribe to \(collection): \(code) \(message)")
             default:
@@ -237,8 +263,8 @@ final class SyncEngine {
     func scan(_ collection: String) {
         guard subscribed.contains(collection) else { return }
         // A vanished folder is not read as "delete everything".
-        guard mirror.hasFolder(collection) else { return detach(collection) }
-        status.problems["\(collection)/"] = nil
+        guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
+        status.problems["\(baseCollection(collection))/"] = nil
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
         for id in ids.sorted() { reconcile(collection, id) }
     }
@@ -352,7 +378,7 @@ final class SyncEngine {
         guard first else { return }
         schedule(Self.deleteSettleMilliseconds) { [self] in
             guard let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
-            guard mirror.hasFolder(key.collection) else { return detach(key.collection) }
+            guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
             for id in ids.sorted() {
                 let pending = RecordKey(collection: key.collection, id: id)
                 let path = mirror.recordPath(key.collection, id)
@@ -468,6 +494,7 @@ final class SyncEngine {
         }
         try? state.set(next, collection, id)
         orderDirty.insert(collection)
+        if remote.isLive, Names.collection(ofConflicts: collection) != nil { status.noteConflictCopy(path) }
         if status.problems[RecordKey(collection: collection, id: id).description]?.hasPrefix("cannot") == true {
             status.problems[RecordKey(collection: collection, id: id).description] = nil
         }
@@ -489,6 +516,7 @@ final class SyncEngine {
             let copy = try mirror.writeConflictCopy(bytes, collection, id, device: configuration.device)
             log("\(collection)/\(id): local file does not parse; kept as \(copy)")
             status.noteConflict(copy)
+            shareConflictCopy(collection, copy)
             _ = try writeRecord(remote, format, path)
             return
         }
@@ -498,6 +526,7 @@ final class SyncEngine {
             let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(localFields), as: localFormat), collection, id, device: configuration.device)
             log("\(collection)/\(id): both sides changed \(result.conflictingKeys.joined(separator: ", ")); the server's value stays, yours is in \(copy)")
             status.noteConflict(copy)
+            shareConflictCopy(collection, copy)
         }
         _ = try writeRecord(result.merged, localFormat, path)
     }
@@ -519,6 +548,7 @@ final class SyncEngine {
     /// agent last wrote or read it (that edit is read first, never overwritten) or moves are
     /// still in flight (the positions would show the old order for a moment).
     private func writeOrderFile(_ collection: String) {
+        guard Names.collection(ofConflicts: collection) == nil else { return }
         readOrderEdits(collection)
         if case .unreadable = readOrderFile(collection) { return }
         guard (movesInFlight[collection] ?? 0) == 0 else { return }

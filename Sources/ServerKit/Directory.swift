@@ -33,13 +33,18 @@ final class Directory {
         sortedNames = collections.keys.sorted()
     }
 
+    /// A collection, or the one whose conflicts companion `name` is (it shares its members).
+    private func info(_ name: String) -> RecordReader.CollectionInfo? {
+        collections[Names.collection(ofConflicts: name) ?? name]
+    }
+
     /// The user's role on `collection`; server admins are admin everywhere.
     func role(of user: String, isAdmin: Bool, in collection: String) -> Role? {
-        guard let info = collections[collection] else { return nil }
+        guard let info = info(collection) else { return nil }
         return isAdmin ? .admin : info.members[user]
     }
 
-    func exists(_ collection: String) -> Bool { collections[collection] != nil }
+    func exists(_ collection: String) -> Bool { info(collection) != nil }
 
     func lastSeq(_ collection: String) -> Int64 { collections[collection]?.lastSeq ?? 0 }
 
@@ -47,7 +52,7 @@ final class Directory {
     func loadSizes(_ bytesByCollection: [String: Int]) {
         ownedBytes = [:]
         for (collection, bytes) in bytesByCollection {
-            if let owner = collections[collection]?.owner { ownedBytes[owner, default: 0] += bytes }
+            if let owner = info(collection)?.owner { ownedBytes[owner, default: 0] += bytes }
         }
     }
 
@@ -55,7 +60,7 @@ final class Directory {
     func bytesOwned(by user: String) -> Int { ownedBytes[user] ?? 0 }
 
     /// The user who created `collection`.
-    func owner(of collection: String) -> String? { collections[collection]?.owner }
+    func owner(of collection: String) -> String? { info(collection)?.owner }
 
     /// How many collections `user` created (and so owns).
     func owned(by user: String) -> Int { ownedCount[user] ?? 0 }
@@ -94,8 +99,8 @@ final class Directory {
     }
 
     func committed(_ change: Change) {
-        guard let info = collections[change.collection] else { return }
-        collections[change.collection]!.lastSeq = change.seq
+        guard let info = info(change.collection) else { return }
+        collections[info.name]!.lastSeq = change.seq
         if change.storedBytesDelta != 0 { ownedBytes[info.owner, default: 0] += change.storedBytesDelta }
     }
 }

@@ -267,7 +267,10 @@ final class Session {
     func collectionChanged(_ name: String, role: Role?, seq: Int64) {
         guard closeReason == nil, user != nil else { return }
         if watchesCollections { send("* COLLECTION \(name) \(role?.name ?? "none") \(seq)\n") }
-        if role == nil, !isAdmin { endSubscription(name) }
+        if role == nil, !isAdmin {
+            endSubscription(name)
+            endSubscription(Names.conflictsCollection(of: name))
+        }
     }
 
     /// Ends this session's subscription to `collection` if it may no longer read it.

@@ -120,21 +120,21 @@ public enum CommandParser {
             guard Names.isValidUser(args[1]) else { throw ProtocolError(.badRequest, "invalid user name") }
             return .grant(collection: try collection(args[0]), user: args[1], role: role)
         case "PUT":
-            return .put(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), fieldsJSON: line.payloadJSON!)
+            return .put(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]), fieldsJSON: line.payloadJSON!)
         case "MOVE":
             return .move(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), placement: try placement(Array(args[3...]), usage: spec.usage))
         case "DEL":
-            return .delete(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]))
+            return .delete(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]))
         case "GET":
-            return .get(collection: try collection(args[0]), id: try recordID(args[1]))
+            return .get(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]))
         case "LIST":
-            return .list(collection: try collection(args[0]))
+            return .list(collection: try collection(args[0], orConflicts: true))
         case "SUB":
             guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(spec.usage)") }
             guard let since = Int64(args[2]), since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
-            return .subscribe(collection: try collection(args[0]), since: since)
+            return .subscribe(collection: try collection(args[0], orConflicts: true), since: since)
         case "UNSUB":
-            return .unsubscribe(collection: try collection(args[0]))
+            return .unsubscribe(collection: try collection(args[0], orConflicts: true))
         case "PING":
             return .ping
         case "STATS":
@@ -144,11 +144,21 @@ public enum CommandParser {
         }
     }
 
-    private static func collection(_ name: String) throws(ProtocolError) -> String {
+    /// `orConflicts`: the verb also takes a collection's conflicts companion (`<c>~conflicts`).
+    private static func collection(_ name: String, orConflicts: Bool = false) throws(ProtocolError) -> String {
+        if orConflicts, Names.collection(ofConflicts: name) != nil { return name }
         guard Names.isValidCollection(name) else {
             throw ProtocolError(.badRequest, "invalid collection name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
         }
         return name
+    }
+
+    private static func recordID(_ id: String, in collection: String) throws(ProtocolError) -> String {
+        guard Names.collection(ofConflicts: collection) != nil else { return try recordID(id) }
+        guard Names.isValidConflictCopyID(id) else {
+            throw ProtocolError(.badRequest, "invalid conflict copy id: <id>.sync-conflict-<stamp>-<device>, at most 249 bytes")
+        }
+        return id
     }
 
     private static func recordID(_ id: String) throws(ProtocolError) -> String {

@@ -20,6 +20,36 @@ public enum Names {
 
     private static let conflictMarker = Array(".sync-conflict-".utf8)
 
+    /// The companion collection of `collection` that holds its conflict copies, so every
+    /// mirror sees them: `<collection>~conflicts` (`~` is not allowed in collection names, so it
+    /// never clashes with one). It exists with its collection and shares its members.
+    public static func conflictsCollection(of collection: String) -> String {
+        collection + conflictsSuffix
+    }
+
+    public static let conflictsSuffix = "~conflicts"
+
+    /// The collection whose conflict copies `name` holds, when `name` is a companion.
+    public static func collection(ofConflicts name: String) -> String? {
+        guard name.hasSuffix(conflictsSuffix) else { return nil }
+        let base = String(name.dropLast(conflictsSuffix.count))
+        return isValidCollection(base) ? base : nil
+    }
+
+    /// The id of a conflict copy: its file stem `<id>.sync-conflict-<stamp>-<device>`, at most
+    /// 249 bytes (a 255-byte file name with `.plist`), otherwise the record-id rules.
+    public static func isValidConflictCopyID(_ id: String) -> Bool {
+        let bytes = Array(id.utf8)
+        guard (1...249).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
+        guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return false }
+        return contains(bytes, conflictMarker)
+    }
+
+    /// The id rule of a collection or of a conflicts companion.
+    public static func isValidID(_ id: String, in collection: String) -> Bool {
+        collection.hasSuffix(conflictsSuffix) ? isValidConflictCopyID(id) : isValidRecordID(id)
+    }
+
     private static func contains(_ bytes: [UInt8], _ part: [UInt8]) -> Bool {
         guard bytes.count >= part.count else { return false }
         for start in 0...(bytes.count - part.count) where bytes[start] == part[0] {

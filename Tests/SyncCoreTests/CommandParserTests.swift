@@ -59,6 +59,23 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(code("t TOKEN REVOKE"), .badRequest)
     }
 
+    func testConflictsCompanionTakesOnlyConflictCopyIDsAndOnlyRecordVerbs() throws {
+        let copy = "Ada.sync-conflict-20261201-101500-laptop"
+        XCTAssertEqual(try command("t GET c~conflicts \(copy)"), .get(collection: "c~conflicts", id: copy))
+        XCTAssertEqual(try command("t SUB c~conflicts SINCE 0"), .subscribe(collection: "c~conflicts", since: 0))
+        XCTAssertEqual(code("t PUT c~conflicts Ada 0 {}"), .badRequest)
+        XCTAssertEqual(code("t PUT c \(copy) 0 {}"), .badRequest)
+        XCTAssertEqual(code("t MOVE c~conflicts \(copy) 1 FIRST"), .badRequest)
+        XCTAssertEqual(code("t CREATE c~conflicts"), .badRequest)
+        XCTAssertEqual(code("t GRANT c~conflicts bob read"), .badRequest)
+        XCTAssertEqual(code("t LIST ~conflicts"), .badRequest)
+        XCTAssertEqual(code("t LIST c~conflicts~conflicts"), .badRequest)
+        XCTAssertEqual(Names.collection(ofConflicts: "c~conflicts"), "c")
+        XCTAssertNil(Names.collection(ofConflicts: "c"))
+        XCTAssertFalse(Names.isValidConflictCopyID(String(repeating: "x", count: 234) + ".sync-conflict-1"), "250 bytes")
+        XCTAssertTrue(Names.isValidConflictCopyID(String(repeating: "x", count: 233) + ".sync-conflict-1"))
+    }
+
     func testNames() {
         XCTAssertTrue(Names.isValidCollection("presidents_2024.v1-x"))
         XCTAssertFalse(Names.isValidCollection(String(repeating: "a", count: 65)))

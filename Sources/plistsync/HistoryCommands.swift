@@ -1,0 +1,106 @@
+import AgentKit
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// `plistsync conflicts|resolve|versions|restore`: see and settle conflict copies, and bring
+/// back versions the agent kept before a remote change replaced a file.
+enum HistoryCommand: Subcommand {
+    static let help = """
+        OVERVIEW: See and settle conflicts; list and restore kept versions of a record.
+
+        USAGE: plistsync conflicts [<collection>...] --dir DIR
+               plistsync conflicts [<collection>...] [client options]
+               plistsync resolve <collection>/<id> --keep mine|theirs|FILE --dir DIR
+               plistsync versions <collection>/<id> --dir DIR
+               plistsync restore <collection>/<id> [STAMP] --dir DIR
+
+        A conflict copy (<id>.sync-conflict-<stamp>-<device>.plist) holds the version of a record
+        that lost a field conflict; every mirror of the collection receives it. `resolve` keeps
+        the record file as it is (theirs), the one conflict copy (mine), or any plist FILE as the
+        record, and deletes the record's conflict copies everywhere. `restore` puts a kept
+        version (the newest, or the one with STAMP) back; the file it replaces is kept too.
+        The running agent of DIR sends these changes to the server.
+
+        OPTIONS:
+          --dir DIR            The mirrored folder.
+          --keep CHOICE        (resolve) mine, theirs, or a plist file.
+        \(ClientOptions.usage)
+        """
+
+    static func run(_ arguments: [String]) throws {
+        guard let verb = arguments.first else { throw UsageError("missing command") }
+        try run(verb, Array(arguments.dropFirst()))
+    }
+
+    static func run(_ verb: String, _ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: [])
+        let words = options.positionals
+        if verb == "conflicts", options.value("dir") == nil { return try listOnServer(words, options) }
+        guard let dir = options.value("dir") else { throw UsageError("--dir is required") }
+        let history = MirrorHistory(directory: dir)
+        do {
+            switch verb {
+            case "conflicts":
+                for copy in history.conflicts(in: words.isEmpty ? nil : words) {
+                    print("\(copy.collection)/\(copy.recordID)  \(copy.stamp)  \(copy.device)  \(copy.path)")
+                }
+            case "resolve":
+                guard words.count == 1 else { throw UsageError("resolve needs <collection>/<id>") }
+                let (collection, id) = try record(words[0])
+                let choice: MirrorHistory.Choice = switch options.value("keep") {
+                case "mine": .mine
+                case "theirs": .theirs
+                case let file?: .file(file)
+                case nil: throw UsageError("--keep mine|theirs|FILE is required")
+                }
+                let removed = try history.resolve(collection, id, keep: choice)
+                print("resolved \(collection)/\(id): \(removed.count) conflict cop\(removed.count == 1 ? "y" : "ies") removed")
+            case "versions":
+                guard words.count == 1 else { throw UsageError("versions needs <collection>/<id>") }
+                let (collection, id) = try record(words[0])
+                for version in history.versions(collection, id) { print("\(version.stamp)  \(version.path)") }
+            case "restore":
+                guard words.count == 1 || words.count == 2 else { throw UsageError("restore needs <collection>/<id> [STAMP]") }
+                let (collection, id) = try record(words[0])
+                let version = try history.restore(collection, id, stamp: words.count == 2 ? words[1] : nil)
+                print("restored \(collection)/\(id) from \(version.stamp)")
+            default:
+                throw UsageError("unknown command \(verb)")
+            }
+        } catch let error as HistoryError {
+            throw RuntimeError(error.description)
+        }
+    }
+
+    /// `<collection>/<id>`, checked with the server's name rules.
+    private static func record(_ text: String) throws -> (String, String) {
+        guard let slash = text.firstIndex(of: "/") else { throw UsageError("name a record as <collection>/<id>") }
+        let collection = String(text[..<slash])
+        let id = String(text[text.index(after: slash)...])
+        guard Names.isValidCollection(collection), Names.isValidRecordID(id) else { throw UsageError("not a record name: \(text)") }
+        return (collection, id)
+    }
+
+    /// The conflict copies the server keeps for the given collections (every readable one when
+    /// none is named): the companion `<collection>~conflicts` of each.
+    private static func listOnServer(_ collections: [String], _ options: Arguments) throws {
+        let client = try ClientOptions(options).client
+        var names = collections
+        if names.isEmpty {
+            try client.run(["COLLECTIONS"], onUntagged: { line in
+                let words = line.split(separator: " ")
+                if words.count >= 3, words[1] == "COLLECTION" { names.append(String(words[2])) }
+            }, onReply: { _, _ in true })
+        }
+        var failure: String?
+        try client.run(names.map { "LIST \(Names.conflictsCollection(of: $0))" }, onUntagged: { line in
+            guard let parsed = try? ServerLine.parse(Array(line.utf8)), case .record(let collection, let id, _) = ServerEvent(parsed) else { return }
+            print("\(Names.collection(ofConflicts: collection) ?? collection)/\(id)")
+        }, onReply: { line, event in
+            if case .error = event { failure = line }
+            return true
+        })
+        if let failure { throw RuntimeError(failure) }
+    }
+}
