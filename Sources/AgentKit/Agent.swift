@@ -18,6 +18,8 @@ public final class Agent {
     private var dueFiles: [RecordKey: UInt64] = [:]
     private var dueTimer: LoopTimer?
     private var rescanTimer: LoopTimer?
+    /// The engine's one-shot timers not yet fired, closed on stop so the loop can end.
+    private var engineTimers: [ObjectIdentifier: LoopTimer] = [:]
     private var signals: [SignalWatcher] = []
 
     /// Opens the state file in `DIR/.plistsync/`; nothing happens until `run()`.
@@ -52,10 +54,12 @@ public final class Agent {
             if starting { beginBatch() } else { endBatch() }
         }
         engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
-        engine.schedule = { [loop] delay, body in
+        engine.schedule = { [unowned self] delay, body in
             let timer = LoopTimer(loop: loop)
-            timer.start(after: delay) {
-                timer.close()
+            let key = ObjectIdentifier(timer)
+            engineTimers[key] = timer
+            timer.start(after: delay) { [unowned self] in
+                engineTimers.removeValue(forKey: key)?.close()
                 body()
             }
         }
@@ -109,6 +113,8 @@ public final class Agent {
         folderWatchers.removeAll()
         dueTimer?.close()
         rescanTimer?.close()
+        for timer in engineTimers.values { timer.close() }
+        engineTimers.removeAll()
         for signal in signals { signal.close() }
         status.connected = false
         status.close()

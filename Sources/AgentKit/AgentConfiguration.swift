@@ -26,6 +26,10 @@ public struct AgentConfiguration: Sendable {
     public var keepaliveSeconds: UInt64 = 30
     /// Days an overwritten local version is kept in `.plistsync/versions`.
     public var keepVersionsDays: Int = 30
+    /// More record files than this deleted from one collection within `massDeleteWindowSeconds`
+    /// are not deleted on the server until confirmed (`plistsync deletes C --confirm`); 0: never ask.
+    public var confirmDeletesOver: Int = 100
+    public var massDeleteWindowSeconds: Double = 10
 
     public init(server: SocketAddress, user: String, credential: Credential, directory: String, device: String) {
         self.server = server

@@ -116,8 +116,51 @@ final class AgentStatus {
         if let lastSync { document["last_sync"] = .date(lastSync) }
         conflictCopies = conflictCopies.filter { FileManager.default.fileExists(atPath: $0) }
         document["conflict_copies"] = .array(conflictCopies.sorted().map(Value.string))
-        let text = ValueJSON.encode(.dictionary(document))
-        try? MirrorFolder(root: configuration.directory).writeAtomically(Array(text.utf8), to: path)
+        write(document)
+    }
+
+    /// Status files are padded with spaces to whole blocks, so that on a full disk (when no temp
+    /// file can be written) the status is still rewritten in place, in blocks the file already has.
+    static let blockBytes = 4096
+    private var cannotWriteLogged = false
+
+    private func write(_ document: [String: Value]) {
+        let bytes = Self.padded(ValueJSON.encode(.dictionary(document)))
+        do {
+            try MirrorFolder(root: configuration.directory).writeAtomically(bytes, to: path)
+            cannotWriteLogged = false
+        } catch {
+            var compact = document
+            compact["collections"] = nil
+            compact["conflict_copies"] = nil
+            compact["disk_full_or_unwritable"] = .string("\(error)")
+            let written = Self.overwriteInPlace(path, with: Self.padded(ValueJSON.encode(.dictionary(compact))))
+            if !cannotWriteLogged {
+                AgentLog.info("cannot write \(path): \(error)\(written ? "; rewrote it in place instead" : "")")
+                cannotWriteLogged = true
+            }
+        }
+    }
+
+    static func padded(_ text: String) -> [UInt8] {
+        var bytes = Array((text + "\n").utf8)
+        let size = (bytes.count + blockBytes - 1) / blockBytes * blockBytes
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: size - bytes.count))
+        return bytes
+    }
+
+    /// Writes `bytes` over the start of an existing file no shorter than them (the rest is the
+    /// padding of a longer status, spaces too); false when the file is missing or too short.
+    static func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { Glibc.close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return false }
+        var padded = bytes
+        padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: Int(info.st_size) - bytes.count))
+        let written = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return written == padded.count
     }
 
     func close() {

@@ -379,15 +379,103 @@ final class SyncEngine {
         schedule(Self.deleteSettleMilliseconds) { [self] in
             guard let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
             guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
-            for id in ids.sorted() {
-                let pending = RecordKey(collection: key.collection, id: id)
-                let path = mirror.recordPath(key.collection, id)
-                guard subscribed.contains(key.collection), !inFlight.contains(pending), MirrorFolder.kind(at: path) == .missing,
-                    mirror.read(path) == nil, let entry = deletableEntry(pending)
-                else { continue }
-                push(pending, "DEL \(key.collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
+            let ready = stillDeleted(key.collection, ids)
+            guard !ready.isEmpty else { return }
+            if heldDeletes[key.collection] != nil || isMassDelete(key.collection, adding: ready.count) {
+                hold(key.collection, ready)
+            } else {
+                pushDeletes(key.collection, ready)
             }
             batchEnded()
+        }
+    }
+
+    /// The ids (of `ids`) whose files are still missing and whose deletes can be pushed now.
+    private func stillDeleted(_ collection: String, _ ids: Set<String>) -> [String] {
+        ids.sorted().filter { id in
+            let key = RecordKey(collection: collection, id: id)
+            let path = mirror.recordPath(collection, id)
+            return subscribed.contains(collection) && !inFlight.contains(key) && MirrorFolder.kind(at: path) == .missing
+                && mirror.read(path) == nil && deletableEntry(key) != nil
+        }
+    }
+
+    private func pushDeletes(_ collection: String, _ ids: [String]) {
+        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: Date(), count: ids.count))
+        for id in ids {
+            let key = RecordKey(collection: collection, id: id)
+            guard let entry = deletableEntry(key) else { continue }
+            push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
+        }
+    }
+
+    // MARK: - Mass deletes
+
+    /// Per collection, when each recent delete was pushed (for the mass-delete window).
+    private var recentDeletes: [String: [Date]] = [:]
+    /// Deletes held for confirmation, per collection.
+    private var heldDeletes: [String: Set<String>] = [:]
+    static let heldDeletesCheckMilliseconds: UInt64 = 500
+
+    /// Whether pushing `count` more deletes would pass `confirmDeletesOver` within the window.
+    private func isMassDelete(_ collection: String, adding count: Int) -> Bool {
+        let limit = configuration.confirmDeletesOver
+        guard limit > 0 else { return false }
+        let since = Date().addingTimeInterval(-configuration.massDeleteWindowSeconds)
+        recentDeletes[collection] = recentDeletes[collection]?.filter { $0 > since }
+        return (recentDeletes[collection]?.count ?? 0) + count > limit
+    }
+
+    /// Holds deletes until a person confirms or undoes them with `plistsync deletes`, which
+    /// leaves a request file in `DIR/.plistsync/deletes/` that is looked for every 500 ms.
+    private func hold(_ collection: String, _ ids: [String]) {
+        let first = heldDeletes[collection] == nil
+        heldDeletes[collection, default: []].formUnion(ids)
+        let count = heldDeletes[collection]!.count
+        status.problems["\(collection)/"] =
+            "\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back"
+        status.changed()
+        if first { log("\(collection): \(count) files deleted at once; holding the deletes until confirmed (plistsync deletes \(collection) --confirm|--undo)") }
+        if first { schedule(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) } }
+    }
+
+    private func checkHeldDeletes(_ collection: String) {
+        guard var held = heldDeletes[collection] else { return }
+        // Files that came back (by hand, or a remote edit) are no longer deletes.
+        held = held.filter { MirrorFolder.kind(at: mirror.recordPath(collection, $0)) == .missing }
+        heldDeletes[collection] = held
+        let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection)
+        if held.isEmpty || request != nil || !subscribed.contains(collection) {
+            MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection)
+            heldDeletes[collection] = nil
+            status.problems["\(collection)/"] = nil
+            switch request {
+            case .confirm?:
+                log("\(collection): deleting \(held.count) held files on the server, as confirmed")
+                pushDeletes(collection, stillDeleted(collection, held))
+            case .undo?:
+                log("\(collection): bringing back \(held.count) held deleted files")
+                for id in held.sorted() { restoreDeletedFile(collection, id) }
+            case nil:
+                break
+            }
+            status.changed()
+            return batchEnded()
+        }
+        schedule(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
+    }
+
+    /// Writes a record's file again from its last synced state.
+    private func restoreDeletedFile(_ collection: String, _ id: String) {
+        guard let entry = state.entry(collection, id), let json = entry.fieldsJSON,
+            let fields = try? ValueJSON.decodeFields(Array(json.utf8))
+        else { return }
+        do {
+            var restored = entry
+            restored.fileHash = try writeRecord(fields, entry.format, mirror.recordPath(collection, id))
+            try? state.set(restored, collection, id)
+        } catch {
+            log("cannot bring back \(collection)/\(id): \(error)")
         }
     }
 

@@ -18,12 +18,15 @@ enum AgentCommand: Subcommand {
           --device NAME        Names this machine in conflict copies (default: the host name).
           --debounce-ms N      Wait this long after a plain write before pushing (default 15).
           --rescan-seconds N   Full rescan interval, the backstop for missed events (default 3600).
+          --confirm-deletes-over N
+                               Hold a delete of more than N files of one collection within 10 s
+                               until `plistsync deletes` confirms or undoes it (default 100; 0: never).
           -h, --help           Show this help.
         """
 
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
-            arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "collections", "device", "debounce-ms", "rescan-seconds"]),
+            arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "collections", "device", "debounce-ms", "rescan-seconds", "confirm-deletes-over"]),
             flagOptions: [])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         let client = try ClientOptions(options)
@@ -38,6 +41,7 @@ enum AgentCommand: Subcommand {
         }
         configuration.debounceMilliseconds = UInt64(try options.integer("debounce-ms", default: 15, range: 0...60_000))
         configuration.rescanSeconds = UInt64(try options.integer("rescan-seconds", default: 3600, range: 1...604_800))
+        configuration.confirmDeletesOver = try options.integer("confirm-deletes-over", default: 100, range: 0...Int(Int32.max))
         do {
             try Agent(configuration: configuration).run()
         } catch {

@@ -15,8 +15,9 @@ enum CLI {
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
           status       Show what the agent of a folder is doing.
-          conflicts|resolve|versions|restore
-                       See and settle conflict copies; bring back kept versions.
+          conflicts|resolve|versions|restore|deletes
+                       See and settle conflict copies; bring back kept versions; confirm
+                       or undo a held mass delete.
           ls|get|put|rm|mv|watch|create|grant
                        Scripting client: list, read, write, delete, move records, tail changes.
           bench        Measure a server: durable write throughput, fan-out latency.
@@ -41,7 +42,7 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
-        case "conflicts", "resolve", "versions", "restore":
+        case "conflicts", "resolve", "versions", "restore", "deletes":
             if rest.contains("--help") || rest.contains("-h") {
                 print(HistoryCommand.help)
                 return 0

@@ -3,8 +3,9 @@ import Foundation
 import SyncCore
 import SyncProtocol
 
-/// `plistsync conflicts|resolve|versions|restore`: see and settle conflict copies, and bring
-/// back versions the agent kept before a remote change replaced a file.
+/// `plistsync conflicts|resolve|versions|restore|deletes`: see and settle conflict copies,
+/// bring back versions the agent kept before a remote change replaced a file, and answer a held
+/// mass delete.
 enum HistoryCommand: Subcommand {
     static let help = """
         OVERVIEW: See and settle conflicts; list and restore kept versions of a record.
@@ -14,17 +15,22 @@ enum HistoryCommand: Subcommand {
                plistsync resolve <collection>/<id> --keep mine|theirs|FILE --dir DIR
                plistsync versions <collection>/<id> --dir DIR
                plistsync restore <collection>/<id> [STAMP] --dir DIR
+               plistsync deletes <collection> --confirm|--undo --dir DIR
 
         A conflict copy (<id>.sync-conflict-<stamp>-<device>.plist) holds the version of a record
         that lost a field conflict; every mirror of the collection receives it. `resolve` keeps
         the record file as it is (theirs), the one conflict copy (mine), or any plist FILE as the
         record, and deletes the record's conflict copies everywhere. `restore` puts a kept
         version (the newest, or the one with STAMP) back; the file it replaces is kept too.
+        When more files of one collection are deleted at once than the agent's
+        --confirm-deletes-over allows, it holds the deletes (see `plistsync status`): `deletes
+        --confirm` deletes them on the server, `--undo` writes the files back.
         The running agent of DIR sends these changes to the server.
 
         OPTIONS:
           --dir DIR            The mirrored folder.
           --keep CHOICE        (resolve) mine, theirs, or a plist file.
+          --confirm, --undo    (deletes) What to do with the held deletes.
         \(ClientOptions.usage)
         """
 
@@ -34,7 +40,7 @@ enum HistoryCommand: Subcommand {
     }
 
     static func run(_ verb: String, _ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: [])
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: ["confirm", "undo"])
         let words = options.positionals
         if verb == "conflicts", options.value("dir") == nil { return try listOnServer(words, options) }
         guard let dir = options.value("dir") else { throw UsageError("--dir is required") }
@@ -65,6 +71,12 @@ enum HistoryCommand: Subcommand {
                 let (collection, id) = try record(words[0])
                 let version = try history.restore(collection, id, stamp: words.count == 2 ? words[1] : nil)
                 print("restored \(collection)/\(id) from \(version.stamp)")
+            case "deletes":
+                guard words.count == 1, Names.isValidCollection(words[0]) else { throw UsageError("deletes needs <collection>") }
+                guard options.flag("confirm") != options.flag("undo") else { throw UsageError("give --confirm or --undo") }
+                let request: MassDeleteRequest = options.flag("confirm") ? .confirm : .undo
+                try MassDeleteRequest.write(request, directory: dir, collection: words[0])
+                print("asked the agent of \(dir) to \(request == .confirm ? "delete the held records of \(words[0]) on the server" : "bring back the held deleted files of \(words[0])")")
             default:
                 throw UsageError("unknown command \(verb)")
             }

@@ -17,7 +17,8 @@ enum StatusCommand: Subcommand {
             throw RuntimeError("no agent has run on \(dir) (no \(path))")
         }
         if options.flag("json") {
-            print(String(decoding: bytes, as: UTF8.self))
+            // The file is padded with spaces to whole blocks (so it can be rewritten on a full disk).
+            print(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
             return
         }
         guard case .dictionary(let status) = try? ValueJSON.decode(Array(bytes)) else { throw RuntimeError("\(path) is damaged") }

@@ -271,3 +271,44 @@ final class FailedApplyTests: XCTestCase {
         XCTAssertEqual(try alice.tombstones(in: "c"), 0, agent.log())
     }
 }
+
+/// Issue 9, item 3: on a full disk the change that cannot be written is reported in
+/// status.json (rewritten in place, since no temp file fits) and applied once room returns.
+final class AgentFullDiskTests: XCTestCase {
+    func testAFullDiskIsReportedInStatusAndTheChangeArrivesWhenRoomReturns() throws {
+        let mountPoint = NSTemporaryDirectory() + "plistsync-agent-full-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        defer {
+            _ = try? PlistSyncShell.run("umount", [mountPoint])
+            try? FileManager.default.removeItem(atPath: mountPoint)
+        }
+        guard (try? PlistSyncShell.run("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])) == 0 else {
+            throw XCTSkip("cannot mount a small tmpfs here (needs root)")
+        }
+        let server = try TestServer.running()
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        try alice.expect("p PUT c r 0 {\"v\":1}", prefix: "p OK PUT c r 1 ")
+        let agent = try TestAgent(port: { server.port }, user: "alice", password: "pw", device: "one", directory: mountPoint + "/mirror")
+        try agent.start()
+        eventually { agent.fields("c", "r") == ["v": .integer(1)] }
+        eventually { agent.statusText().contains("\"last_sync\"") }
+        usleep(300_000)
+        // Fill the volume to the last byte.
+        let filler = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o600)
+        let chunk = [UInt8](repeating: 7, count: 4096)
+        while chunk.withUnsafeBytes({ write(filler, $0.baseAddress, $0.count) }) > 0 {}
+        close(filler)
+        try alice.expect("p2 PUT c r 1 {\"v\":2}", prefix: "p2 OK PUT c r 2 ")
+        eventually(10, agent.statusText() + agent.log()) { agent.statusText().contains("cannot write") }
+        XCTAssertTrue(agent.statusText().contains("disk_full_or_unwritable"), agent.statusText())
+        XCTAssertEqual(agent.fields("c", "r"), ["v": .integer(1)])
+        let (code, out, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
+        XCTAssertEqual(code, 0)
+        XCTAssertTrue(out.contains("problem: c/r: cannot write"), out)
+        // Room returns: the change is applied by the retry, and the problem clears.
+        unlink(mountPoint + "/filler")
+        eventually(15, agent.log()) { agent.fields("c", "r") == ["v": .integer(2)] }
+        eventually(5, agent.statusText()) { !agent.statusText().contains("cannot write") }
+    }
+}

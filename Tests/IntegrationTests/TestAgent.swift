@@ -18,14 +18,16 @@ final class TestAgent {
     }
 
     /// An agent of a server that is not a `TestServer` (a rogue one, say).
-    init(port: @escaping () -> Int, user: String, password: String, device: String) throws {
+    /// `directory`: where the mirror goes (a small file system, say); a fresh temp folder by default.
+    init(port: @escaping () -> Int, user: String, password: String, device: String, directory: String? = nil) throws {
         serverPort = port
         self.user = user
         self.device = device
-        directory = NSTemporaryDirectory() + "plistsync-agent-\(device)-" + UUID().uuidString
-        passwordFile = directory + ".password"
-        logPath = directory + ".log"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = NSTemporaryDirectory() + "plistsync-agent-\(device)-" + UUID().uuidString
+        self.directory = directory ?? scratch
+        passwordFile = scratch + ".password"
+        logPath = scratch + ".log"
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
     }
 
