@@ -22,6 +22,7 @@ final class AgentState {
     private let db: SQLiteDatabase
     private(set) var records: [String: [String: Entry]] = [:]
     private(set) var lastSeq: [String: Int64] = [:]
+    private(set) var orderHash: [String: String] = [:]
 
     static let migrations = [
         """
@@ -44,7 +45,12 @@ final class AgentState {
             format     TEXT NOT NULL DEFAULT 'xml',
             PRIMARY KEY (collection, id)
         ) STRICT, WITHOUT ROWID;
+        """,
         """
+        -- The hash of the order file as the agent last wrote or read it: at start, a file that
+        -- differs was edited while the agent was stopped (one that matches is not an edit).
+        ALTER TABLE collections ADD COLUMN order_hash TEXT;
+        """,
     ]
 
     init(path: String) throws(StoreError) {
@@ -53,8 +59,9 @@ final class AgentState {
         // anything lost by comparing files against the server (revisions make that safe).
         try db.execute(script: "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
         try db.migrate(Self.migrations)
-        for (name, seq) in try db.query("SELECT name, last_seq FROM collections", row: { ($0.text(0) ?? "", $0.integer(1)) }) {
+        for (name, seq, hash) in try db.query("SELECT name, last_seq, order_hash FROM collections", row: { ($0.text(0) ?? "", $0.integer(1), $0.text(2)) }) {
             lastSeq[name] = seq
+            orderHash[name] = hash
         }
         for (collection, id, entry) in try db.query(
             "SELECT collection, id, rev, position, fields, file_hash, format FROM records", row: { row in
@@ -91,8 +98,18 @@ final class AgentState {
     func forget(_ collection: String) throws(StoreError) {
         records[collection] = nil
         lastSeq[collection] = nil
+        orderHash[collection] = nil
         try db.execute("DELETE FROM records WHERE collection = ?", .text(collection))
         try db.execute("DELETE FROM collections WHERE name = ?", .text(collection))
+    }
+
+    func setOrderHash(_ hash: String?, _ collection: String) throws(StoreError) {
+        guard orderHash[collection] != hash else { return }
+        orderHash[collection] = hash
+        lastSeq[collection] = lastSeq[collection] ?? 0
+        try db.execute(
+            "INSERT INTO collections (name, order_hash) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET order_hash = excluded.order_hash",
+            .text(collection), hash.map(SQLValue.text) ?? .null)
     }
 
     func setLastSeq(_ seq: Int64, _ collection: String) throws(StoreError) {

@@ -13,7 +13,16 @@ import SyncProtocol
 /// otherwise spend most of its time in fsync), then renamed. Reads see the pending content.
 final class MirrorFolder {
     let root: String
-    private var pending: [String: (temp: String, bytes: [UInt8])] = [:]
+    private var pending: [String: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
+
+    /// Keeps a write from replacing a file someone saved after the write was decided: asked
+    /// just before the rename (in a batch: at its end, after the sync).
+    struct WriteGuard {
+        /// Whether the file on disk is still the one the write was decided on.
+        var stillExpected: () -> Bool
+        /// Called when it is not; the write is dropped.
+        var onSuperseded: () -> Void = {}
+    }
     private var batchDepth = 0
 
     init(root: String) {
@@ -88,6 +97,11 @@ final class MirrorFolder {
         return FileManager.default.fileExists(atPath: folder(collection), isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
+    /// The hash of the file on disk now (not of a write waiting in the batch); nil when none.
+    static func diskHash(_ path: String) -> String? {
+        FileManager.default.contents(atPath: path).map { ContentHash.of(Array($0)) }
+    }
+
     func read(_ path: String) -> [UInt8]? {
         if let waiting = pending[path] { return waiting.bytes }
         return FileManager.default.contents(atPath: path).map { Array($0) }
@@ -114,11 +128,17 @@ final class MirrorFolder {
             }
         }
         if descriptor >= 0 { close(descriptor) }
-        for (path, entry) in pending where rename(entry.temp, path) != 0 {
-            AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(errno)))")
-            unlink(entry.temp)
-        }
+        let batch = pending
         pending.removeAll()
+        for (path, entry) in batch {
+            if let writeGuard = entry.guard, !writeGuard.stillExpected() {
+                unlink(entry.temp)
+                writeGuard.onSuperseded()
+            } else if rename(entry.temp, path) != 0 {
+                AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(errno)))")
+                unlink(entry.temp)
+            }
+        }
     }
 
     func ensureFolder(_ path: String) throws {
@@ -129,10 +149,9 @@ final class MirrorFolder {
     /// temp file cannot be written (a full disk) or a folder stands where the file goes, so a
     /// caller never records as applied what is not on disk.
     ///
-    /// `unlessChanged`, when given, is asked just before the rename (after the slow fsync) and
-    /// leaves the target as it is when it answers false: a file a person may be saving at the
-    /// same moment (the order file) is not overwritten by a write prepared before that save.
-    func writeAtomically(_ bytes: [UInt8], to path: String, onlyIf unchanged: (() -> Bool)? = nil) throws {
+    /// With a `WriteGuard`, a file a person saved while the write was being prepared is left as
+    /// it is (outside a batch the write then throws `MirrorError.superseded`).
+    func writeAtomically(_ bytes: [UInt8], to path: String, guard writeGuard: WriteGuard? = nil) throws {
         guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let directory = (path as NSString).deletingLastPathComponent
         let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
@@ -148,15 +167,20 @@ final class MirrorFolder {
             }
             written += result
         }
-        if batchDepth > 0, unchanged == nil {
+        if batchDepth > 0 {
             close(descriptor)
-            if let replaced = pending.updateValue((temp, bytes), forKey: path) { unlink(replaced.temp) }
+            // A second write of one path in a batch keeps the first one's guard: that one was
+            // decided on the file that is on disk.
+            let replaced = pending[path]
+            pending[path] = (temp, bytes, replaced.map(\.guard) ?? writeGuard)
+            if let replaced { unlink(replaced.temp) }
             return
         }
         fsync(descriptor)
         close(descriptor)
-        if let unchanged, !unchanged() {
+        if let writeGuard, !writeGuard.stillExpected() {
             unlink(temp)
+            writeGuard.onSuperseded()
             throw MirrorError.superseded(path)
         }
         guard rename(temp, path) == 0 else {

@@ -75,6 +75,9 @@ final class SyncEngine {
         subscribing.removeAll()
         creating.removeAll()
         inFlight.removeAll()
+        // Unanswered MOVEs get no reply now; the replay after the reconnect shows their effect.
+        orderDirty.formUnion(movesInFlight.keys)
+        movesInFlight.removeAll()
         status.connected = false
         status.changed()
     }
@@ -215,7 +218,9 @@ final class SyncEngine {
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         // At start the order file is compared with the synced order: an edit made while the
         // agent was stopped is read after the replay, like any other.
-        if !isCompanion, orderBase[collection] == nil { orderBase[collection] = OrderBase(hash: nil, ids: currentOrder(collection)) }
+        if !isCompanion, orderBase[collection] == nil {
+            orderBase[collection] = OrderBase(hash: state.orderHash[collection], ids: currentOrder(collection))
+        }
         link.send("SUB \(collection) SINCE \(since)") { [self] event in
             subscribing.remove(collection)
             switch event {
@@ -472,7 +477,8 @@ final class SyncEngine {
         else { return }
         do {
             var restored = entry
-            restored.fileHash = try writeRecord(fields, entry.format, mirror.recordPath(collection, id))
+            let path = mirror.recordPath(collection, id)
+            restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(stillExpected: { MirrorFolder.diskHash(path) == nil }))
             try? state.set(restored, collection, id)
         } catch {
             log("cannot bring back \(collection)/\(id): \(error)")
@@ -495,7 +501,12 @@ final class SyncEngine {
                 entry.fieldsJSON = fieldsJSON
                 entry.fileHash = hash
                 entry.format = format
-                if fieldsJSON == nil { entry.position = nil }
+                if fieldsJSON == nil {
+                    // Deleted here: the echo of this change carries nothing new, so the order
+                    // file drops the row now.
+                    entry.position = nil
+                    orderDirty.insert(key.collection)
+                }
                 try? state.set(entry, key.collection, key.id)
                 refused[key] = nil
                 status.problems[key.description] = nil
@@ -546,31 +557,40 @@ final class SyncEngine {
         let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
         var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
+        // A save made while this change is written wins the race: the change is then not
+        // recorded, and the save goes up against the old revision, to be merged (CONFLICT).
+        let writeGuard = MirrorFolder.WriteGuard(stillExpected: { MirrorFolder.diskHash(path) == fileHash }) { [self] in
+            try? state.set(entry, collection, id)
+            log("\(collection)/\(id): saved here while a change from the server was being written; merging the two")
+            schedule(0) { [self] in reconcile(collection, id) }
+        }
 
         do {
             if !locallyChanged || bytes == nil && !remote.isLive {
                 // Nothing typed here since the last sync (or both sides deleted): take the server's state.
                 if let fields = remote.fields {
                     if bytes != nil { mirror.keepVersion(collection, id) }
-                    next.fileHash = try writeRecord(fields, format, path)
+                    next.fileHash = try writeRecord(fields, format, path, guard: writeGuard)
                 } else if bytes != nil {
                     mirror.keepVersion(collection, id)
                     mirror.remove(path)
                 }
             } else if let bytes, let remoteFields = remote.fields {
-                try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path)
+                try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path, guard: writeGuard)
                 // The merged file may hold local changes the server lacks: make reconcile compare
                 // its fields with the server's rather than trust its hash.
                 next.fileHash = Self.mergedMarker
             } else if let remoteFields = remote.fields {
                 // Deleted here, edited there: the edit wins.
-                next.fileHash = try writeRecord(remoteFields, format, path)
+                next.fileHash = try writeRecord(remoteFields, format, path, guard: writeGuard)
                 log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
             } else {
                 // Edited here, deleted there: the edit wins; the next reconcile pushes it back.
                 next.fileHash = entry?.fileHash
                 log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")
             }
+        } catch MirrorError.superseded {
+            return true
         } catch {
             log("cannot write \(path): \(error)")
             let key = RecordKey(collection: collection, id: id)
@@ -598,14 +618,14 @@ final class SyncEngine {
 
     /// Three-way merge of a local edit with a server change, written to the record's file.
     private func merge(_ collection: String, _ id: String, local bytes: [UInt8], base entry: AgentState.Entry?,
-                       remote: Fields, format: PlistFile.Format, path: String) throws {
+                       remote: Fields, format: PlistFile.Format, path: String, guard writeGuard: MirrorFolder.WriteGuard) throws {
         guard let (localFields, localFormat) = try? PlistFile.decodeRecord(bytes) else {
             // A broken local file cannot be merged: keep its bytes as a conflict copy.
             let copy = try mirror.writeConflictCopy(bytes, collection, id, device: configuration.device)
             log("\(collection)/\(id): local file does not parse; kept as \(copy)")
             status.noteConflict(copy)
             shareConflictCopy(collection, copy)
-            _ = try writeRecord(remote, format, path)
+            _ = try writeRecord(remote, format, path, guard: writeGuard)
             return
         }
         let base = entry?.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
@@ -616,12 +636,12 @@ final class SyncEngine {
             status.noteConflict(copy)
             shareConflictCopy(collection, copy)
         }
-        _ = try writeRecord(result.merged, localFormat, path)
+        _ = try writeRecord(result.merged, localFormat, path, guard: writeGuard)
     }
 
-    private func writeRecord(_ fields: Fields, _ format: PlistFile.Format, _ path: String) throws -> String {
+    private func writeRecord(_ fields: Fields, _ format: PlistFile.Format, _ path: String, guard writeGuard: MirrorFolder.WriteGuard? = nil) throws -> String {
         let bytes = PlistFile.encode(.dictionary(fields), as: format)
-        try mirror.writeAtomically(bytes, to: path)
+        try mirror.writeAtomically(bytes, to: path, guard: writeGuard)
         return ContentHash.of(bytes)
     }
 
@@ -636,7 +656,8 @@ final class SyncEngine {
     /// agent last wrote or read it (that edit is read first, never overwritten) or moves are
     /// still in flight (the positions would show the old order for a moment).
     private func writeOrderFile(_ collection: String) {
-        guard Names.collection(ofConflicts: collection) == nil else { return }
+        // Offline, an edit could not be turned into MOVEs: it waits for the next subscription.
+        guard Names.collection(ofConflicts: collection) == nil, subscribed.contains(collection) else { return }
         readOrderEdits(collection)
         if case .unreadable = readOrderFile(collection) { return }
         guard (movesInFlight[collection] ?? 0) == 0 else { return }
@@ -649,7 +670,7 @@ final class SyncEngine {
         let expected = orderBase[collection]?.hash
         if mirror.read(path).map(ContentHash.of) != hash {
             do {
-                try mirror.writeAtomically(bytes, to: path) { [mirror] in mirror.read(path).map(ContentHash.of) == expected }
+                try mirror.writeAtomically(bytes, to: path, guard: .init(stillExpected: { MirrorFolder.diskHash(path) == expected }))
             } catch MirrorError.superseded {
                 // Saved by someone just now: read that edit; the file is written after its moves.
                 if readOrderEdits(collection) { orderDirty.insert(collection) }
@@ -659,6 +680,7 @@ final class SyncEngine {
             }
         }
         orderBase[collection] = OrderBase(hash: hash, ids: order)
+        try? state.setOrderHash(hash, collection)
     }
 
     /// The order file as the agent last wrote or read it: what a user's edit started from.
@@ -699,13 +721,14 @@ final class SyncEngine {
     /// a file that does not parse is reported and left alone until it changes.
     @discardableResult
     private func readOrderEdits(_ collection: String) -> Bool {
-        guard let base = orderBase[collection] else { return false }
+        guard let base = orderBase[collection], subscribed.contains(collection) else { return false }
         let problemKey = "\(collection).order.plist"
         let hash: String
         let desired: [String]
         switch readOrderFile(collection) {
         case .missing:
             orderBase[collection]?.hash = nil
+            try? state.setOrderHash(nil, collection)
             return base.hash != nil
         case .unreadable:
             if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
@@ -717,6 +740,7 @@ final class SyncEngine {
         status.unparseable[problemKey] = nil
         guard hash != base.hash else { return false }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
+        try? state.setOrderHash(hash, collection)
         guard desired != base.ids else { return true }
         let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
         for (id, placement) in moves {
