@@ -36,6 +36,7 @@ public final class Agent {
             throw AgentError.folderInUse(configuration.directory)
         }
         // Held (never closed) for the life of the process.
+        mirror.removeStaleTempFiles()
         state = try AgentState(path: mirror.stateFolder + "/state.sqlite")
         link = ServerLink(loop: loop, configuration: configuration)
         status = AgentStatus(loop: loop, configuration: configuration)

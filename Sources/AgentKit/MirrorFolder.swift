@@ -141,6 +141,25 @@ final class MirrorFolder {
         }
     }
 
+    /// Whether a file name is one of this agent's temp files (`.<name>.plistsync-XXXXXXXX`).
+    static func isTempFile(_ name: String) -> Bool {
+        guard name.hasPrefix("."), let marker = name.range(of: ".plistsync-", options: .backwards) else { return false }
+        let suffix = name[marker.upperBound...]
+        return suffix.count == 8 && suffix.allSatisfy(\.isHexDigit)
+    }
+
+    /// Deletes temp files a killed agent left behind (in the root, the collection folders and
+    /// the versions): only this agent writes them, and it holds the folder's lock.
+    func removeStaleTempFiles() {
+        let folders = [root] + collectionFolders().map(folder) + [stateFolder]
+            + ((try? FileManager.default.contentsOfDirectory(atPath: stateFolder + "/versions")) ?? []).map { stateFolder + "/versions/" + $0 }
+        for folder in folders {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where Self.isTempFile(name) {
+                unlink(folder + "/" + name)
+            }
+        }
+    }
+
     func ensureFolder(_ path: String) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }

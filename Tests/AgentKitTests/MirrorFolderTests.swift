@@ -42,4 +42,19 @@ final class UniqueKeptFilesTests: XCTestCase {
         XCTAssertEqual(Set(copies.map { String(decoding: FileManager.default.contents(atPath: $0)!, as: UTF8.self) }), ["loser0", "loser1", "loser2"])
         for copy in copies { XCTAssertNil(MirrorFolder.recordID(forFileName: (copy as NSString).lastPathComponent), copy) }
     }
+
+    func testStaleTempFilesOfAKilledAgentAreRemovedAtStartAndNothingElse() throws {
+        let root = NSTemporaryDirectory() + "plistsync-temps-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mirror = MirrorFolder(root: root)
+        try mirror.ensureFolder(root + "/c")
+        try mirror.ensureFolder(root + "/.plistsync/versions/c")
+        let stale = [root + "/c/.Ada.plist.plistsync-0A1B2C3D", root + "/.c.order.plist.plistsync-DEADBEEF",
+                     root + "/.plistsync/versions/c/.Ada.20261201-000000.plist.plistsync-12345678"]
+        let kept = [root + "/c/Ada.plist", root + "/c/.Ada.tmp", root + "/c/.notes.plistsync-xyz"]
+        for path in stale + kept { XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data()), path) }
+        mirror.removeStaleTempFiles()
+        for path in stale { XCTAssertFalse(FileManager.default.fileExists(atPath: path), path) }
+        for path in kept { XCTAssertTrue(FileManager.default.fileExists(atPath: path), path) }
+    }
 }

@@ -100,7 +100,9 @@ final class TestAgent {
     }
 
     func conflictCopies(_ collection: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(collection)")) ?? []).filter { $0.contains(".sync-conflict-") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(collection)")) ?? []).filter {
+            $0.contains(".sync-conflict-") && !$0.hasPrefix(".")
+        }
     }
 
     func order(_ collection: String) -> [String] {
