@@ -125,6 +125,6 @@ final class ChaosTests: XCTestCase {
         let lost = typed.filter { !everything.contains($0) }
         XCTAssertEqual(lost, [], "seed \(seed): \(lost.count) of \(typed.count) typed values exist nowhere\n"
             + agents.map { "\($0.device):\n\($0.log())" }.joined(separator: "\n"))
-        print("chaos seed \(seed): \(typed.count) values typed, none lost; \(serverKills) server kills; \(agents[0].conflictCopies("chaos").count) conflict copies")
+        print("chaos seed \(seed): \(typed.count) values typed, \(lost.count) lost; \(serverKills) server kills; \(agents[0].conflictCopies("chaos").count) conflict copies")
     }
 }
