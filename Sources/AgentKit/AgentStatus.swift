@@ -26,6 +26,10 @@ final class AgentStatus {
     /// Conflict copies made (and found at start) that still exist: the versions a person should
     /// look at. Listed in status until deleted.
     private var conflictCopies: Set<String> = []
+    /// Problems and unparseable files the previous run reported, shown until their collection
+    /// is scanned again (a restart while the server is unreachable must not hide them).
+    private var carriedProblems: [String: String] = [:]
+    private var carriedUnparseable: [String: String] = [:]
     var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
     var lastError: () -> String? = { nil }
 
@@ -33,10 +37,10 @@ final class AgentStatus {
         self.loop = loop
         self.configuration = configuration
         path = configuration.directory + "/.plistsync/status.json"
-        if let bytes = FileManager.default.contents(atPath: path), case .dictionary(let previous)? = try? ValueJSON.decode(Array(bytes)),
-            case .date(let date)? = previous["last_sync"]
-        {
-            lastSync = date
+        if let bytes = FileManager.default.contents(atPath: path), case .dictionary(let previous)? = try? ValueJSON.decode(Array(bytes)) {
+            if case .date(let date)? = previous["last_sync"] { lastSync = date }
+            carriedProblems = Self.strings(previous["problems"])
+            carriedUnparseable = Self.strings(previous["unparseable"])
         }
         conflictCopies = Self.conflictCopies(under: configuration.directory)
     }
@@ -51,6 +55,19 @@ final class AgentStatus {
             }
         }
         return found
+    }
+
+    private static func strings(_ value: Value?) -> [String: String] {
+        guard case .dictionary(let entries)? = value else { return [:] }
+        return entries.compactMapValues { if case .string(let text) = $0 { text } else { nil } }
+    }
+
+    /// A collection was scanned afresh: what the previous run said about it is replaced by what
+    /// this run finds.
+    func rechecked(_ collection: String) {
+        let isAbout = { (key: String) in key.hasPrefix(collection + "/") || key == collection + ".order.plist" }
+        carriedProblems = carriedProblems.filter { !isAbout($0.key) }
+        carriedUnparseable = carriedUnparseable.filter { !isAbout($0.key) }
     }
 
     func noteSynced() {
@@ -109,8 +126,8 @@ final class AgentStatus {
             "pushed": .integer(Int64(pushed)),
             "conflicts": .integer(Int64(conflicts)),
             "collections": .dictionary(collections),
-            "unparseable": .dictionary(unparseable.mapValues(Value.string)),
-            "problems": .dictionary(problems.mapValues(Value.string)),
+            "unparseable": .dictionary(carriedUnparseable.merging(unparseable) { _, now in now }.mapValues(Value.string)),
+            "problems": .dictionary(carriedProblems.merging(problems) { _, now in now }.mapValues(Value.string)),
         ]
         if let error = lastError() { document["last_error"] = .string(error) }
         if let lastSync { document["last_sync"] = .date(lastSync) }

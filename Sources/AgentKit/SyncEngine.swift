@@ -270,6 +270,7 @@ final class SyncEngine {
         // A vanished folder is not read as "delete everything".
         guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
         status.problems["\(baseCollection(collection))/"] = nil
+        status.rechecked(collection)
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
         for id in ids.sorted() { reconcile(collection, id) }
     }

@@ -312,3 +312,31 @@ final class AgentFullDiskTests: XCTestCase {
         eventually(5, agent.statusText()) { !agent.statusText().contains("cannot write") }
     }
 }
+
+/// Issue 9, item 14: what status reported survives a restart, even one while the server is
+/// unreachable, until the collection is checked again.
+final class StatusAcrossRestartTests: XCTestCase {
+    func testProblemsSurviveARestartWhileTheServerIsDownAndClearWhenFixed() throws {
+        let server = try TestServer.running()
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.save("c", "good", ["v": .integer(1)])
+        try agent.start()
+        eventually { agent.statusText().contains("\"c\":{\"records\":1") }
+        try Data("<plist><dict><key>half".utf8).write(to: URL(fileURLWithPath: agent.path("c", "bad")))
+        XCTAssertEqual(symlink("/etc/hostname", agent.path("c", "link")), 0)
+        eventually(10, agent.statusText()) { agent.statusText().contains("c/bad") && agent.statusText().contains("c/link") }
+        agent.stop()
+        server.stop(signal: SIGKILL)
+        try agent.start()
+        eventually(10, agent.statusText()) { agent.statusText().contains("\"pid\":\(agent.pid)") }
+        XCTAssertTrue(agent.statusText().contains("c/bad") && agent.statusText().contains("c/link"), agent.statusText())
+        let (_, out, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
+        XCTAssertTrue(out.contains("unparseable: c/bad") && out.contains("problem: c/link"), out)
+        try server.start()
+        usleep(1_500_000)
+        XCTAssertTrue(agent.statusText().contains("c/bad") && agent.statusText().contains("c/link"), agent.statusText())
+        unlink(agent.path("c", "link"))
+        try agent.save("c", "bad", ["v": .integer(2)])
+        eventually(15, agent.statusText()) { !agent.statusText().contains("c/bad") && !agent.statusText().contains("c/link") }
+    }
+}

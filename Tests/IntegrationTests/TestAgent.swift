@@ -48,6 +48,8 @@ final class TestAgent {
 
     var isRunning: Bool { process?.isRunning ?? false }
 
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
     /// Waits for the process to end by itself; its exit status, or nil if it still runs.
     func exitStatus(within seconds: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
