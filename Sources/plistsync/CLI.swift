@@ -15,6 +15,7 @@ enum CLI {
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
           status       Show what the agent of a folder is doing.
+          import|export Move a whole collection in or out as one plist array of records.
           conflicts|resolve|versions|restore|deletes
                        See and settle conflict copies; bring back kept versions; confirm
                        or undo a held mass delete.
@@ -42,18 +43,12 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
+        case "import", "export":
+            return runVerb(name, rest, of: TransferCommand.self)
         case "conflicts", "resolve", "versions", "restore", "deletes":
-            if rest.contains("--help") || rest.contains("-h") {
-                print(HistoryCommand.help)
-                return 0
-            }
-            return outcome(name, help: HistoryCommand.help) { try HistoryCommand.run(name, rest) }
+            return runVerb(name, rest, of: HistoryCommand.self)
         case "ls", "get", "put", "rm", "mv", "watch", "create", "grant":
-            if rest.contains("--help") || rest.contains("-h") {
-                print(ScriptCommand.help)
-                return 0
-            }
-            return outcome(name) { try ScriptCommand.run(name, rest) }
+            return runVerb(name, rest, of: ScriptCommand.self)
         case "--help", "-h", "help":
             print(overview)
             return 0
@@ -66,6 +61,15 @@ enum CLI {
             return 0
         }
         return outcome(name, help: subcommand.help) { try subcommand.run(rest) }
+    }
+
+    /// Runs one verb of a family that shares a help text (`plistsync import …`, `resolve …`).
+    private static func runVerb(_ name: String, _ rest: [String], of family: VerbSubcommand.Type) -> Int32 {
+        if rest.contains("--help") || rest.contains("-h") {
+            print(family.help)
+            return 0
+        }
+        return outcome(name, help: family.help) { try family.run(name, rest) }
     }
 
     /// Runs a subcommand body and turns its errors into a message on stderr and an exit status.
@@ -98,4 +102,16 @@ private func usageSection(of help: String) -> String {
 protocol Subcommand {
     static var help: String { get }
     static func run(_ arguments: [String]) throws
+}
+
+/// A family of subcommands that share a help text, each named by its first word.
+protocol VerbSubcommand: Subcommand {
+    static func run(_ verb: String, _ arguments: [String]) throws
+}
+
+extension VerbSubcommand {
+    static func run(_ arguments: [String]) throws {
+        guard let verb = arguments.first else { throw UsageError("missing command") }
+        try run(verb, Array(arguments.dropFirst()))
+    }
 }

@@ -6,7 +6,7 @@ import SyncProtocol
 /// `plistsync conflicts|resolve|versions|restore|deletes`: see and settle conflict copies,
 /// bring back versions the agent kept before a remote change replaced a file, and answer a held
 /// mass delete.
-enum HistoryCommand: Subcommand {
+enum HistoryCommand: VerbSubcommand {
     static let help = """
         OVERVIEW: See and settle conflicts; list and restore kept versions of a record.
 
@@ -33,11 +33,6 @@ enum HistoryCommand: Subcommand {
           --confirm, --undo    (deletes) What to do with the held deletes.
         \(ClientOptions.usage)
         """
-
-    static func run(_ arguments: [String]) throws {
-        guard let verb = arguments.first else { throw UsageError("missing command") }
-        try run(verb, Array(arguments.dropFirst()))
-    }
 
     static func run(_ verb: String, _ arguments: [String]) throws {
         let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: ["confirm", "undo"])

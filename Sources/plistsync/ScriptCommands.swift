@@ -4,7 +4,7 @@ import SyncCore
 import SyncProtocol
 
 /// `plistsync ls|get|put|rm|mv|watch|create|grant`: a scripting client over the protocol.
-enum ScriptCommand: Subcommand {
+enum ScriptCommand: VerbSubcommand {
     static let help = """
         OVERVIEW: Read and change records from scripts (a client of the wire protocol).
 
@@ -25,11 +25,6 @@ enum ScriptCommand: Subcommand {
           --rev N              Base revision for put, rm, mv.
           --since SEQ          (watch) Replay changes after SEQ first (default: only new ones).
         """
-
-    static func run(_ arguments: [String]) throws {
-        guard let verb = arguments.first else { throw UsageError("missing command") }
-        try run(verb, Array(arguments.dropFirst()))
-    }
 
     static func run(_ verb: String, _ arguments: [String]) throws {
         let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]), flagOptions: [])

@@ -1,0 +1,73 @@
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// A whole collection in one plist, the way apps keep their lists: the root an array of
+/// dictionaries, array order = record order. Converts between such a file and records, for
+/// `plistsync import` and `export`.
+public enum CollectionFile {
+    /// One element of the array as a record.
+    public struct Entry: Equatable {
+        public var id: String
+        public var fields: Fields
+
+        public init(id: String, fields: Fields) {
+            self.id = id
+            self.fields = fields
+        }
+    }
+
+    /// Why a file cannot be read as a collection.
+    public struct ShapeError: Error, CustomStringConvertible, Equatable {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The elements of `bytes` (XML or binary plist) as records. With `idKey`, each element's
+    /// id is its value of that key (a string, or an integer written in decimal), which must be
+    /// a valid record id and unique; without it, ids come from `newID` (each import then makes
+    /// new records).
+    public static func entries(_ bytes: [UInt8], idKey: String?, newID: () -> String) throws -> (entries: [Entry], format: PlistFile.Format) {
+        let root: Value
+        let format: PlistFile.Format
+        do {
+            (root, format) = try PlistFile.decode(bytes)
+        } catch {
+            throw ShapeError("not a plist: \(error)")
+        }
+        guard case .array(let elements) = root else {
+            throw ShapeError("the top level is not an array (of records)")
+        }
+        var seen: Set<String> = []
+        var entries: [Entry] = []
+        for (index, element) in elements.enumerated() {
+            guard case .dictionary(let fields) = element else { throw ShapeError("element \(index) is not a dictionary") }
+            let id: String
+            if let idKey {
+                switch fields[idKey] {
+                case .string(let text)?: id = text
+                case .integer(let number)?: id = String(number)
+                case nil: throw ShapeError("element \(index) has no \(ValueJSON.quoted(idKey))")
+                default: throw ShapeError("element \(index): \(ValueJSON.quoted(idKey)) is not a string or an integer")
+                }
+            } else {
+                id = newID()
+            }
+            guard Names.isValidRecordID(id) else { throw ShapeError("element \(index): \(ValueJSON.quoted(id)) cannot be a record id") }
+            guard seen.insert(id).inserted else { throw ShapeError("element \(index): the id \(ValueJSON.quoted(id)) appears twice") }
+            entries.append(Entry(id: id, fields: fields))
+        }
+        return (entries, format)
+    }
+
+    /// The records as one array-root plist, in order. With `idKey`, each element carries its id
+    /// under that key unless it has the key already.
+    public static func encode(_ entries: [Entry], idKey: String?, as format: PlistFile.Format) -> [UInt8] {
+        let elements = entries.map { entry -> Value in
+            var fields = entry.fields
+            if let idKey, fields[idKey] == nil { fields[idKey] = .string(entry.id) }
+            return .dictionary(fields)
+        }
+        return PlistFile.encode(.array(elements), as: format)
+    }
+}

@@ -1,0 +1,116 @@
+import AgentKit
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// `plistsync import|export`: moves a whole collection into or out of the server as one plist
+/// whose root is an array of dictionaries (the file an app keeps its list in).
+enum TransferCommand: VerbSubcommand {
+    static let help = """
+        OVERVIEW: Import a plist array of records into a collection, or export a collection as one.
+
+        USAGE: plistsync import FILE --collection C [--id-key KEY] [client options]
+               plistsync export C [--format xml|binary] [--id-key KEY] [-o FILE] [client options]
+
+        import: each element (a dictionary) becomes a record, in the file's order. With --id-key,
+        the element's value of KEY (a string or an integer) is the record id: importing the file
+        again updates those records. Without it every element gets a new random id. The collection
+        is created when it does not exist.
+        export: the collection's records in order, as XML (default) or binary; with --id-key each
+        element carries its record id under KEY. Written atomically to FILE, or to stdout.
+
+        OPTIONS:
+          --collection C       (import) The collection to fill.
+          --id-key KEY         The field that holds the record id.
+          --format F           (export) xml or binary.
+          -o, --output FILE    (export) Where to write (default: stdout).
+        \(ClientOptions.usage)
+        """
+
+    static func run(_ verb: String, _ arguments: [String]) throws {
+        let renamed = arguments.map { $0 == "-o" ? "--output" : $0 }
+        let options = try Arguments(
+            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output"]), flagOptions: [])
+        let words = options.positionals
+        switch verb {
+        case "import":
+            guard words.count == 1 else { throw UsageError("import needs one FILE") }
+            guard let collection = options.value("collection"), Names.isValidCollection(collection) else {
+                throw UsageError("--collection NAME is required ([A-Za-z0-9][A-Za-z0-9._-]{0,63})")
+            }
+            try importFile(words[0], into: collection, idKey: options.value("id-key"), client: ClientOptions(options).client)
+        case "export":
+            guard words.count == 1, Names.isValidCollection(words[0]) else { throw UsageError("export needs one collection") }
+            let format: PlistFile.Format
+            switch options.value("format") ?? "xml" {
+            case "xml": format = .xml
+            case "binary": format = .binary
+            default: throw UsageError("--format must be xml or binary")
+            }
+            try export(words[0], format: format, idKey: options.value("id-key"), output: options.value("output"),
+                       client: ClientOptions(options).client)
+        default:
+            throw UsageError("unknown command \(verb)")
+        }
+    }
+
+    /// The live records of a collection in order with their revs, from LIST (none when it does
+    /// not exist and `missingIsEmpty`).
+    private static func records(_ collection: String, client: ScriptClient, missingIsEmpty: Bool) throws -> [(entry: CollectionFile.Entry, rev: Int64)] {
+        var records: [(entry: CollectionFile.Entry, rev: Int64)] = []
+        var failure: (code: String, line: String)?
+        try client.run(["LIST \(collection)"], onUntagged: { text in
+            guard let line = try? ServerLine.parse(Array(text.utf8)), case .record(_, let id, let state) = ServerEvent(line),
+                let fields = state.fields
+            else { return }
+            records.append((CollectionFile.Entry(id: id, fields: fields), state.rev))
+        }, onReply: { text, event in
+            if case .error(_, let code, _, _) = event { failure = (code, String(text.dropFirst(2))) }
+            return true
+        })
+        if let failure, !(missingIsEmpty && failure.code == "NOT_FOUND") { throw RuntimeError(failure.line) }
+        return records
+    }
+
+    private static func importFile(_ path: String, into collection: String, idKey: String?, client: ScriptClient) throws {
+        guard let data = FileManager.default.contents(atPath: path) else { throw RuntimeError("cannot read \(path)") }
+        let entries: [CollectionFile.Entry]
+        do {
+            entries = try CollectionFile.entries(Array(data), idKey: idKey, newID: { UUID().uuidString }).entries
+        } catch {
+            throw RuntimeError("\(path): \(error)")
+        }
+        let existing = try records(collection, client: client, missingIsEmpty: true)
+        let revisions = Dictionary(existing.map { ($0.entry.id, $0.rev) }, uniquingKeysWith: { first, _ in first })
+        var requests = existing.isEmpty ? ["CREATE \(collection)"] : []
+        requests += entries.map { "PUT \(collection) \(ResponseLine.argument($0.id)) \(revisions[$0.id] ?? 0) \(ValueJSON.encode(fields: $0.fields))" }
+        var done = 0
+        var failure: String?
+        try client.run(requests, onReply: { text, event in
+            // A collection made meanwhile (EXISTS on CREATE) is fine; any other refusal stops.
+            if case .error(_, let code, _, _) = event, code != "EXISTS" {
+                failure = String(text.dropFirst(2))
+                return false
+            }
+            if case .ok(_, let words, _) = event, words.first == "PUT" { done += 1 }
+            return true
+        })
+        if let failure { throw RuntimeError("\(failure) (\(done) of \(entries.count) records imported before it)") }
+        let updated = entries.filter { revisions[$0.id] != nil }.count
+        print("imported \(entries.count) records into \(collection): \(entries.count - updated) created, \(updated) updated")
+    }
+
+    private static func export(_ collection: String, format: PlistFile.Format, idKey: String?, output: String?, client: ScriptClient) throws {
+        let bytes = CollectionFile.encode(try records(collection, client: client, missingIsEmpty: false).map(\.entry), idKey: idKey, as: format)
+        guard let output else {
+            FileHandle.standardOutput.write(Data(bytes))
+            return
+        }
+        let temp = output + ".plistsync-export"
+        guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)), rename(temp, output) == 0 else {
+            unlink(temp)
+            throw RuntimeError("cannot write \(output)")
+        }
+    }
+}
