@@ -3,8 +3,9 @@ import SyncCore
 import SyncProtocol
 
 /// A whole collection in one plist, the way apps keep their lists: the root an array of
-/// dictionaries, array order = record order. Converts between such a file and records, for
-/// `plistsync import` and `export`.
+/// dictionaries, or an NSKeyedArchiver archive whose root object is an array of objects; array
+/// order = record order. Converts between such a file and records, for `plistsync import` and
+/// `export`.
 public enum CollectionFile {
     /// One element of the array as a record.
     public struct Entry: Equatable {
@@ -27,7 +28,7 @@ public enum CollectionFile {
     /// id is its value of that key (a string, or an integer written in decimal), which must be
     /// a valid record id and unique; without it, ids come from `newID` (each import then makes
     /// new records).
-    public static func entries(_ bytes: [UInt8], idKey: String?, newID: () -> String) throws -> (entries: [Entry], format: PlistFile.Format) {
+    public static func entries(_ bytes: [UInt8], idKey: String?, newID: () -> String) throws -> (entries: [Entry], kind: Kind) {
         let root: Value
         let format: PlistFile.Format
         do {
@@ -35,8 +36,19 @@ public enum CollectionFile {
         } catch {
             throw ShapeError("not a plist: \(error)")
         }
-        guard case .array(let elements) = root else {
-            throw ShapeError("the top level is not an array (of records)")
+        let elements: [Value]
+        let kind: Kind
+        if KeyedArchive.isArchive(root) {
+            do {
+                let (records, shape) = try KeyedArchive.records(in: root)
+                (elements, kind) = (records.map(Value.dictionary), .archive(shape))
+            } catch {
+                throw ShapeError("a keyed archive that is not a list of records: \(error)")
+            }
+        } else if case .array(let items) = root {
+            (elements, kind) = (items, .plist(format))
+        } else {
+            throw ShapeError("the top level is not an array (of records) or a keyed archive of one")
         }
         var seen: Set<String> = []
         var entries: [Entry] = []
@@ -57,17 +69,26 @@ public enum CollectionFile {
             guard seen.insert(id).inserted else { throw ShapeError("element \(index): the id \(ValueJSON.quoted(id)) appears twice") }
             entries.append(Entry(id: id, fields: fields))
         }
-        return (entries, format)
+        return (entries, kind)
+    }
+
+    /// How the file is written: a plain plist array, or a keyed archive of that shape (binary).
+    public enum Kind: Equatable {
+        case plist(PlistFile.Format)
+        case archive(KeyedArchive.Shape)
     }
 
     /// The records as one array-root plist, in order. With `idKey`, each element carries its id
     /// under that key unless it has the key already.
-    public static func encode(_ entries: [Entry], idKey: String?, as format: PlistFile.Format) -> [UInt8] {
-        let elements = entries.map { entry -> Value in
+    public static func encode(_ entries: [Entry], idKey: String?, as kind: Kind) -> [UInt8] {
+        let records = entries.map { entry -> Fields in
             var fields = entry.fields
             if let idKey, fields[idKey] == nil { fields[idKey] = .string(entry.id) }
-            return .dictionary(fields)
+            return fields
         }
-        return PlistFile.encode(.array(elements), as: format)
+        switch kind {
+        case .plist(let format): return PlistFile.encode(.array(records.map(Value.dictionary)), as: format)
+        case .archive(let shape): return PlistFile.encode(KeyedArchive.archive(records, shape: shape), as: .binary)
+        }
     }
 }

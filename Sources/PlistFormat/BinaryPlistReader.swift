@@ -133,6 +133,11 @@ struct BinaryPlistReader {
             units.reserveCapacity(length)
             for unit in 0..<length { units.append(UInt16(bytes[start + unit * 2]) << 8 | UInt16(bytes[start + unit * 2 + 1])) }
             return .string(String(decoding: units, as: UTF16.self))
+        case 0x8:
+            // A UID (keyed archives' object references), read as XML plists spell it.
+            let uid = try unsigned(at: position + 1, size: Int(nibble) + 1)
+            guard uid <= UInt64(Int64.max) else { throw failure("UID out of range") }
+            return .dictionary([PlistFile.uidKey: .integer(Int64(uid))])
         case 0xA, 0xD:
             let (length, start) = try count(at: position, nibble: nibble)
             let isDictionary = marker >> 4 == 0xD

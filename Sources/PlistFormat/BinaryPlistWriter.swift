@@ -38,7 +38,7 @@ enum BinaryPlistWriter {
                 flatten(item, into: &objects, children: &children)
             }
             children[index] = references
-        case .dictionary(let members):
+        case .dictionary(let members) where PlistFile.uid(in: members) == nil:
             let keys = members.keys.sorted()
             var keyReferences: [Int] = []
             var valueReferences: [Int] = []
@@ -83,7 +83,13 @@ enum BinaryPlistWriter {
         case .array:
             writeMarker(0xA, count: children.count, into: &out)
             for child in children { append(UInt64(child), size: referenceSize, to: &out) }
-        case .dictionary:
+        case .dictionary(let members):
+            if let uid = PlistFile.uid(in: members) {
+                let size = byteCount(for: uid)
+                out.append(0x80 | UInt8(size - 1))
+                append(uid, size: size, to: &out)
+                return
+            }
             writeMarker(0xD, count: children.count / 2, into: &out)
             for child in children { append(UInt64(child), size: referenceSize, to: &out) }
         }

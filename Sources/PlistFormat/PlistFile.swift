@@ -22,6 +22,22 @@ public enum PlistFile {
     /// Nesting deeper than this is refused, so a hostile file cannot exhaust the stack.
     public static let maxDepth = 64
 
+    /// A UID (an object reference in a keyed archive) is read as `{"CF$UID": n}`, the way XML
+    /// plists spell it, and such a one-key dictionary is written back as a UID in binary, as
+    /// Apple's tools do.
+    public static let uidKey = "CF$UID"
+
+    /// `{"CF$UID": n}`: a UID value.
+    public static func uidValue(_ index: Int) -> Value {
+        .dictionary([uidKey: .integer(Int64(index))])
+    }
+
+    /// The UID a dictionary stands for, when it is exactly `{"CF$UID": n}` with 0 ≤ n < 2³².
+    public static func uid(in members: [String: Value]) -> UInt64? {
+        guard members.count == 1, case .integer(let number)? = members[uidKey], (0...Int64(UInt32.max)).contains(number) else { return nil }
+        return UInt64(number)
+    }
+
     /// Parses XML or binary plist bytes; returns the value and the format it was in.
     public static func decode(_ bytes: [UInt8]) throws(ParseError) -> (Value, Format) {
         if bytes.starts(with: Array("bplist00".utf8)) {

@@ -11,19 +11,25 @@ enum TransferCommand: VerbSubcommand {
         OVERVIEW: Import a plist array of records into a collection, or export a collection as one.
 
         USAGE: plistsync import FILE --collection C [--id-key KEY] [client options]
-               plistsync export C [--format xml|binary] [--id-key KEY] [-o FILE] [client options]
+               plistsync export C [--format xml|binary|archive] [--class NAME] [--root-key KEY]
+                                  [--id-key KEY] [-o FILE] [client options]
 
-        import: each element (a dictionary) becomes a record, in the file's order. With --id-key,
+        import: each element (a dictionary, or an object of an NSKeyedArchiver archive whose root
+        is an array) becomes a record, in the file's order. With --id-key,
         the element's value of KEY (a string or an integer) is the record id: importing the file
         again updates those records. Without it every element gets a new random id. The collection
         is created when it does not exist.
-        export: the collection's records in order, as XML (default) or binary; with --id-key each
-        element carries its record id under KEY. Written atomically to FILE, or to stdout.
+        export: the collection's records in order, as XML (default), binary, or a keyed archive
+        (elements of class NAME, or NSDictionary without --class; the root under KEY, default
+        "root"); with --id-key each element carries its record id under KEY. Written atomically
+        to FILE, or to stdout.
 
         OPTIONS:
           --collection C       (import) The collection to fill.
           --id-key KEY         The field that holds the record id.
-          --format F           (export) xml or binary.
+          --format F           (export) xml, binary or archive.
+          --class NAME         (export archive) The elements' class name.
+          --root-key KEY       (export archive) The archive's root key (default root).
           -o, --output FILE    (export) Where to write (default: stdout).
         \(ClientOptions.usage)
         """
@@ -31,7 +37,7 @@ enum TransferCommand: VerbSubcommand {
     static func run(_ verb: String, _ arguments: [String]) throws {
         let renamed = arguments.map { $0 == "-o" ? "--output" : $0 }
         let options = try Arguments(
-            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output"]), flagOptions: [])
+            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output", "class", "root-key"]), flagOptions: [])
         let words = options.positionals
         switch verb {
         case "import":
@@ -42,13 +48,17 @@ enum TransferCommand: VerbSubcommand {
             try importFile(words[0], into: collection, idKey: options.value("id-key"), client: ClientOptions(options).client)
         case "export":
             guard words.count == 1, Names.isValidCollection(words[0]) else { throw UsageError("export needs one collection") }
-            let format: PlistFile.Format
+            let kind: CollectionFile.Kind
             switch options.value("format") ?? "xml" {
-            case "xml": format = .xml
-            case "binary": format = .binary
-            default: throw UsageError("--format must be xml or binary")
+            case "xml": kind = .plist(.xml)
+            case "binary": kind = .plist(.binary)
+            case "archive":
+                var shape = KeyedArchive.Shape(topKey: options.value("root-key") ?? "root")
+                shape.elementClasses = options.value("class").map { [$0, "NSObject"] }
+                kind = .archive(shape)
+            default: throw UsageError("--format must be xml, binary or archive")
             }
-            try export(words[0], format: format, idKey: options.value("id-key"), output: options.value("output"),
+            try export(words[0], kind: kind, idKey: options.value("id-key"), output: options.value("output"),
                        client: ClientOptions(options).client)
         default:
             throw UsageError("unknown command \(verb)")
@@ -101,8 +111,8 @@ enum TransferCommand: VerbSubcommand {
         print("imported \(entries.count) records into \(collection): \(entries.count - updated) created, \(updated) updated")
     }
 
-    private static func export(_ collection: String, format: PlistFile.Format, idKey: String?, output: String?, client: ScriptClient) throws {
-        let bytes = CollectionFile.encode(try records(collection, client: client, missingIsEmpty: false).map(\.entry), idKey: idKey, as: format)
+    private static func export(_ collection: String, kind: CollectionFile.Kind, idKey: String?, output: String?, client: ScriptClient) throws {
+        let bytes = CollectionFile.encode(try records(collection, client: client, missingIsEmpty: false).map(\.entry), idKey: idKey, as: kind)
         guard let output else {
             FileHandle.standardOutput.write(Data(bytes))
             return
