@@ -13,6 +13,7 @@ public final class Agent {
     private let link: ServerLink
     private let engine: SyncEngine
     private let status: AgentStatus
+    private let fileMirror: FileMirror
     private var rootWatcher: FolderWatcher?
     private var folderWatchers: [String: FolderWatcher] = [:]
     private var dueFiles: [RecordKey: UInt64] = [:]
@@ -40,6 +41,11 @@ public final class Agent {
         state = try AgentState(path: mirror.stateFolder + "/state.sqlite")
         link = ServerLink(loop: loop, configuration: configuration)
         status = AgentStatus(loop: loop, configuration: configuration)
+        do {
+            fileMirror = FileMirror(mirror: mirror, files: try AttachedFiles.load(directory: configuration.directory), status: status)
+        } catch {
+            throw AgentError.badAttachments(error.description)
+        }
         engine = SyncEngine(configuration: configuration, link: link, state: state, mirror: mirror, status: status)
     }
 
@@ -55,6 +61,9 @@ public final class Agent {
             if starting { beginBatch() } else { endBatch() }
         }
         engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
+        fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
+        fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
+        fileMirror.log = log
         engine.schedule = { [unowned self] delay, body in
             let timer = LoopTimer(loop: loop)
             let key = ObjectIdentifier(timer)
@@ -64,6 +73,8 @@ public final class Agent {
                 body()
             }
         }
+        fileMirror.schedule = { [engine] delay, body in engine.schedule(delay, body) }
+        fileMirror.readAll()
         status.collectionsProvider = { [state] in
             var result: [String: (seq: Int64, records: Int)] = [:]
             for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil { result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0) }
@@ -102,6 +113,7 @@ public final class Agent {
 
     private func endBatch() {
         engine.batchEnded()
+        fileMirror.shadowsChanged()
         mirror.endWrites()
         state.endBatch()
     }
@@ -135,7 +147,14 @@ public final class Agent {
     private func rootEvent(_ event: FolderWatcher.Event) {
         switch event {
         case .renamed(let name?), .changed(let name?):
-            if name.hasSuffix(".order.plist") {
+            if let file = fileMirror.file(named: name) {
+                // An app saved its whole file: read it once the save has settled.
+                engine.schedule(configuration.debounceMilliseconds) { [unowned self] in
+                    beginBatch()
+                    fileMirror.read(file)
+                    endBatch()
+                }
+            } else if name.hasSuffix(".order.plist") {
                 schedule(RecordKey(collection: String(name.dropLast(12)), id: ""), delay: configuration.debounceMilliseconds)
             } else if let collection = MirrorFolder.collectionName(forEntry: name), mirror.hasFolder(collection) {
                 // A new folder, or the folder of a detached collection made again.
@@ -200,10 +219,13 @@ public final class Agent {
 public enum AgentError: Error, CustomStringConvertible {
     /// Another agent holds `DIR/.plistsync/agent.lock`.
     case folderInUse(String)
+    /// `DIR/.plistsync/files.plist` cannot be read.
+    case badAttachments(String)
 
     public var description: String {
         switch self {
         case .folderInUse(let directory): "another plistsync agent is already mirroring \(directory)"
+        case .badAttachments(let reason): reason
         }
     }
 }

@@ -30,10 +30,22 @@ final class MirrorFolder {
     }
 
     var stateFolder: String { root + "/.plistsync" }
+    /// Collections mirrored through an app's file (`AttachedFile`): their records live in a
+    /// hidden shadow folder, one file each, which the sync engine treats like any collection
+    /// folder.
+    var attachedCollections: Set<String> = []
+
     /// A collection's folder; a conflicts companion's copies live in its collection's folder.
-    func folder(_ collection: String) -> String { root + "/" + (Names.collection(ofConflicts: collection) ?? collection) }
+    func folder(_ collection: String) -> String {
+        let base = Names.collection(ofConflicts: collection) ?? collection
+        return attachedCollections.contains(base) ? shadowFolder(base) : root + "/" + base
+    }
+
+    func shadowFolder(_ collection: String) -> String { stateFolder + "/files/" + collection }
     func recordPath(_ collection: String, _ id: String) -> String { folder(collection) + "/" + id + ".plist" }
-    func orderPath(_ collection: String) -> String { root + "/" + collection + ".order.plist" }
+    func orderPath(_ collection: String) -> String {
+        attachedCollections.contains(collection) ? shadowFolder(collection) + ".order.plist" : root + "/" + collection + ".order.plist"
+    }
 
     /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
     /// copy, not `.plist`).

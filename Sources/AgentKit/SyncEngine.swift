@@ -64,7 +64,7 @@ final class SyncEngine {
         status.connected = true
         link.send("COLLECTIONS") { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
-            for folder in mirror.collectionFolders() where collections[folder] == nil && allowed(folder) {
+            for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
                 create(folder)
             }
         }
@@ -277,7 +277,9 @@ final class SyncEngine {
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
     func scanAll() {
-        for folder in mirror.collectionFolders() where collections[folder] == nil || detached.contains(folder) { create(folder) }
+        for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil || detached.contains(folder) {
+            create(folder)
+        }
         for collection in subscribed { scan(collection) }
     }
 
@@ -740,6 +742,10 @@ final class SyncEngine {
         }
         status.unparseable[problemKey] = nil
         guard hash != base.hash else { return false }
+        // Rows whose files are not on the server yet cannot be placed: the edit is read once
+        // their creates are answered (each answer marks the order for a rewrite, which reads it).
+        guard !desired.contains(where: { state.entry(collection, $0) == nil && mirror.read(mirror.recordPath(collection, $0)) != nil })
+        else { return false }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
         try? state.setOrderHash(hash, collection)
         guard desired != base.ids else { return true }

@@ -15,7 +15,8 @@ enum CLI {
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
           status       Show what the agent of a folder is doing.
-          import|export Move a whole collection in or out as one plist array of records.
+          attach|import|export
+                       Mirror an app's whole-list file; move a collection in or out as one file.
           conflicts|resolve|versions|restore|deletes
                        See and settle conflict copies; bring back kept versions; confirm
                        or undo a held mass delete.
@@ -43,7 +44,7 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
-        case "import", "export":
+        case "attach", "import", "export":
             return runVerb(name, rest, of: TransferCommand.self)
         case "conflicts", "resolve", "versions", "restore", "deletes":
             return runVerb(name, rest, of: HistoryCommand.self)

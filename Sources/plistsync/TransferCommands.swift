@@ -10,10 +10,14 @@ enum TransferCommand: VerbSubcommand {
     static let help = """
         OVERVIEW: Import a plist array of records into a collection, or export a collection as one.
 
-        USAGE: plistsync import FILE --collection C [--id-key KEY] [client options]
+        USAGE: plistsync attach FILE --collection C --id-key KEY --dir DIR
+               plistsync import FILE --collection C [--id-key KEY] [client options]
                plistsync export C [--format xml|binary|archive] [--class NAME] [--root-key KEY]
                                   [--id-key KEY] [-o FILE] [client options]
 
+        attach: the agent of DIR mirrors FILE (at the top of DIR) as collection C from its next
+        start: each save of the file sends the elements that changed, field by field, and changes
+        from others are written into the file in its own format (XML, binary or keyed archive).
         import: each element (a dictionary, or an object of an NSKeyedArchiver archive whose root
         is an array) becomes a record, in the file's order. With --id-key,
         the element's value of KEY (a string or an integer) is the record id: importing the file
@@ -25,7 +29,8 @@ enum TransferCommand: VerbSubcommand {
         to FILE, or to stdout.
 
         OPTIONS:
-          --collection C       (import) The collection to fill.
+          --collection C       (attach, import) The collection.
+          --dir DIR            (attach) The mirrored folder.
           --id-key KEY         The field that holds the record id.
           --format F           (export) xml, binary or archive.
           --class NAME         (export archive) The elements' class name.
@@ -37,9 +42,26 @@ enum TransferCommand: VerbSubcommand {
     static func run(_ verb: String, _ arguments: [String]) throws {
         let renamed = arguments.map { $0 == "-o" ? "--output" : $0 }
         let options = try Arguments(
-            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output", "class", "root-key"]), flagOptions: [])
+            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output", "class", "root-key", "dir"]), flagOptions: [])
         let words = options.positionals
         switch verb {
+        case "attach":
+            guard words.count == 1 else { throw UsageError("attach needs one FILE") }
+            guard let dir = options.value("dir") else { throw UsageError("--dir is required") }
+            guard let collection = options.value("collection"), let idKey = options.value("id-key") else {
+                throw UsageError("--collection and --id-key are required")
+            }
+            let root = URL(fileURLWithPath: dir).standardizedFileURL.path
+            let file = URL(fileURLWithPath: words[0]).standardizedFileURL
+            guard file.deletingLastPathComponent().path == root || !words[0].contains("/") else {
+                throw UsageError("the file must be at the top of \(dir)")
+            }
+            do {
+                try AttachedFiles.attach(AttachedFile(name: file.lastPathComponent, collection: collection, idKey: idKey), directory: root)
+            } catch {
+                throw RuntimeError(error.description)
+            }
+            print("\(file.lastPathComponent) will be mirrored as \(collection) by the agent of \(root) (restart it if it runs)")
         case "import":
             guard words.count == 1 else { throw UsageError("import needs one FILE") }
             guard let collection = options.value("collection"), Names.isValidCollection(collection) else {

@@ -1,0 +1,203 @@
+import Foundation
+import PlistFormat
+import SyncProtocol
+
+/// Keeps each attached app file and its collection's shadow folder in step: a save of the app's
+/// file is split into the shadow's record files and order file (which the sync engine pushes,
+/// merging field by field), and after the engine applies remote changes the app's file is
+/// rebuilt from the shadow, in its own format (XML, binary or keyed archive). A save the agent
+/// has not read yet is never overwritten (the same guard as the order file).
+///
+/// A save is compared with the file as the agent last wrote or read it, not with the shadow:
+/// an app that loaded the file before a remote change and saves it afterwards sends only what
+/// it changed, and does not undo the change it never saw.
+final class FileMirror {
+    private let mirror: MirrorFolder
+    private let files: [AttachedFile]
+    private let status: AgentStatus
+    /// Per collection, the hash of the app file as last read or written here.
+    private var knownHash: [String: String] = [:]
+    /// Per collection, the records of the last versions of the app file read or written here
+    /// (newest last, at most `historyLength`), and the newest one's order: a save is compared
+    /// with the newest, and a value an older version held is one the app never saw change.
+    private var history: [String: [[String: Fields]]] = [:]
+    private var knownOrder: [String: [String]] = [:]
+    static let historyLength = 8
+    /// Per collection, how the app file is written.
+    private var kinds: [String: CollectionFile.Kind] = [:]
+    private var rebuildScheduled = false
+    /// A record file or the order file of a shadow was changed here: the engine reconciles it.
+    var onRecord: (String, String) -> Void = { _, _ in }
+    var onOrder: (String) -> Void = { _ in }
+    var schedule: (UInt64, @escaping () -> Void) -> Void = { _, body in body() }
+    var log: (String) -> Void = { _ in }
+
+    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus) {
+        self.mirror = mirror
+        self.files = files
+        self.status = status
+        mirror.attachedCollections = Set(files.map(\.collection))
+        for file in files {
+            try? mirror.ensureFolder(mirror.shadowFolder(file.collection))
+            loadHistory(file.collection)
+        }
+    }
+
+    /// The history, kept beside the shadow so it survives a restart.
+    private func historyPath(_ collection: String) -> String { mirror.shadowFolder(collection) + ".history" }
+
+    private func loadHistory(_ collection: String) {
+        guard let bytes = mirror.read(historyPath(collection)), case .dictionary(let saved)? = try? PlistFile.decode(bytes).0,
+            case .string(let hash)? = saved["hash"], case .array(let versions)? = saved["versions"], case .array(let order)? = saved["order"]
+        else { return }
+        knownHash[collection] = hash
+        knownOrder[collection] = order.compactMap { if case .string(let id) = $0 { id } else { nil } }
+        history[collection] = versions.compactMap { version in
+            guard case .dictionary(let records) = version else { return nil }
+            return records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }
+        }
+    }
+
+    /// Makes `entries` (the app file as just read or written, `bytes`) the newest version.
+    private func remember(_ collection: String, _ entries: [CollectionFile.Entry], _ bytes: [UInt8]) {
+        knownHash[collection] = ContentHash.of(bytes)
+        knownOrder[collection] = entries.map(\.id)
+        let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
+        history[collection] = Array(((history[collection] ?? []) + [records]).suffix(Self.historyLength))
+        let saved: Value = .dictionary([
+            "hash": .string(knownHash[collection]!),
+            "order": .array(knownOrder[collection]!.map(Value.string)),
+            "versions": .array(history[collection]!.map { .dictionary($0.mapValues(Value.dictionary)) }),
+        ])
+        try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
+    }
+
+    func file(named name: String) -> AttachedFile? { files.first { $0.name == name } }
+
+    private func path(_ file: AttachedFile) -> String { mirror.root + "/" + file.name }
+
+    /// Reads every attached file (at start).
+    func readAll() {
+        for file in files { read(file) }
+    }
+
+    /// The app saved its file: split it into the shadow.
+    func read(_ file: AttachedFile) {
+        let collection = file.collection
+        guard let bytes = mirror.read(path(file)) else {
+            // A file the app removed is written again from the collection, never read as
+            // "delete every record".
+            if knownHash[collection] != nil { knownHash[collection] = nil }
+            return rebuild(file)
+        }
+        let hash = ContentHash.of(bytes)
+        guard hash != knownHash[collection] else { return }
+        let entries: [CollectionFile.Entry]
+        do {
+            let (read, kind) = try CollectionFile.entries(bytes, idKey: file.idKey, newID: { UUID().uuidString })
+            entries = read
+            kinds[collection] = kind
+        } catch {
+            if status.unparseable[file.name] == nil { log("not reading \(file.name): \(error)") }
+            status.unparseable[file.name] = "\(error)"
+            return status.changed()
+        }
+        status.unparseable[file.name] = nil
+        let versions = history[collection] ?? []
+        let latest = versions.last
+        let older = versions.dropLast()
+        let latestOrder = knownOrder[collection] ?? []
+        remember(collection, entries, bytes)
+        /// Whether the app's `value` for `key` of `id` is one an older version held: it loaded
+        /// the file before that value changed and never saw the change.
+        func stale(_ id: String, _ key: String, _ value: Value?) -> Bool {
+            older.contains { version in version[id].map { $0[key] == value } ?? false }
+        }
+        for entry in entries {
+            let recordPath = mirror.recordPath(collection, entry.id)
+            let current = mirror.read(recordPath).flatMap { try? PlistFile.decodeRecord($0).0 }
+            var fields = entry.fields
+            if let latest, latest[entry.id] == nil, older.contains(where: { $0[entry.id] != nil }) {
+                continue  // deleted elsewhere after the app loaded the file: not brought back
+            }
+            if let before = latest?[entry.id], var updated = current {
+                // Only what the app changed since it saw the file goes on top of the shadow.
+                let keys = Set(before.keys).union(entry.fields.keys).filter { before[$0] != entry.fields[$0] && !stale(entry.id, $0, entry.fields[$0]) }
+                guard !keys.isEmpty else { continue }
+                for key in keys { updated[key] = entry.fields[key] }
+                fields = updated
+            }
+            guard fields != current else { continue }
+            do {
+                try mirror.writeAtomically(PlistFile.encode(.dictionary(fields), as: .binary), to: recordPath)
+            } catch {
+                log("cannot write \(recordPath): \(error)")
+            }
+            onRecord(collection, entry.id)
+        }
+        // Deleted by the app: rows every remembered version had (so the app saw them) and the
+        // save no longer lists. Rows added since the app loaded the file stay.
+        let listed = Set(entries.map(\.id))
+        if !versions.isEmpty {
+            for id in mirror.recordIDs(in: collection) where !listed.contains(id) && versions.allSatisfy({ $0[id] != nil }) {
+                mirror.remove(mirror.recordPath(collection, id))
+                onRecord(collection, id)
+            }
+        }
+        // Reordered by the app: only when its order of the rows it saw differs from the newest.
+        let common = Set(latestOrder).intersection(listed)
+        guard versions.isEmpty || latestOrder.filter(common.contains) != entries.map(\.id).filter(common.contains)
+            || entries.contains(where: { !common.contains($0.id) })
+        else { return }
+        let order = PlistFile.encode(.array(entries.map { .string($0.id) }), as: .xml)
+        if mirror.read(mirror.orderPath(collection)) != order {
+            try? mirror.writeAtomically(order, to: mirror.orderPath(collection))
+            onOrder(collection)
+        }
+    }
+
+    /// After the engine wrote to the shadows: rebuild the app files, at most every 50 ms.
+    func shadowsChanged() {
+        guard !files.isEmpty, !rebuildScheduled else { return }
+        rebuildScheduled = true
+        schedule(Self.rebuildDelayMilliseconds) { [self] in
+            rebuildScheduled = false
+            for file in files { rebuild(file) }
+        }
+    }
+
+    static let rebuildDelayMilliseconds: UInt64 = 50
+
+    /// Writes the app file from the shadow: records in the order file's order (then any others).
+    private func rebuild(_ file: AttachedFile) {
+        let collection = file.collection
+        let ids = Set(mirror.recordIDs(in: collection))
+        guard !ids.isEmpty || knownHash[collection] != nil else { return }
+        var order: [String] = []
+        if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
+            order = items.compactMap { if case .string(let id) = $0, ids.contains(id) { id } else { nil } }
+        }
+        var seen = Set(order)
+        order += ids.sorted().filter { seen.insert($0).inserted }
+        let entries = order.compactMap { id -> CollectionFile.Entry? in
+            guard let bytes = mirror.read(mirror.recordPath(collection, id)), let fields = try? PlistFile.decodeRecord(bytes).0 else { return nil }
+            return CollectionFile.Entry(id: id, fields: fields)
+        }
+        let kind = kinds[collection] ?? (file.name.hasSuffix(".archive") ? .archive(KeyedArchive.Shape()) : .plist(.xml))
+        let bytes = CollectionFile.encode(entries, idKey: file.idKey, as: kind)
+        let hash = ContentHash.of(bytes)
+        let target = path(file)
+        guard hash != knownHash[collection] else { return }
+        guard mirror.read(target).map(ContentHash.of) != hash else { return remember(collection, entries, bytes) }
+        let expected = knownHash[collection]
+        do {
+            try mirror.writeAtomically(bytes, to: target, guard: .init(stillExpected: { MirrorFolder.diskHash(target) == expected }))
+            remember(collection, entries, bytes)
+        } catch MirrorError.superseded {
+            // The app saved meanwhile: read that first; the file is rebuilt after its changes.
+            read(file)
+        } catch {
+            log("cannot write \(target): \(error)")
+        }
+    }
+}

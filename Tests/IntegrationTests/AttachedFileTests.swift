@@ -1,0 +1,131 @@
+import Foundation
+import XCTest
+
+/// Issue 10, items 1–2: an app's whole-list file (a contacts array, an inventory archive)
+/// mirrored by two agents; edits to different elements and fields on both sides both survive,
+/// deletes and moves travel, and Foundation reads every file the agents write.
+final class AttachedFileTests: XCTestCase {
+    private var server: TestServer!
+    private var a: TestAgent!
+    private var b: TestAgent!
+
+    override func setUpWithError() throws {
+        server = try TestServer.running()
+        a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+    }
+
+    override func tearDown() {
+        a = nil
+        b = nil
+        server = nil
+    }
+
+    private func attach(_ agent: TestAgent, _ file: String, _ collection: String, idKey: String) throws {
+        let (code, _, error) = try PlistSyncBinary.run(["attach", file, "--collection", collection, "--id-key", idKey, "--dir", agent.directory])
+        XCTAssertEqual(code, 0, error)
+    }
+
+    private func writeList(_ agent: TestAgent, _ file: String, _ list: [[String: Any]]) throws {
+        let data = try PropertyListSerialization.data(fromPropertyList: list, format: .xml, options: 0)
+        let temp = agent.directory + "/." + file + ".saving"
+        try data.write(to: URL(fileURLWithPath: temp))
+        XCTAssertEqual(rename(temp, agent.directory + "/" + file), 0)
+    }
+
+    private func readList(_ agent: TestAgent, _ file: String) -> NSArray? {
+        guard let data = FileManager.default.contents(atPath: agent.directory + "/" + file) else { return nil }
+        return (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? NSArray
+    }
+
+    func testAContactsArrayFileSyncsRecordByRecordBetweenTwoEditors() throws {
+        var contacts: [[String: Any]] = [
+            ["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"], ["name": "Alan", "phone": "555-0199"],
+        ]
+        try writeList(a, "contacts.plist", contacts)
+        try attach(a, "contacts.plist", "contacts", idKey: "name")
+        try attach(b, "contacts.plist", "contacts", idKey: "name")
+        try a.start()
+        try b.start()
+        eventually(10, "\(String(describing: readList(b, "contacts.plist")))\n\(b.log())") { readList(b, "contacts.plist") == contacts as NSArray }
+
+        // Different elements and different fields of one element, saved on both sides at once.
+        var onA = contacts
+        onA[0]["phone"] = "555-1111"
+        onA[1]["email"] = "grace@example.com"
+        var onB = contacts
+        onB[2]["phone"] = "555-2222"
+        onB[1]["city"] = "Arlington"
+        try writeList(a, "contacts.plist", onA)
+        try writeList(b, "contacts.plist", onB)
+        contacts[0]["phone"] = "555-1111"
+        contacts[1]["email"] = "grace@example.com"
+        contacts[1]["city"] = "Arlington"
+        contacts[2]["phone"] = "555-2222"
+        eventually(15, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\n\(a.log())\n\(b.log())") {
+            readList(a, "contacts.plist") == contacts as NSArray && readList(b, "contacts.plist") == contacts as NSArray
+        }
+
+        // A deletes Alan and adds Barbara; then B moves Grace to the top.
+        var edited = contacts
+        edited.remove(at: 2)
+        edited.append(["name": "Barbara", "phone": "555-0123"])
+        try writeList(a, "contacts.plist", edited)
+        eventually(10, "\(String(describing: readList(b, "contacts.plist")))") { readList(b, "contacts.plist") == edited as NSArray }
+        let moved = [edited[1], edited[0], edited[2]]
+        try writeList(b, "contacts.plist", moved)
+        eventually(10, "\(String(describing: readList(a, "contacts.plist")))") { readList(a, "contacts.plist") == moved as NSArray }
+    }
+
+    func testAnInventoryArchiveIsWrittenBackAsAnArchiveFoundationUnarchives() throws {
+        let items: [NSDictionary] = [
+            ["itemKey": "k-1", "name": "Bear", "valueInDollars": 42, "dateCreated": Date(timeIntervalSinceReferenceDate: 700_000_000)],
+            ["itemKey": "k-2", "name": "Bike", "valueInDollars": 350, "dateCreated": Date(timeIntervalSinceReferenceDate: 600_000_000)],
+        ]
+        try NSKeyedArchiver.archivedData(withRootObject: items, requiringSecureCoding: false).write(to: URL(fileURLWithPath: a.directory + "/items.archive"))
+        try attach(a, "items.archive", "inventory", idKey: "itemKey")
+        try attach(b, "items.archive", "inventory", idKey: "itemKey")
+        try a.start()
+        try b.start()
+        func unarchived(_ agent: TestAgent) -> [NSDictionary]? {
+            guard let data = FileManager.default.contents(atPath: agent.directory + "/items.archive"),
+                let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data)
+            else { return nil }
+            unarchiver.requiresSecureCoding = false
+            unarchiver.decodingFailurePolicy = .setErrorAndReturn
+            return unarchiver.decodeObject(forKey: NSKeyedArchiveRootObjectKey) as? [NSDictionary]
+        }
+        eventually(10, "\(String(describing: unarchived(b)))\n\(b.log())") { unarchived(b) == items }
+        // B's app edits one value and saves its archive; A's archive follows.
+        let changed: [NSDictionary] = [items[0], ["itemKey": "k-2", "name": "Bike", "valueInDollars": 300, "dateCreated": Date(timeIntervalSinceReferenceDate: 600_000_000)]]
+        try NSKeyedArchiver.archivedData(withRootObject: changed, requiringSecureCoding: false).write(to: URL(fileURLWithPath: b.directory + "/items.archive"))
+        eventually(10, "\(String(describing: unarchived(a)))\n\(a.log())") { unarchived(a) == changed }
+    }
+
+    func testAnAppSavingFromAnOldLoadDoesNotUndoChangesItNeverSawEvenAcrossARestart() throws {
+        let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
+        try writeList(a, "contacts.plist", contacts)
+        try attach(a, "contacts.plist", "contacts", idKey: "name")
+        try attach(b, "contacts.plist", "contacts", idKey: "name")
+        try a.start()
+        try b.start()
+        eventually(10) { readList(b, "contacts.plist") == contacts as NSArray }
+        // B's app has the file loaded. A changes Ada's phone and adds Alan; B's file follows.
+        var onA = contacts
+        onA[0]["phone"] = "555-1111"
+        onA.append(["name": "Alan", "phone": "555-0199"])
+        try writeList(a, "contacts.plist", onA)
+        eventually(10) { readList(b, "contacts.plist") == onA as NSArray }
+        // B's agent stops; the app saves what it loaded earlier plus its own edit.
+        b.stop()
+        var stale = contacts
+        stale[1]["email"] = "grace@example.com"
+        try writeList(b, "contacts.plist", stale)
+        try b.start()
+        var expected = onA
+        expected[1]["email"] = "grace@example.com"
+        eventually(10, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\n\(b.log())") {
+            readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray
+        }
+    }
+}
