@@ -1,3 +1,4 @@
+import AgentKit
 import EventLoop
 import Foundation
 import LoadGenerator
@@ -12,6 +13,7 @@ enum BenchCommand: Subcommand {
         USAGE: plistsync bench put [--clients N] [--seconds S] [--window W]
                plistsync bench fanout [--subscribers M] [--messages K] [--rate R] [--processes P]
                plistsync bench propagate [--trials N] [--burst N] [--initial N]
+               plistsync bench propagate --file-kind array|archive [--elements N] [--trials N]
                plistsync bench connections [--count K]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
@@ -27,6 +29,8 @@ enum BenchCommand: Subcommand {
           --trials N         (propagate) Saves in A timed until identical in B (default 30).
           --burst N          (propagate) Files written at once in A (default 1000).
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
+          --file-kind K      (propagate) Time an attached app file instead: array or archive.
+          --elements N       (propagate --file-kind) Elements in that file (default 1000).
           --count K          (connections) Idle subscribed connections (default 10000).
           --peer NAME        Measure that peer instead: redis, postgres, etcd (put, fanout), nats
                              (fanout) at --server; syncthing (propagate) between --folders A,B.
@@ -42,7 +46,7 @@ enum BenchCommand: Subcommand {
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
             arguments,
-            valueOptions: ["clients", "seconds", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
+            valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id"],
             flagOptions: [])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
@@ -180,6 +184,28 @@ extension BenchCommand {
         try? handle.close()
     }
 
+    /// `propagate --file-kind array|archive`: an attached whole-list file, saved in A with one
+    /// element changed, until B's file holds the change.
+    static func propagateFile(_ server: ThrowawayServer, _ kindName: String, _ options: Arguments) throws {
+        guard let kind = FilePropagateScenario.Kind(rawValue: kindName) else { throw UsageError("--file-kind must be array or archive") }
+        let trials = try options.integer("trials", default: 30, range: 2...100_000)
+        let elements = try options.integer("elements", default: 1000, range: 1...1_000_000)
+        let name = kind == .array ? "list.plist" : "list.archive"
+        let file = AttachedFile(name: name, collection: "bench_file_\(kindName)", idKey: "id")
+        let agentA = try AgentProcess(server: server, name: "a", attaching: file)
+        let agentB = try AgentProcess(server: server, name: "b", attaching: file)
+        defer {
+            agentA.stop()
+            agentB.stop()
+        }
+        let result = try FilePropagateScenario(folderA: agentA.folder, folderB: agentB.folder, fileName: name, kind: kind,
+                                               elements: elements, trials: trials).run()
+        print(String(format: "plistsync propagate %@ file of %d elements, one element changed in A -> in B's file, %d trials: %@ (first sync of the file %.0f ms)",
+                     kindName, elements, result.trials, result.latency.text, result.initialMilliseconds))
+        try record([("file \(kindName) \(elements) p50", result.latency.p50Milliseconds, "ms"), ("file \(kindName) \(elements) p99", result.latency.p99Milliseconds, "ms")],
+                   of: "plistsync", options)
+    }
+
     /// `propagate --peer syncthing`: the same trials between two folders Syncthing keeps in
     /// sync, optionally asking it to rescan each saved file at once (its floor).
     static func propagateSyncthing(_ options: Arguments) throws {
@@ -226,6 +252,7 @@ extension BenchCommand {
 
     /// Two real agents on one throwaway server: per-save latency, a burst, an initial sync.
     static func propagate(_ server: ThrowawayServer, _ target: BenchTarget, _ options: Arguments) throws {
+        if let kindName = options.value("file-kind") { return try propagateFile(server, kindName, options) }
         let trials = try options.integer("trials", default: 30, range: 2...100_000)
         let burst = try options.integer("burst", default: 1000, range: 1...1_000_000)
         let initial = try options.integer("initial", default: 10_000, range: 0...10_000_000)

@@ -1,3 +1,4 @@
+import AgentKit
 import Foundation
 
 /// A `plistsync agent` child mirroring a fresh temporary folder as the bench user.
@@ -6,9 +7,11 @@ final class AgentProcess {
     private let process = Process()
     var pid: pid_t { process.processIdentifier }
 
-    init(server: ThrowawayServer, name: String) throws {
+    /// `attaching`: an app file the agent mirrors as a collection (set up before it starts).
+    init(server: ThrowawayServer, name: String, attaching file: AttachedFile? = nil) throws {
         folder = server.folder + "-agent-" + name
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        if let file { try AttachedFiles.attach(file, directory: folder) }
         let passwordFile = folder + ".password"
         try "bench\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

@@ -128,4 +128,26 @@ final class AttachedFileTests: XCTestCase {
             readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray
         }
     }
+
+    func testEditingOneElementOfAThousandSendsOneChange() throws {
+        var list: [[String: Any]] = (0..<1000).map { ["name": "n\($0)", "value": $0] }
+        try writeList(a, "big.plist", list)
+        try attach(a, "big.plist", "big", idKey: "name")
+        try attach(b, "big.plist", "big", idKey: "name")
+        try a.start()
+        try b.start()
+        eventually(60, b.log()) { readList(b, "big.plist") == list as NSArray }
+        func pushed() -> Int? {
+            guard let data = a.statusText().data(using: .utf8), let status = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            return status["pushed"] as? Int
+        }
+        usleep(500_000)
+        eventually { pushed() != nil }
+        let before = try XCTUnwrap(pushed())
+        list[500]["value"] = -1
+        try writeList(a, "big.plist", list)
+        eventually(10) { readList(b, "big.plist") == list as NSArray }
+        usleep(500_000)
+        XCTAssertEqual(pushed(), before + 1, "one element changed: one PUT")
+    }
 }
