@@ -64,6 +64,7 @@ public final class Agent {
         fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
         fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
         fileMirror.log = log
+        engine.onOrderFileWritten = { [fileMirror] _ in fileMirror.shadowsChanged() }
         engine.schedule = { [unowned self] delay, body in
             let timer = LoopTimer(loop: loop)
             let key = ObjectIdentifier(timer)
@@ -120,6 +121,7 @@ public final class Agent {
 
     private func stop() {
         AgentLog.info("stopping")
+        fileMirror.flush()
         link.stop()
         rootWatcher?.close()
         for watcher in folderWatchers.values { watcher.close() }
@@ -148,8 +150,9 @@ public final class Agent {
         switch event {
         case .renamed(let name?), .changed(let name?):
             if let file = fileMirror.file(named: name) {
-                // An app saved its whole file: read it once the save has settled.
-                engine.schedule(configuration.debounceMilliseconds) { [unowned self] in
+                // An app saved its whole file: read it (a plain write once it has settled).
+                let delay: UInt64 = if case .renamed = event { 0 } else { configuration.debounceMilliseconds }
+                engine.schedule(delay) { [unowned self] in
                     beginBatch()
                     fileMirror.read(file)
                     endBatch()

@@ -26,6 +26,10 @@ final class FileMirror {
     /// Per collection, how the app file is written.
     private var kinds: [String: CollectionFile.Kind] = [:]
     private var rebuildScheduled = false
+    /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
+    private var shadowCache: [String: [String: Fields]] = [:]
+    private var historySaveScheduled: Set<String> = []
+    static let historySaveDelayMilliseconds: UInt64 = 1000
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
     var onRecord: (String, String) -> Void = { _, _ in }
     var onOrder: (String) -> Void = { _ in }
@@ -64,12 +68,43 @@ final class FileMirror {
         knownOrder[collection] = entries.map(\.id)
         let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
         history[collection] = Array(((history[collection] ?? []) + [records]).suffix(Self.historyLength))
+        // Saved at most once a second: encoding eight versions of a large file per save would
+        // cost more than the sync itself (a crash loses at most that second of history).
+        guard historySaveScheduled.insert(collection).inserted else { return }
+        schedule(Self.historySaveDelayMilliseconds) { [self] in saveHistory(collection) }
+    }
+
+    private func saveHistory(_ collection: String) {
+        guard historySaveScheduled.remove(collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
         let saved: Value = .dictionary([
-            "hash": .string(knownHash[collection]!),
-            "order": .array(knownOrder[collection]!.map(Value.string)),
-            "versions": .array(history[collection]!.map { .dictionary($0.mapValues(Value.dictionary)) }),
+            "hash": .string(hash),
+            "order": .array((knownOrder[collection] ?? []).map(Value.string)),
+            "versions": .array(versions.map { .dictionary($0.mapValues(Value.dictionary)) }),
         ])
         try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
+    }
+
+    /// Saves the histories still waiting (the agent is stopping).
+    func flush() {
+        for collection in historySaveScheduled { saveHistory(collection) }
+    }
+
+    /// The shadow's records now, from the cache refreshed where files were written.
+    private func shadowRecords(_ collection: String) -> [String: Fields] {
+        let touched = mirror.takeTouchedShadowPaths()
+        for path in touched {
+            guard let cached = shadowCache.first(where: { path.hasPrefix(mirror.shadowFolder($0.key) + "/") })?.key else { continue }
+            let name = (path as NSString).lastPathComponent
+            guard let id = MirrorFolder.recordID(forFileName: name) else { continue }
+            shadowCache[cached]?[id] = mirror.read(path).flatMap { try? PlistFile.decodeRecord($0).0 }
+        }
+        if let cached = shadowCache[collection] { return cached }
+        var records: [String: Fields] = [:]
+        for id in mirror.recordIDs(in: collection) {
+            if let bytes = mirror.read(mirror.recordPath(collection, id)), let fields = try? PlistFile.decodeRecord(bytes).0 { records[id] = fields }
+        }
+        shadowCache[collection] = records
+        return records
     }
 
     func file(named name: String) -> AttachedFile? { files.first { $0.name == name } }
@@ -114,6 +149,8 @@ final class FileMirror {
             older.contains { version in version[id].map { $0[key] == value } ?? false }
         }
         for entry in entries {
+            // Unchanged since the file was last seen: nothing to read or send.
+            if latest?[entry.id] == entry.fields { continue }
             let recordPath = mirror.recordPath(collection, entry.id)
             let current = mirror.read(recordPath).flatMap { try? PlistFile.decodeRecord($0).0 }
             var fields = entry.fields
@@ -156,7 +193,8 @@ final class FileMirror {
         }
     }
 
-    /// After the engine wrote to the shadows: rebuild the app files, at most every 50 ms.
+    /// After the engine wrote to the shadows (a batch, an order file): rebuild the app files on
+    /// the next loop turn, once for everything that happened in this one.
     func shadowsChanged() {
         guard !files.isEmpty, !rebuildScheduled else { return }
         rebuildScheduled = true
@@ -166,12 +204,13 @@ final class FileMirror {
         }
     }
 
-    static let rebuildDelayMilliseconds: UInt64 = 50
+    static let rebuildDelayMilliseconds: UInt64 = 0
 
     /// Writes the app file from the shadow: records in the order file's order (then any others).
     private func rebuild(_ file: AttachedFile) {
         let collection = file.collection
-        let ids = Set(mirror.recordIDs(in: collection))
+        let records = shadowRecords(collection)
+        let ids = Set(records.keys)
         guard !ids.isEmpty || knownHash[collection] != nil else { return }
         var order: [String] = []
         if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
@@ -179,10 +218,7 @@ final class FileMirror {
         }
         var seen = Set(order)
         order += ids.sorted().filter { seen.insert($0).inserted }
-        let entries = order.compactMap { id -> CollectionFile.Entry? in
-            guard let bytes = mirror.read(mirror.recordPath(collection, id)), let fields = try? PlistFile.decodeRecord(bytes).0 else { return nil }
-            return CollectionFile.Entry(id: id, fields: fields)
-        }
+        let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id, fields: $0) } }
         let kind = kinds[collection] ?? (file.name.hasSuffix(".archive") ? .archive(KeyedArchive.Shape()) : .plist(.xml))
         let bytes = CollectionFile.encode(entries, idKey: file.idKey, as: kind)
         let hash = ContentHash.of(bytes)

@@ -42,6 +42,19 @@ final class MirrorFolder {
     }
 
     func shadowFolder(_ collection: String) -> String { stateFolder + "/files/" + collection }
+
+    /// Shadow record paths written or removed since `takeTouchedShadowPaths()`: the app files are
+    /// rebuilt from a cache, re-reading only these.
+    private var touchedShadowPaths: Set<String> = []
+
+    func takeTouchedShadowPaths() -> Set<String> {
+        defer { touchedShadowPaths.removeAll() }
+        return touchedShadowPaths
+    }
+
+    private func noteWrite(_ path: String) {
+        if !attachedCollections.isEmpty, path.hasPrefix(stateFolder + "/files/") { touchedShadowPaths.insert(path) }
+    }
     func recordPath(_ collection: String, _ id: String) -> String { folder(collection) + "/" + id + ".plist" }
     func orderPath(_ collection: String) -> String {
         attachedCollections.contains(collection) ? shadowFolder(collection) + ".order.plist" : root + "/" + collection + ".order.plist"
@@ -183,6 +196,7 @@ final class MirrorFolder {
     /// With a `WriteGuard`, a file a person saved while the write was being prepared is left as
     /// it is (outside a batch the write then throws `MirrorError.superseded`).
     func writeAtomically(_ bytes: [UInt8], to path: String, guard writeGuard: WriteGuard? = nil) throws {
+        noteWrite(path)
         guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let directory = (path as NSString).deletingLastPathComponent
         let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
@@ -221,6 +235,7 @@ final class MirrorFolder {
     }
 
     func remove(_ path: String) {
+        noteWrite(path)
         if let waiting = pending.removeValue(forKey: path) { unlink(waiting.temp) }
         unlink(path)
     }

@@ -37,6 +37,8 @@ final class SyncEngine {
     /// there every `applyRetryMilliseconds` until the write succeeds.
     private var failedApplySeq: [String: Int64] = [:]
     static let applyRetryMilliseconds: UInt64 = 2_000
+    /// Called after an order file was rewritten (an attached app file follows it).
+    var onOrderFileWritten: (String) -> Void = { _ in }
     /// Called when a collection folder should be watched.
     var onCollectionFolder: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
@@ -674,6 +676,7 @@ final class SyncEngine {
         if mirror.read(path).map(ContentHash.of) != hash {
             do {
                 try mirror.writeAtomically(bytes, to: path, guard: .init(stillExpected: { MirrorFolder.diskHash(path) == expected }))
+                onOrderFileWritten(collection)
             } catch MirrorError.superseded {
                 // Saved by someone just now: read that edit; the file is written after its moves.
                 if readOrderEdits(collection) { orderDirty.insert(collection) }
