@@ -64,7 +64,7 @@ public final class Agent {
         fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
         fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
         fileMirror.log = log
-        engine.onOrderFileWritten = { [fileMirror] _ in fileMirror.shadowsChanged() }
+        engine.onOrderFileWritten = { [fileMirror] collection in fileMirror.shadowsChanged(collection) }
         engine.schedule = { [unowned self] delay, body in
             let timer = LoopTimer(loop: loop)
             let key = ObjectIdentifier(timer)

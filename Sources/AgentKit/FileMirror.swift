@@ -29,6 +29,8 @@ final class FileMirror {
     /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
     private var shadowCache: [String: [String: Fields]] = [:]
     private var historySaveScheduled: Set<String> = []
+    /// Collections whose shadow changed since their app file was last rebuilt or read.
+    private var dirty: Set<String> = []
     static let historySaveDelayMilliseconds: UInt64 = 1000
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
     var onRecord: (String, String) -> Void = { _, _ in }
@@ -89,15 +91,25 @@ final class FileMirror {
         for collection in historySaveScheduled { saveHistory(collection) }
     }
 
-    /// The shadow's records now, from the cache refreshed where files were written.
-    private func shadowRecords(_ collection: String) -> [String: Fields] {
-        let touched = mirror.takeTouchedShadowPaths()
-        for path in touched {
-            guard let cached = shadowCache.first(where: { path.hasPrefix(mirror.shadowFolder($0.key) + "/") })?.key else { continue }
+    /// Re-reads the shadow files written since the last call into the cache; the collections
+    /// they belong to.
+    private func refreshCache() -> Set<String> {
+        var touched: Set<String> = []
+        for path in mirror.takeTouchedShadowPaths() {
+            guard let file = files.first(where: { path.hasPrefix(mirror.shadowFolder($0.collection)) }) else { continue }
+            touched.insert(file.collection)
             let name = (path as NSString).lastPathComponent
-            guard let id = MirrorFolder.recordID(forFileName: name) else { continue }
-            shadowCache[cached]?[id] = mirror.read(path).flatMap { try? PlistFile.decodeRecord($0).0 }
+            guard shadowCache[file.collection] != nil, let id = MirrorFolder.recordID(forFileName: name),
+                path == mirror.recordPath(file.collection, id)
+            else { continue }
+            shadowCache[file.collection]?[id] = mirror.read(path).flatMap { try? PlistFile.decodeRecord($0).0 }
         }
+        return touched
+    }
+
+    /// The shadow's records now, from the cache.
+    private func shadowRecords(_ collection: String) -> [String: Fields] {
+        dirty.formUnion(refreshCache())
         if let cached = shadowCache[collection] { return cached }
         var records: [String: Fields] = [:]
         for id in mirror.recordIDs(in: collection) {
@@ -138,6 +150,9 @@ final class FileMirror {
             return status.changed()
         }
         status.unparseable[file.name] = nil
+        // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
+        dirty.formUnion(refreshCache())
+        defer { _ = refreshCache() }
         let versions = history[collection] ?? []
         let latest = versions.last
         let older = versions.dropLast()
@@ -195,12 +210,15 @@ final class FileMirror {
 
     /// After the engine wrote to the shadows (a batch, an order file): rebuild the app files on
     /// the next loop turn, once for everything that happened in this one.
-    func shadowsChanged() {
-        guard !files.isEmpty, !rebuildScheduled else { return }
+    func shadowsChanged(_ collection: String? = nil) {
+        guard !files.isEmpty else { return }
+        dirty.formUnion(refreshCache())
+        if let collection { dirty.insert(collection) }
+        guard !dirty.isEmpty, !rebuildScheduled else { return }
         rebuildScheduled = true
         schedule(Self.rebuildDelayMilliseconds) { [self] in
             rebuildScheduled = false
-            for file in files { rebuild(file) }
+            for file in files where dirty.remove(file.collection) != nil { rebuild(file) }
         }
     }
 
