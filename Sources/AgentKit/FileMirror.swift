@@ -152,7 +152,13 @@ final class FileMirror {
         status.unparseable[file.name] = nil
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         dirty.formUnion(refreshCache())
-        defer { _ = refreshCache() }
+        // When the save missed something (a change it never saw, a row added elsewhere), the
+        // file is rebuilt to show it; otherwise the shadow now matches the file.
+        var missed = false
+        defer {
+            _ = refreshCache()
+            if missed { shadowsChanged(collection) }
+        }
         let versions = history[collection] ?? []
         let latest = versions.last
         let older = versions.dropLast()
@@ -170,11 +176,14 @@ final class FileMirror {
             let current = mirror.read(recordPath).flatMap { try? PlistFile.decodeRecord($0).0 }
             var fields = entry.fields
             if let latest, latest[entry.id] == nil, older.contains(where: { $0[entry.id] != nil }) {
+                missed = true
                 continue  // deleted elsewhere after the app loaded the file: not brought back
             }
             if let before = latest?[entry.id], var updated = current {
                 // Only what the app changed since it saw the file goes on top of the shadow.
-                let keys = Set(before.keys).union(entry.fields.keys).filter { before[$0] != entry.fields[$0] && !stale(entry.id, $0, entry.fields[$0]) }
+                let changed = Set(before.keys).union(entry.fields.keys).filter { before[$0] != entry.fields[$0] }
+                let keys = changed.filter { !stale(entry.id, $0, entry.fields[$0]) }
+                if keys.count < changed.count { missed = true }
                 guard !keys.isEmpty else { continue }
                 for key in keys { updated[key] = entry.fields[key] }
                 fields = updated
@@ -190,11 +199,13 @@ final class FileMirror {
         // Deleted by the app: rows every remembered version had (so the app saw them) and the
         // save no longer lists. Rows added since the app loaded the file stay.
         let listed = Set(entries.map(\.id))
-        if !versions.isEmpty {
-            for id in mirror.recordIDs(in: collection) where !listed.contains(id) && versions.allSatisfy({ $0[id] != nil }) {
-                mirror.remove(mirror.recordPath(collection, id))
-                onRecord(collection, id)
+        for id in mirror.recordIDs(in: collection) where !listed.contains(id) {
+            guard !versions.isEmpty, versions.allSatisfy({ $0[id] != nil }) else {
+                missed = true
+                continue
             }
+            mirror.remove(mirror.recordPath(collection, id))
+            onRecord(collection, id)
         }
         // Reordered by the app: only when its order of the rows it saw differs from the newest.
         let common = Set(latestOrder).intersection(listed)
