@@ -17,10 +17,18 @@ final class FileMirror {
     private let status: AgentStatus
     /// Per collection, the hash of the app file as last read or written here.
     private var knownHash: [String: String] = [:]
-    /// Per collection, the records of the last versions of the app file read or written here
-    /// (newest last, at most `historyLength`), and the newest one's order: a save is compared
-    /// with the newest, and a value an older version held is one the app never saw change.
-    private var history: [String: [[String: Fields]]] = [:]
+    /// Per collection, the last versions of the app file read or written here (newest last, at
+    /// most `historyLength`), and the newest one's order: a save is compared with the newest,
+    /// and going back to a value from before a version the agent wrote undoes nothing the app
+    /// saw (it loaded the file before that change).
+    private var history: [String: [Version]] = [:]
+
+    /// One version of an app file: its records, and whether the app saved it (read here) or the
+    /// agent wrote it (changes from elsewhere the app may not have loaded yet).
+    private struct Version {
+        var records: [String: Fields]
+        var byApp: Bool
+    }
     private var knownOrder: [String: [String]] = [:]
     static let historyLength = 8
     /// Per collection, how the app file is written.
@@ -59,17 +67,17 @@ final class FileMirror {
         knownHash[collection] = hash
         knownOrder[collection] = order.compactMap { if case .string(let id) = $0 { id } else { nil } }
         history[collection] = versions.compactMap { version in
-            guard case .dictionary(let records) = version else { return nil }
-            return records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }
+            guard case .dictionary(let saved) = version, case .dictionary(let records)? = saved["records"], case .bool(let byApp)? = saved["app"] else { return nil }
+            return Version(records: records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }, byApp: byApp)
         }
     }
 
     /// Makes `entries` (the app file as just read or written, `bytes`) the newest version.
-    private func remember(_ collection: String, _ entries: [CollectionFile.Entry], _ bytes: [UInt8]) {
+    private func remember(_ collection: String, _ entries: [CollectionFile.Entry], _ bytes: [UInt8], byApp: Bool) {
         knownHash[collection] = ContentHash.of(bytes)
         knownOrder[collection] = entries.map(\.id)
         let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
-        history[collection] = Array(((history[collection] ?? []) + [records]).suffix(Self.historyLength))
+        history[collection] = Array(((history[collection] ?? []) + [Version(records: records, byApp: byApp)]).suffix(Self.historyLength))
         // Saved at most once a second: encoding eight versions of a large file per save would
         // cost more than the sync itself (a crash loses at most that second of history).
         guard historySaveScheduled.insert(collection).inserted else { return }
@@ -81,7 +89,7 @@ final class FileMirror {
         let saved: Value = .dictionary([
             "hash": .string(hash),
             "order": .array((knownOrder[collection] ?? []).map(Value.string)),
-            "versions": .array(versions.map { .dictionary($0.mapValues(Value.dictionary)) }),
+            "versions": .array(versions.map { .dictionary(["records": .dictionary($0.records.mapValues(Value.dictionary)), "app": .bool($0.byApp)]) }),
         ])
         try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
     }
@@ -160,14 +168,22 @@ final class FileMirror {
             if missed { shadowsChanged(collection) }
         }
         let versions = history[collection] ?? []
-        let latest = versions.last
-        let older = versions.dropLast()
+        let latest = versions.last?.records
         let latestOrder = knownOrder[collection] ?? []
-        remember(collection, entries, bytes)
-        /// Whether the app's `value` for `key` of `id` is one an older version held: it loaded
-        /// the file before that value changed and never saw the change.
-        func stale(_ id: String, _ key: String, _ value: Value?) -> Bool {
-            older.contains { version in version[id].map { $0[key] == value } ?? false }
+        remember(collection, entries, bytes, byApp: true)
+        /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
+        /// the newest value appeared in a version the agent wrote (not one the app saved), and
+        /// the version before that held `wanted`. Going back from a value the app itself saved
+        /// (a cancelled edit) is an edit.
+        func undoesUnseen<T: Equatable>(_ value: (Version) -> T, _ wanted: T) -> Bool {
+            guard var index = versions.indices.last else { return false }
+            let newest = value(versions[index])
+            while index > 0, value(versions[index - 1]) == newest { index -= 1 }
+            guard index > 0, !versions[index].byApp else { return false }
+            return value(versions[index - 1]) == wanted
+        }
+        func stale(_ id: String, _ key: String, _ wanted: Value?) -> Bool {
+            undoesUnseen({ $0.records[id]?[key] }, wanted)
         }
         for entry in entries {
             // Unchanged since the file was last seen: nothing to read or send.
@@ -175,7 +191,7 @@ final class FileMirror {
             let recordPath = mirror.recordPath(collection, entry.id)
             let current = mirror.read(recordPath).flatMap { try? PlistFile.decodeRecord($0).0 }
             var fields = entry.fields
-            if let latest, latest[entry.id] == nil, older.contains(where: { $0[entry.id] != nil }) {
+            if let latest, latest[entry.id] == nil, undoesUnseen({ $0.records[entry.id] != nil }, true) {
                 missed = true
                 continue  // deleted elsewhere after the app loaded the file: not brought back
             }
@@ -200,7 +216,7 @@ final class FileMirror {
         // save no longer lists. Rows added since the app loaded the file stay.
         let listed = Set(entries.map(\.id))
         for id in mirror.recordIDs(in: collection) where !listed.contains(id) {
-            guard !versions.isEmpty, versions.allSatisfy({ $0[id] != nil }) else {
+            guard !versions.isEmpty, versions.allSatisfy({ $0.records[id] != nil }) else {
                 missed = true
                 continue
             }
@@ -253,11 +269,11 @@ final class FileMirror {
         let hash = ContentHash.of(bytes)
         let target = path(file)
         guard hash != knownHash[collection] else { return }
-        guard mirror.read(target).map(ContentHash.of) != hash else { return remember(collection, entries, bytes) }
+        guard mirror.read(target).map(ContentHash.of) != hash else { return remember(collection, entries, bytes, byApp: false) }
         let expected = knownHash[collection]
         do {
             try mirror.writeAtomically(bytes, to: target, guard: .init(stillExpected: { MirrorFolder.diskHash(target) == expected }))
-            remember(collection, entries, bytes)
+            remember(collection, entries, bytes, byApp: false)
         } catch MirrorError.superseded {
             // The app saved meanwhile: read that first; the file is rebuilt after its changes.
             read(file)

@@ -150,4 +150,23 @@ final class AttachedFileTests: XCTestCase {
         usleep(500_000)
         XCTAssertEqual(pushed(), before + 1, "one element changed: one PUT")
     }
+
+    func testACancelledEditIsSentLikeAnyOther() throws {
+        let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
+        try writeList(a, "contacts.plist", contacts)
+        try attach(a, "contacts.plist", "contacts", idKey: "name")
+        try attach(b, "contacts.plist", "contacts", idKey: "name")
+        try a.start()
+        try b.start()
+        eventually(10) { readList(b, "contacts.plist") == contacts as NSArray }
+        var edited = contacts
+        edited[0]["phone"] = "555-9999"
+        try writeList(a, "contacts.plist", edited)
+        eventually(10) { readList(b, "contacts.plist") == edited as NSArray }
+        // The user cancels: the app writes the old value back. That is an edit, not a stale save.
+        try writeList(a, "contacts.plist", contacts)
+        eventually(10, "\(String(describing: readList(b, "contacts.plist")))") {
+            readList(a, "contacts.plist") == contacts as NSArray && readList(b, "contacts.plist") == contacts as NSArray
+        }
+    }
 }
