@@ -212,11 +212,11 @@ final class FileMirror {
             }
             onRecord(collection, entry.id)
         }
-        // Deleted by the app: rows every remembered version had (so the app saw them) and the
-        // save no longer lists. Rows added since the app loaded the file stay.
+        // Deleted by the app: rows the file had and the save no longer lists, unless the row
+        // came in a version the agent wrote after the app loaded the file (it never saw it).
         let listed = Set(entries.map(\.id))
         for id in mirror.recordIDs(in: collection) where !listed.contains(id) {
-            guard !versions.isEmpty, versions.allSatisfy({ $0.records[id] != nil }) else {
+            guard latest?[id] != nil, !undoesUnseen({ $0.records[id] != nil }, false) else {
                 missed = true
                 continue
             }

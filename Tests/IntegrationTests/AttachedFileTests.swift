@@ -168,5 +168,13 @@ final class AttachedFileTests: XCTestCase {
         eventually(10, "\(String(describing: readList(b, "contacts.plist")))") {
             readList(a, "contacts.plist") == contacts as NSArray && readList(b, "contacts.plist") == contacts as NSArray
         }
+        // A row the app added and then removes again goes away everywhere.
+        let added = contacts + [["name": "Alan", "phone": "555-0199"]]
+        try writeList(a, "contacts.plist", added)
+        eventually(10) { readList(b, "contacts.plist") == added as NSArray }
+        try writeList(a, "contacts.plist", contacts)
+        eventually(10, "\(String(describing: readList(b, "contacts.plist")))") {
+            readList(a, "contacts.plist") == contacts as NSArray && readList(b, "contacts.plist") == contacts as NSArray
+        }
     }
 }
