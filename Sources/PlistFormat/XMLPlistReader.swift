@@ -113,7 +113,7 @@ struct XMLPlistReader {
     /// Skips white space, the XML declaration, DOCTYPE and comments.
     private mutating func skipMisc() {
         while true {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count, Self.isSpace(bytes[index]) { index += 1 }
             if starts(with: "<?") {
                 skip(past: "?>")
             } else if starts(with: "<!--") {
@@ -126,20 +126,29 @@ struct XMLPlistReader {
         }
     }
 
-    private func starts(with text: String) -> Bool {
-        let pattern = Array(text.utf8)
-        return index + pattern.count <= bytes.count && Array(bytes[index..<(index + pattern.count)]) == pattern
+    /// Whether the bytes at `index` are `text` (compared in place: this runs once per byte of
+    /// text, so it must not allocate).
+    private func starts(with text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        return text.withUTF8Buffer { pattern in
+            for offset in 0..<count where bytes[index + offset] != pattern[offset] { return false }
+            return true
+        }
     }
 
-    private mutating func skip(past text: String) {
-        let pattern = Array(text.utf8)
+    private mutating func skip(past text: StaticString) {
         while index < bytes.count {
             if starts(with: text) {
-                index += pattern.count
+                index += text.utf8CodeUnitCount
                 return
             }
             index += 1
         }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     private mutating func readTag() throws(PlistFile.ParseError) -> Tag {
@@ -150,17 +159,15 @@ struct XMLPlistReader {
             isClosing = true
             index += 1
         }
+        // The name runs to the first space, `/` or `>`; attributes are skipped.
         let start = index
+        while index < bytes.count, bytes[index] != UInt8(ascii: ">"), bytes[index] != UInt8(ascii: "/"), !Self.isSpace(bytes[index]) { index += 1 }
+        let nameEnd = index
         while index < bytes.count, bytes[index] != UInt8(ascii: ">") { index += 1 }
         guard index < bytes.count else { throw failure("unterminated element") }
-        var inside = String(decoding: bytes[start..<index], as: UTF8.self)
+        let isEmpty = index > start && bytes[index - 1] == UInt8(ascii: "/")
         index += 1
-        var isEmpty = false
-        if inside.hasSuffix("/") {
-            isEmpty = true
-            inside.removeLast()
-        }
-        let name = String(inside.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).first ?? "")
+        let name = String(decoding: bytes[start..<nameEnd], as: UTF8.self)
         guard !name.isEmpty else { throw failure("empty element name") }
         return Tag(name: name, isClosing: isClosing, isEmpty: isEmpty)
     }
@@ -170,6 +177,12 @@ struct XMLPlistReader {
         var text: [UInt8] = []
         while true {
             guard index < bytes.count else { throw failure("unterminated <\(name)>") }
+            let byte = bytes[index]
+            if byte != UInt8(ascii: "<"), byte != UInt8(ascii: "&") {
+                text.append(byte)
+                index += 1
+                continue
+            }
             if starts(with: "<![CDATA[") {
                 index += 9
                 while index < bytes.count, !starts(with: "]]>") {
@@ -183,7 +196,6 @@ struct XMLPlistReader {
                 skip(past: "-->")
                 continue
             }
-            let byte = bytes[index]
             if byte == UInt8(ascii: "<") {
                 let tag = try readTag()
                 guard tag.isClosing, tag.name == name else { throw failure("expected </\(name)>") }
