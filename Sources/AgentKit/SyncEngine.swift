@@ -663,8 +663,8 @@ final class SyncEngine {
     private func writeOrderFile(_ collection: String) {
         // Offline, an edit could not be turned into MOVEs: it waits for the next subscription.
         guard Names.collection(ofConflicts: collection) == nil, subscribed.contains(collection) else { return }
-        readOrderEdits(collection)
-        if case .unreadable = readOrderFile(collection) { return }
+        // A file that does not parse is left for the person fixing it.
+        guard readOrderEdits(collection) != .unreadable else { return }
         guard (movesInFlight[collection] ?? 0) == 0 else { return }
         let order = currentOrder(collection)
         let bytes = PlistFile.encode(.array(order.map(Value.string)), as: .xml)
@@ -679,7 +679,7 @@ final class SyncEngine {
                 onOrderFileWritten(collection)
             } catch MirrorError.superseded {
                 // Saved by someone just now: read that edit; the file is written after its moves.
-                if readOrderEdits(collection) { orderDirty.insert(collection) }
+                if readOrderEdits(collection) == .rewrite { orderDirty.insert(collection) }
                 return
             } catch {
                 return log("cannot write the order of \(collection): \(error)")
@@ -723,11 +723,10 @@ final class SyncEngine {
     /// Reads the order file when it differs from what the agent last wrote or read, and moves
     /// the rows the user moved. Only those: a row someone else moved meanwhile stays where they
     /// put it, so two people reordering different rows at once both keep their moves.
-    /// Returns whether the file should be written afresh (an edit was read, or it was deleted);
-    /// a file that does not parse is reported and left alone until it changes.
+    /// A file that does not parse is reported and left alone until it changes.
     @discardableResult
-    private func readOrderEdits(_ collection: String) -> Bool {
-        guard let base = orderBase[collection], subscribed.contains(collection) else { return false }
+    private func readOrderEdits(_ collection: String) -> OrderFileReading {
+        guard let base = orderBase[collection], subscribed.contains(collection) else { return .unchanged }
         let problemKey = "\(collection).order.plist"
         let hash: String
         let desired: [String]
@@ -735,23 +734,23 @@ final class SyncEngine {
         case .missing:
             orderBase[collection]?.hash = nil
             try? state.setOrderHash(nil, collection)
-            return base.hash != nil
+            return base.hash != nil ? .rewrite : .unchanged
         case .unreadable:
             if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
             status.unparseable[problemKey] = "not an array of record ids; the order is not changed until the file is fixed"
-            return false
+            return .unreadable
         case .ids(let found, let ids):
             (hash, desired) = (found, ids)
         }
         status.unparseable[problemKey] = nil
-        guard hash != base.hash else { return false }
+        guard hash != base.hash else { return .unchanged }
         // Rows whose files are not on the server yet cannot be placed: the edit is read once
         // their creates are answered (each answer marks the order for a rewrite, which reads it).
         guard !desired.contains(where: { state.entry(collection, $0) == nil && mirror.read(mirror.recordPath(collection, $0)) != nil })
-        else { return false }
+        else { return .unchanged }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
         try? state.setOrderHash(hash, collection)
-        guard desired != base.ids else { return true }
+        guard desired != base.ids else { return .rewrite }
         let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
@@ -776,7 +775,17 @@ final class SyncEngine {
             }
         }
         orderDirty.insert(collection)
-        return true
+        return .rewrite
+    }
+
+    /// What reading the order file found.
+    private enum OrderFileReading {
+        /// Nothing new (or an edit that waits for its rows' creates).
+        case unchanged
+        /// An edit was read (or the file was deleted): write it afresh once its moves are in.
+        case rewrite
+        /// The file does not parse: leave it for the person fixing it.
+        case unreadable
     }
 }
 

@@ -38,16 +38,22 @@ final class AttachedFileTests: XCTestCase {
         return (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? NSArray
     }
 
+    /// A writes `list` as `file`, both agents attach it and start, and B's file catches up.
+    private func startBothAgents(on list: [[String: Any]], file: String = "contacts.plist", collection: String = "contacts",
+                                 seconds: Double = 10) throws {
+        try writeList(a, file, list)
+        try attach(a, file, collection, idKey: "name")
+        try attach(b, file, collection, idKey: "name")
+        try a.start()
+        try b.start()
+        eventually(seconds, "\(String(describing: readList(b, file)))\n\(b.log())") { readList(b, file) == list as NSArray }
+    }
+
     func testAContactsArrayFileSyncsRecordByRecordBetweenTwoEditors() throws {
         var contacts: [[String: Any]] = [
             ["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"], ["name": "Alan", "phone": "555-0199"],
         ]
-        try writeList(a, "contacts.plist", contacts)
-        try attach(a, "contacts.plist", "contacts", idKey: "name")
-        try attach(b, "contacts.plist", "contacts", idKey: "name")
-        try a.start()
-        try b.start()
-        eventually(10, "\(String(describing: readList(b, "contacts.plist")))\n\(b.log())") { readList(b, "contacts.plist") == contacts as NSArray }
+        try startBothAgents(on: contacts)
 
         // Different elements and different fields of one element, saved on both sides at once.
         var onA = contacts
@@ -104,12 +110,7 @@ final class AttachedFileTests: XCTestCase {
 
     func testAnAppSavingFromAnOldLoadDoesNotUndoChangesItNeverSawEvenAcrossARestart() throws {
         let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
-        try writeList(a, "contacts.plist", contacts)
-        try attach(a, "contacts.plist", "contacts", idKey: "name")
-        try attach(b, "contacts.plist", "contacts", idKey: "name")
-        try a.start()
-        try b.start()
-        eventually(10) { readList(b, "contacts.plist") == contacts as NSArray }
+        try startBothAgents(on: contacts)
         // B's app has the file loaded. A changes Ada's phone and adds Alan; B's file follows.
         var onA = contacts
         onA[0]["phone"] = "555-1111"
@@ -131,12 +132,7 @@ final class AttachedFileTests: XCTestCase {
 
     func testEditingOneElementOfAThousandSendsOneChange() throws {
         var list: [[String: Any]] = (0..<1000).map { ["name": "n\($0)", "value": $0] }
-        try writeList(a, "big.plist", list)
-        try attach(a, "big.plist", "big", idKey: "name")
-        try attach(b, "big.plist", "big", idKey: "name")
-        try a.start()
-        try b.start()
-        eventually(60, b.log()) { readList(b, "big.plist") == list as NSArray }
+        try startBothAgents(on: list, file: "big.plist", collection: "big", seconds: 60)
         func pushed() -> Int? {
             guard let data = a.statusText().data(using: .utf8), let status = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
             return status["pushed"] as? Int
@@ -153,12 +149,7 @@ final class AttachedFileTests: XCTestCase {
 
     func testACancelledEditIsSentLikeAnyOther() throws {
         let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
-        try writeList(a, "contacts.plist", contacts)
-        try attach(a, "contacts.plist", "contacts", idKey: "name")
-        try attach(b, "contacts.plist", "contacts", idKey: "name")
-        try a.start()
-        try b.start()
-        eventually(10) { readList(b, "contacts.plist") == contacts as NSArray }
+        try startBothAgents(on: contacts)
         var edited = contacts
         edited[0]["phone"] = "555-9999"
         try writeList(a, "contacts.plist", edited)
