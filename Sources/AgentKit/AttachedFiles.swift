@@ -11,16 +11,25 @@ public struct AttachedFile: Equatable, Sendable {
     public var collection: String
     /// The field that holds each element's record id.
     public var idKey: String
+    /// How the file is written until the agent has read it (an agent attached before the app
+    /// made the file here); nil: by its extension, a keyed archive for `.archive`, else XML.
+    public var kind: CollectionFile.Kind?
 
-    public init(name: String, collection: String, idKey: String) {
+    public init(name: String, collection: String, idKey: String, kind: CollectionFile.Kind? = nil) {
         self.name = name
         self.collection = collection
         self.idKey = idKey
+        self.kind = kind
+    }
+
+    /// The way the file is written when its own format is not known yet.
+    var defaultKind: CollectionFile.Kind {
+        kind ?? (name.hasSuffix(".archive") ? .archive(KeyedArchive.Shape()) : .plist(.xml))
     }
 }
 
 /// The attached files of a mirror, kept in `DIR/.plistsync/files.plist` (an array of
-/// `{file, collection, idKey}`), written by `plistsync attach`.
+/// `{file, collection, idKey, kind}`), written by `plistsync attach`.
 public enum AttachedFiles {
     static func path(_ directory: String) -> String { directory + "/.plistsync/files.plist" }
 
@@ -31,7 +40,40 @@ public enum AttachedFiles {
             guard case .dictionary(let entry) = item, case .string(let name)? = entry["file"], case .string(let collection)? = entry["collection"],
                 case .string(let idKey)? = entry["idKey"]
             else { return nil }
-            return AttachedFile(name: name, collection: collection, idKey: idKey)
+            return AttachedFile(name: name, collection: collection, idKey: idKey, kind: entry["kind"].flatMap(kind(from:)))
+        }
+    }
+
+    private static func strings(_ value: Value?) -> [String]? {
+        guard case .array(let items)? = value else { return nil }
+        return items.compactMap { if case .string(let text) = $0 { text } else { nil } }
+    }
+
+    private static func kind(from value: Value) -> CollectionFile.Kind? {
+        guard case .dictionary(let members) = value, case .string(let format)? = members["format"] else { return nil }
+        switch format {
+        case "xml": return .plist(.xml)
+        case "binary": return .plist(.binary)
+        case "archive":
+            var shape = KeyedArchive.Shape()
+            if case .string(let archiver)? = members["archiver"] { shape.archiver = archiver }
+            if case .string(let topKey)? = members["rootKey"] { shape.topKey = topKey }
+            if let classes = strings(members["arrayClasses"]), !classes.isEmpty { shape.arrayClasses = classes }
+            if let classes = strings(members["elementClasses"]), !classes.isEmpty { shape.elementClasses = classes }
+            return .archive(shape)
+        default: return nil
+        }
+    }
+
+    private static func value(of kind: CollectionFile.Kind) -> Value {
+        switch kind {
+        case .plist(.xml): return .dictionary(["format": .string("xml")])
+        case .plist(.binary): return .dictionary(["format": .string("binary")])
+        case .archive(let shape):
+            var members: [String: Value] = ["format": .string("archive"), "archiver": .string(shape.archiver), "rootKey": .string(shape.topKey),
+                                            "arrayClasses": .array(shape.arrayClasses.map(Value.string))]
+            members["elementClasses"] = shape.elementClasses.map { .array($0.map(Value.string)) }
+            return .dictionary(members)
         }
     }
 
@@ -47,7 +89,11 @@ public enum AttachedFiles {
             throw AttachError("\(file.collection) is already mirrored by another file")
         }
         files.append(file)
-        let value = Value.array(files.map { .dictionary(["file": .string($0.name), "collection": .string($0.collection), "idKey": .string($0.idKey)]) })
+        let value = Value.array(files.map { file in
+            var entry: [String: Value] = ["file": .string(file.name), "collection": .string(file.collection), "idKey": .string(file.idKey)]
+            entry["kind"] = file.kind.map(value(of:))
+            return .dictionary(entry)
+        })
         do {
             try FileManager.default.createDirectory(atPath: directory + "/.plistsync", withIntermediateDirectories: true)
             try MirrorFolder(root: directory).writeAtomically(PlistFile.encode(value, as: .xml), to: path(directory))

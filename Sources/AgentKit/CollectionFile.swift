@@ -73,7 +73,7 @@ public enum CollectionFile {
     }
 
     /// How the file is written: a plain plist array, or a keyed archive of that shape (binary).
-    public enum Kind: Equatable {
+    public enum Kind: Equatable, Sendable {
         case plist(PlistFile.Format)
         case archive(KeyedArchive.Shape)
     }
@@ -88,7 +88,7 @@ public enum CollectionFile {
         }
         switch kind {
         case .plist(let format): return PlistFile.encode(.array(records.map(Value.dictionary)), as: format)
-        case .archive(let shape): return PlistFile.encode(KeyedArchive.archive(records, shape: shape), as: .binary)
+        case .archive(let shape): return KeyedArchive.encode(records, shape: shape)
         }
     }
 }

@@ -1,3 +1,4 @@
+import EventLoop
 import Foundation
 import PlistFormat
 import SyncProtocol
@@ -36,10 +37,16 @@ final class FileMirror {
     private var rebuildScheduled = false
     /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
     private var shadowCache: [String: [String: Fields]] = [:]
+    private var shadowOrders: [String: [String]] = [:]
     private var historySaveScheduled: Set<String> = []
     /// Collections whose shadow changed since their app file was last rebuilt or read.
     private var dirty: Set<String> = []
     static let historySaveDelayMilliseconds: UInt64 = 1000
+    static let historySaveMaxDelayMilliseconds: UInt64 = 10_000
+    /// Per collection, versions remembered so far (a save waits until no newer one came), and
+    /// since when (milliseconds) a version waits to be saved.
+    private var historyVersionCount: [String: Int] = [:]
+    private var historyUnsavedSince: [String: UInt64] = [:]
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
     var onRecord: (String, String) -> Void = { _, _ in }
     var onOrder: (String) -> Void = { _ in }
@@ -78,13 +85,24 @@ final class FileMirror {
         knownOrder[collection] = entries.map(\.id)
         let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
         history[collection] = Array(((history[collection] ?? []) + [Version(records: records, byApp: byApp)]).suffix(Self.historyLength))
-        // Saved at most once a second: encoding eight versions of a large file per save would
-        // cost more than the sync itself (a crash loses at most that second of history).
-        guard historySaveScheduled.insert(collection).inserted else { return }
-        schedule(Self.historySaveDelayMilliseconds) { [self] in saveHistory(collection) }
+        // Saved once the file has been quiet for a second (or after ten seconds of steady
+        // saves): encoding eight versions of a large file per save would cost more than the
+        // sync itself, and would stall the loop between two saves in a row. A crash loses at
+        // most those seconds of history.
+        historyVersionCount[collection, default: 0] += 1
+        let count = historyVersionCount[collection]!
+        let now = EventLoop.monotonicNanoseconds() / 1_000_000
+        let unsavedSince = historyUnsavedSince[collection] ?? now
+        historyUnsavedSince[collection] = unsavedSince
+        historySaveScheduled.insert(collection)
+        schedule(Self.historySaveDelayMilliseconds) { [self] in
+            let waited = EventLoop.monotonicNanoseconds() / 1_000_000 - unsavedSince
+            if historyVersionCount[collection] == count || waited >= Self.historySaveMaxDelayMilliseconds { saveHistory(collection) }
+        }
     }
 
     private func saveHistory(_ collection: String) {
+        historyUnsavedSince[collection] = nil
         guard historySaveScheduled.remove(collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
         let saved: Value = .dictionary([
             "hash": .string(hash),
@@ -104,8 +122,13 @@ final class FileMirror {
     private func refreshCache() -> Set<String> {
         var touched: Set<String> = []
         for path in mirror.takeTouchedShadowPaths() {
-            guard let file = files.first(where: { path.hasPrefix(mirror.shadowFolder($0.collection)) }) else { continue }
+            guard let file = files.first(where: { path.hasPrefix(mirror.shadowFolder($0.collection) + "/") || path == mirror.orderPath($0.collection) })
+            else { continue }
             touched.insert(file.collection)
+            if path == mirror.orderPath(file.collection) {
+                shadowOrders[file.collection] = nil
+                continue
+            }
             let name = (path as NSString).lastPathComponent
             guard shadowCache[file.collection] != nil, let id = MirrorFolder.recordID(forFileName: name),
                 path == mirror.recordPath(file.collection, id)
@@ -125,6 +148,17 @@ final class FileMirror {
         }
         shadowCache[collection] = records
         return records
+    }
+
+    /// The shadow's order file, read again only after a write to it.
+    private func shadowOrder(_ collection: String) -> [String] {
+        if let cached = shadowOrders[collection] { return cached }
+        var order: [String] = []
+        if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
+            order = items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+        }
+        shadowOrders[collection] = order
+        return order
     }
 
     func file(named name: String) -> AttachedFile? { files.first { $0.name == name } }
@@ -159,7 +193,7 @@ final class FileMirror {
         }
         status.unparseable[file.name] = nil
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
-        dirty.formUnion(refreshCache())
+        let shadow = shadowRecords(collection)
         // When the save missed something (a change it never saw, a row added elsewhere), the
         // file is rebuilt to show it; otherwise the shadow now matches the file.
         var missed = false
@@ -189,7 +223,7 @@ final class FileMirror {
             // Unchanged since the file was last seen: nothing to read or send.
             if latest?[entry.id] == entry.fields { continue }
             let recordPath = mirror.recordPath(collection, entry.id)
-            let current = mirror.read(recordPath).flatMap { try? PlistFile.decodeRecord($0).0 }
+            let current = shadow[entry.id]
             var fields = entry.fields
             if let latest, latest[entry.id] == nil, undoesUnseen({ $0.records[entry.id] != nil }, true) {
                 missed = true
@@ -215,7 +249,7 @@ final class FileMirror {
         // Deleted by the app: rows the file had and the save no longer lists, unless the row
         // came in a version the agent wrote after the app loaded the file (it never saw it).
         let listed = Set(entries.map(\.id))
-        for id in mirror.recordIDs(in: collection) where !listed.contains(id) {
+        for id in shadow.keys where !listed.contains(id) {
             guard latest?[id] != nil, !undoesUnseen({ $0.records[id] != nil }, false) else {
                 missed = true
                 continue
@@ -257,14 +291,13 @@ final class FileMirror {
         let records = shadowRecords(collection)
         let ids = Set(records.keys)
         guard !ids.isEmpty || knownHash[collection] != nil else { return }
-        var order: [String] = []
-        if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
-            order = items.compactMap { if case .string(let id) = $0, ids.contains(id) { id } else { nil } }
-        }
+        var order = shadowOrder(collection).filter(ids.contains)
         var seen = Set(order)
-        order += ids.sorted().filter { seen.insert($0).inserted }
+        order += ids.filter { seen.insert($0).inserted }.sorted()
+        // The file as last read or written holds exactly this: nothing to encode or write.
+        if knownHash[collection] != nil, knownOrder[collection] == order, history[collection]?.last?.records == records { return }
         let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id, fields: $0) } }
-        let kind = kinds[collection] ?? (file.name.hasSuffix(".archive") ? .archive(KeyedArchive.Shape()) : .plist(.xml))
+        let kind = kinds[collection] ?? file.defaultKind
         let bytes = CollectionFile.encode(entries, idKey: file.idKey, as: kind)
         let hash = ContentHash.of(bytes)
         let target = path(file)

@@ -137,13 +137,17 @@ final class MirrorFolder {
     }
 
     /// Makes the batch's files durable with one sync, then renames them into place.
+    /// Batches of at most this many files are synced file by file instead of with syncfs.
+    static let fsyncEachLimit = 4
+
     func endWrites() {
         guard batchDepth > 0 else { return }
         batchDepth -= 1
         guard batchDepth == 0, !pending.isEmpty else { return }
-        let descriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        // A few files are synced one by one: syncfs also waits for everything else written to
+        // the file system (a server's log on the same disk), which costs more than they do.
+        let descriptor = pending.count <= Self.fsyncEachLimit ? -1 : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if descriptor < 0 || plistsync_syncfs(descriptor) != 0 {
-            // No syncfs: fall back to one fsync a file.
             for entry in pending.values {
                 let file = open(entry.temp, O_RDONLY | O_CLOEXEC)
                 if file >= 0 {

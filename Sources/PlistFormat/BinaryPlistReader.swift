@@ -13,6 +13,8 @@ struct BinaryPlistReader {
     /// budget bounds what any file can make the reader build.
     private var objectsLeft = 0
     private var bytesLeft = 0
+    /// UIDs already read, by object: an archive refers to each of them from many objects.
+    private var uids: [Int: Value] = [:]
 
     /// Decoded objects at most, whatever the file's size.
     static let maxDecodedObjects = 1 << 20
@@ -46,7 +48,7 @@ struct BinaryPlistReader {
         offsetTable = Int(table)
         objectsLeft = Self.maxDecodedObjects
         bytesLeft = max(Self.minDecodedBytesBudget, bytes.count * 16)
-        var visiting = Set<Int>()
+        var visiting = [Bool](repeating: false, count: objectCount)
         return try object(Int(top), depth: 0, visiting: &visiting)
     }
 
@@ -80,7 +82,7 @@ struct BinaryPlistReader {
         guard bytesLeft >= 0 else { throw failure("decodes to more than the reader's byte budget (shared references)") }
     }
 
-    private mutating func object(_ reference: Int, depth: Int, visiting: inout Set<Int>) throws(PlistFile.ParseError) -> Value {
+    private mutating func object(_ reference: Int, depth: Int, visiting: inout [Bool]) throws(PlistFile.ParseError) -> Value {
         guard depth < PlistFile.maxDepth else { throw failure("nested deeper than \(PlistFile.maxDepth)") }
         objectsLeft -= 1
         guard objectsLeft >= 0 else { throw failure("more than \(Self.maxDecodedObjects) objects once shared references are followed") }
@@ -135,17 +137,21 @@ struct BinaryPlistReader {
             return .string(String(decoding: units, as: UTF16.self))
         case 0x8:
             // A UID (keyed archives' object references), read as XML plists spell it.
+            if let known = uids[reference] { return known }
             let uid = try unsigned(at: position + 1, size: Int(nibble) + 1)
             guard uid <= UInt64(Int64.max) else { throw failure("UID out of range") }
-            return .dictionary([PlistFile.uidKey: .integer(Int64(uid))])
+            let value = Value.dictionary([PlistFile.uidKey: .integer(Int64(uid))])
+            uids[reference] = value
+            return value
         case 0xA, 0xD:
             let (length, start) = try count(at: position, nibble: nibble)
             let isDictionary = marker >> 4 == 0xD
             let references = length * (isDictionary ? 2 : 1)
             guard start + references * referenceSize <= bytes.count else { throw failure("references past the end") }
             try spend(bytes: references * 8)
-            guard visiting.insert(reference).inserted else { throw failure("a container contains itself") }
-            defer { visiting.remove(reference) }
+            guard !visiting[reference] else { throw failure("a container contains itself") }
+            visiting[reference] = true
+            defer { visiting[reference] = false }
             let objectCount = self.objectCount
             func child(_ slot: Int) throws(PlistFile.ParseError) -> Int {
                 let raw = try unsigned(at: start + slot * referenceSize, size: referenceSize)
@@ -154,10 +160,11 @@ struct BinaryPlistReader {
             }
             if !isDictionary {
                 var items: [Value] = []
+                items.reserveCapacity(length)
                 for slot in 0..<length { items.append(try object(try child(slot), depth: depth + 1, visiting: &visiting)) }
                 return .array(items)
             }
-            var members: [String: Value] = [:]
+            var members = [String: Value](minimumCapacity: length)
             for slot in 0..<length {
                 guard case .string(let key) = try object(try child(slot), depth: depth + 1, visiting: &visiting) else {
                     throw failure("dictionary key is not a string")

@@ -1,62 +1,122 @@
 import Foundation
 import SyncProtocol
 
-/// Writes `bplist00` files: objects, an offset table, and the 32-byte trailer.
+/// Writes `bplist00` files: objects, an offset table, and the 32-byte trailer. Equal strings,
+/// numbers, dates and data are written once and shared, as Foundation's writer does (a list of
+/// a thousand records names its keys three times, not three thousand).
 enum BinaryPlistWriter {
     static func encode(_ value: Value) -> [UInt8] {
-        var objects: [Value] = []
-        var children: [[Int]] = []
-        flatten(value, into: &objects, children: &children)
-        let referenceSize = byteCount(for: UInt64(objects.count))
-
-        var out = Array("bplist00".utf8)
-        var offsets: [Int] = []
-        for (index, object) in objects.enumerated() {
-            offsets.append(out.count)
-            write(object, children: children[index], referenceSize: referenceSize, into: &out)
-        }
-        let tableOffset = out.count
-        let offsetSize = byteCount(for: UInt64(tableOffset))
-        for offset in offsets { append(UInt64(offset), size: offsetSize, to: &out) }
-        out += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)]
-        append(UInt64(objects.count), size: 8, to: &out)
-        append(0, size: 8, to: &out)
-        append(UInt64(tableOffset), size: 8, to: &out)
-        return out
+        var objects = ObjectTable()
+        let top = objects.add(value)
+        return objects.encoded(top: top)
     }
 
-    /// Numbers objects depth-first; a container's children are listed by object number.
-    private static func flatten(_ value: Value, into objects: inout [Value], children: inout [[Int]]) {
-        let index = objects.count
-        objects.append(value)
-        children.append([])
-        switch value {
-        case .array(let items):
-            var references: [Int] = []
-            for item in items {
-                references.append(objects.count)
-                flatten(item, into: &objects, children: &children)
+    /// One object of the file: a scalar, a UID, or a container whose children's object numbers
+    /// are a range of `ObjectTable.references` (a dictionary's keys first, then its values).
+    private enum Entry {
+        case scalar(Value)
+        case uid(UInt64)
+        case array(Range<Int>)
+        case dictionary(Range<Int>)
+    }
+
+    /// The objects of one file, numbered as they are added (children before their container),
+    /// equal scalars shared. Writers of structured formats (keyed archives) add their objects
+    /// directly instead of building a `Value` tree first.
+    struct ObjectTable {
+        private var entries: [Entry] = []
+        private var references: [Int] = []
+        private var shared: [Value: Int] = [:]
+        private var sharedUIDs: [UInt64: Int] = [:]
+
+        /// A value and everything in it; its object number.
+        mutating func add(_ value: Value) -> Int {
+            switch value {
+            case .array(let items):
+                return array(items.map { add($0) })
+            case .dictionary(let members):
+                if let uid = PlistFile.uid(in: members) { return self.uid(uid) }
+                let sorted = members.sorted { $0.key < $1.key }
+                let keys = sorted.map { add(.string($0.key)) }
+                return dictionary(keys: keys, values: sorted.map { add($0.value) })
+            case .real(let real) where real == 0:
+                // 0.0 == -0.0: each zero keeps its own sign.
+                return append(.scalar(value))
+            default:
+                if let index = shared[value] { return index }
+                let index = append(.scalar(value))
+                shared[value] = index
+                return index
             }
-            children[index] = references
-        case .dictionary(let members) where PlistFile.uid(in: members) == nil:
-            let keys = members.keys.sorted()
-            var keyReferences: [Int] = []
-            var valueReferences: [Int] = []
-            for key in keys {
-                keyReferences.append(objects.count)
-                flatten(.string(key), into: &objects, children: &children)
+        }
+
+        mutating func uid(_ uid: UInt64) -> Int {
+            if let index = sharedUIDs[uid] { return index }
+            let index = append(.uid(uid))
+            sharedUIDs[uid] = index
+            return index
+        }
+
+        /// An array of objects already added.
+        mutating func array(_ items: [Int]) -> Int {
+            let start = references.count
+            references += items
+            return append(.array(start..<references.count))
+        }
+
+        /// A dictionary of objects already added (`keys` are string objects).
+        mutating func dictionary(keys: [Int], values: [Int]) -> Int {
+            let start = references.count
+            references += keys
+            references += values
+            return append(.dictionary(start..<references.count))
+        }
+
+        private mutating func append(_ entry: Entry) -> Int {
+            entries.append(entry)
+            return entries.count - 1
+        }
+
+        /// The file, `top` its root object.
+        func encoded(top: Int) -> [UInt8] {
+            let referenceSize = byteCount(for: UInt64(entries.count))
+            var out = Array("bplist00".utf8)
+            out.reserveCapacity(entries.count * 8 + 64)
+            var offsets: [Int] = []
+            offsets.reserveCapacity(entries.count)
+            for entry in entries {
+                offsets.append(out.count)
+                write(entry, references: references, referenceSize: referenceSize, into: &out)
             }
-            for key in keys {
-                valueReferences.append(objects.count)
-                flatten(members[key]!, into: &objects, children: &children)
-            }
-            children[index] = keyReferences + valueReferences
-        default:
-            break
+            let tableOffset = out.count
+            let offsetSize = byteCount(for: UInt64(tableOffset))
+            for offset in offsets { BinaryPlistWriter.append(UInt64(offset), size: offsetSize, to: &out) }
+            out += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)]
+            BinaryPlistWriter.append(UInt64(entries.count), size: 8, to: &out)
+            BinaryPlistWriter.append(UInt64(top), size: 8, to: &out)
+            BinaryPlistWriter.append(UInt64(tableOffset), size: 8, to: &out)
+            return out
         }
     }
 
-    private static func write(_ value: Value, children: [Int], referenceSize: Int, into out: inout [UInt8]) {
+    private static func write(_ entry: Entry, references: [Int], referenceSize: Int, into out: inout [UInt8]) {
+        switch entry {
+        case .uid(let uid):
+            let size = byteCount(for: uid)
+            out.append(0x80 | UInt8(size - 1))
+            append(uid, size: size, to: &out)
+        case .array(let slots):
+            writeMarker(0xA, count: slots.count, into: &out)
+            for slot in slots { append(UInt64(references[slot]), size: referenceSize, to: &out) }
+        case .dictionary(let slots):
+            writeMarker(0xD, count: slots.count / 2, into: &out)
+            for slot in slots { append(UInt64(references[slot]), size: referenceSize, to: &out) }
+        case .scalar(let value):
+            writeScalar(value, into: &out)
+        }
+    }
+
+    private static func writeScalar(_ value: Value, into out: inout [UInt8]) {
         switch value {
         case .bool(let flag):
             out.append(flag ? 0x09 : 0x08)
@@ -80,18 +140,8 @@ enum BinaryPlistWriter {
                 writeMarker(0x6, count: units.count, into: &out)
                 for unit in units { out += [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
             }
-        case .array:
-            writeMarker(0xA, count: children.count, into: &out)
-            for child in children { append(UInt64(child), size: referenceSize, to: &out) }
-        case .dictionary(let members):
-            if let uid = PlistFile.uid(in: members) {
-                let size = byteCount(for: uid)
-                out.append(0x80 | UInt8(size - 1))
-                append(uid, size: size, to: &out)
-                return
-            }
-            writeMarker(0xD, count: children.count / 2, into: &out)
-            for child in children { append(UInt64(child), size: referenceSize, to: &out) }
+        case .array, .dictionary:
+            preconditionFailure("containers are written as entries")
         }
     }
 

@@ -57,35 +57,51 @@ public enum KeyedArchive {
     /// Resolves `$objects` into plain values.
     private struct Reader {
         let objects: [Value]
-        var visiting: Set<Int> = []
+        var visiting: [Bool]
         /// Objects resolved so far: a shared object is resolved again at each reference, so a
         /// small archive shaped as a doubling DAG must not take exponential time.
         var resolved = 0
         static let maxResolved = 1_000_000
         /// `$classes` of the first custom (non-Foundation) object met, the records' class.
         var firstCustomClasses: [String]?
+        /// Class objects already read, by object number: name and `$classes` chain.
+        var classes: [Int: (name: String, chain: [String])] = [:]
 
         static let arrays: Set<String> = ["NSArray", "NSMutableArray", "NSSet", "NSMutableSet", "NSOrderedSet", "NSMutableOrderedSet"]
         static let dictionaries: Set<String> = ["NSDictionary", "NSMutableDictionary"]
+
+        init(objects: [Value]) {
+            self.objects = objects
+            visiting = [Bool](repeating: false, count: objects.count)
+        }
+
+        /// The class object at `index`.
+        mutating func classInfo(_ index: Int, of object: Int) throws(PlistFile.ParseError) -> (name: String, chain: [String]) {
+            if let known = classes[index] { return known }
+            guard objects.indices.contains(index), case .dictionary(let classInfo) = objects[index],
+                case .string(let className)? = classInfo["$classname"]
+            else { throw PlistFile.ParseError("object \(object) has no readable class") }
+            var chain: [String] = [className]
+            if case .array(let names)? = classInfo["$classes"] { chain = names.compactMap { if case .string(let name) = $0 { name } else { nil } } }
+            classes[index] = (className, chain)
+            return (className, chain)
+        }
 
         /// An object's value (nil for `$null`) and, for class instances, its `$classes`.
         mutating func object(_ index: Int, depth: Int) throws(PlistFile.ParseError) -> (Value?, [String]?) {
             guard depth < PlistFile.maxDepth else { throw PlistFile.ParseError("the archive nests deeper than \(PlistFile.maxDepth)") }
             guard objects.indices.contains(index) else { throw PlistFile.ParseError("object reference \(index) out of range") }
-            guard visiting.insert(index).inserted else { throw PlistFile.ParseError("an archived object contains itself") }
+            guard !visiting[index] else { throw PlistFile.ParseError("an archived object contains itself") }
             resolved += 1
             guard resolved <= Self.maxResolved else { throw PlistFile.ParseError("the archive expands to more than \(Self.maxResolved) objects") }
-            defer { visiting.remove(index) }
+            visiting[index] = true
+            defer { visiting[index] = false }
             let object = objects[index]
             if case .string("$null") = object { return (nil, nil) }
-            guard case .dictionary(var members) = object, case .dictionary(let classReference)? = members.removeValue(forKey: "$class"),
+            guard case .dictionary(let members) = object, case .dictionary(let classReference)? = members["$class"],
                 let classIndex = PlistFile.uid(in: classReference)
             else { return (object, nil) }
-            guard objects.indices.contains(Int(classIndex)), case .dictionary(let classInfo) = objects[Int(classIndex)],
-                case .string(let className)? = classInfo["$classname"]
-            else { throw PlistFile.ParseError("object \(index) has no readable class") }
-            var classes: [String] = [className]
-            if case .array(let chain)? = classInfo["$classes"] { classes = chain.compactMap { if case .string(let name) = $0 { name } else { nil } } }
+            let (className, classes) = try classInfo(Int(classIndex), of: index)
             switch className {
             case _ where Self.arrays.contains(className):
                 return (.array(try references(members["NS.objects"], depth: depth)), classes)
@@ -93,7 +109,7 @@ public enum KeyedArchive {
                 let keys = try references(members["NS.keys"], depth: depth)
                 let values = try references(members["NS.objects"], depth: depth)
                 guard keys.count == values.count else { throw PlistFile.ParseError("a dictionary's keys and objects differ in number") }
-                var result: [String: Value] = [:]
+                var result = [String: Value](minimumCapacity: keys.count)
                 for (key, value) in zip(keys, values) {
                     guard case .string(let name) = key else { throw PlistFile.ParseError("a dictionary key is not a string") }
                     result[name] = value
@@ -116,8 +132,8 @@ public enum KeyedArchive {
             default:
                 // A custom object: its encoded keys are its fields.
                 if firstCustomClasses == nil { firstCustomClasses = classes }
-                var fields: [String: Value] = [:]
-                for (key, member) in members {
+                var fields = [String: Value](minimumCapacity: members.count - 1)
+                for (key, member) in members where key != "$class" {
                     if let decoded = try value(member, depth: depth) { fields[key] = decoded }
                 }
                 return (.dictionary(fields), classes)
@@ -136,6 +152,7 @@ public enum KeyedArchive {
         mutating func references(_ member: Value?, depth: Int) throws(PlistFile.ParseError) -> [Value] {
             guard case .array(let items)? = member else { return [] }
             var result: [Value] = []
+            result.reserveCapacity(items.count)
             for item in items {
                 if let decoded = try value(item, depth: depth) { result.append(decoded) }
             }
@@ -143,83 +160,121 @@ public enum KeyedArchive {
         }
     }
 
-    /// An archive of `records` in `shape`: write it as a binary plist (as NSKeyedArchiver does).
-    public static func archive(_ records: [[String: Value]], shape: Shape) -> Value {
+    /// An archive of `records` in `shape`, as the binary plist NSKeyedArchiver writes.
+    public static func encode(_ records: [[String: Value]], shape: Shape) -> [UInt8] {
         var writer = Writer()
         let root = writer.reserve()
         // A key some objects have and others lack is an optional property: NSKeyedArchiver
         // writes it as `$null`, and an unarchiver may insist on finding it.
-        let allKeys = records.reduce(into: Set<String>()) { $0.formUnion($1.keys) }
+        var layout = ObjectLayout(keys: records.reduce(into: Set(["$class"])) { $0.formUnion($1.keys) }.sorted())
         let items = records.map { record in
-            PlistFile.uidValue(shape.elementClasses.map { writer.object(record, classes: $0, keys: allKeys) } ?? writer.add(.dictionary(record)))
+            writer.table.uid(UInt64(shape.elementClasses.map { writer.object(record, classes: $0, layout: &layout) } ?? writer.add(.dictionary(record))))
         }
-        writer.objects[root] = .dictionary(["NS.objects": .array(items), "$class": writer.classReference(shape.arrayClasses)])
-        return .dictionary([
-            "$archiver": .string(shape.archiver),
-            "$version": .integer(100_000),
-            "$top": .dictionary([shape.topKey: PlistFile.uidValue(root)]),
-            "$objects": .array(writer.objects),
-        ])
+        writer.define(root, ["NS.objects": writer.table.array(items), "$class": writer.classReference(shape.arrayClasses)])
+        var table = writer.table
+        let objects = table.array(writer.objects)
+        let top = table.dictionary(keys: [table.add(.string(shape.topKey))], values: [table.uid(UInt64(root))])
+        let keys = ["$archiver", "$objects", "$top", "$version"].map { table.add(.string($0)) }
+        let values = [table.add(.string(shape.archiver)), objects, top, table.add(.integer(100_000))]
+        let archive = table.dictionary(keys: keys, values: values)
+        return table.encoded(top: archive)
     }
 
-    /// Builds `$objects`: `$null` first, each class once.
+    /// The members every record object of an archive has, in the order they are written, and
+    /// their key strings' object numbers once added.
+    private struct ObjectLayout {
+        let keys: [String]
+        var keyObjects: [Int] = []
+    }
+
+    /// Builds `$objects` straight into the binary file's objects: `$null` first, each class
+    /// once; `objects` holds each archived object's number in the file.
     private struct Writer {
-        var objects: [Value] = [.string("$null")]
+        var table = BinaryPlistWriter.ObjectTable()
+        var objects: [Int] = []
         var classIndex: [[String]: Int] = [:]
 
+        init() {
+            objects.append(table.add(.string("$null")))
+        }
+
+        /// An archive slot for an object defined later (its members refer to later slots).
         mutating func reserve() -> Int {
-            objects.append(.string("$null"))
+            objects.append(objects[0])
             return objects.count - 1
         }
 
-        mutating func classReference(_ classes: [String]) -> Value {
-            if let index = classIndex[classes] { return PlistFile.uidValue(index) }
-            objects.append(.dictionary(["$classname": .string(classes[0]), "$classes": .array(classes.map(Value.string))]))
+        /// Fills slot `index` with a dictionary of file objects, keys sorted.
+        mutating func define(_ index: Int, _ members: [String: Int]) {
+            let sorted = members.sorted { $0.key < $1.key }
+            let keys = sorted.map { table.add(.string($0.key)) }
+            objects[index] = table.dictionary(keys: keys, values: sorted.map(\.value))
+        }
+
+        mutating func reference(_ index: Int) -> Int { table.uid(UInt64(index)) }
+
+        mutating func classReference(_ classes: [String]) -> Int {
+            if let index = classIndex[classes] { return reference(index) }
+            let names = table.array(classes.map { table.add(.string($0)) })
+            let name = table.add(.string(classes[0]))
+            objects.append(table.dictionary(keys: [table.add(.string("$classes")), table.add(.string("$classname"))], values: [names, name]))
             classIndex[classes] = objects.count - 1
-            return PlistFile.uidValue(objects.count - 1)
+            return reference(objects.count - 1)
         }
 
         /// A custom object: numbers and booleans inline, everything else by reference, the
-        /// `keys` it lacks as `$null`.
-        mutating func object(_ fields: [String: Value], classes: [String], keys: Set<String>) -> Int {
+        /// `layout`'s keys it lacks as `$null`.
+        mutating func object(_ fields: [String: Value], classes: [String], layout: inout ObjectLayout) -> Int {
             let index = reserve()
-            var members: [String: Value] = [:]
-            for key in keys where fields[key] == nil { members[key] = PlistFile.uidValue(0) }
-            for (key, value) in fields {
-                switch value {
-                case .integer, .real, .bool: members[key] = value
-                default: members[key] = PlistFile.uidValue(add(value))
+            if layout.keyObjects.isEmpty { layout.keyObjects = layout.keys.map { table.add(.string($0)) } }
+            var values: [Int] = []
+            values.reserveCapacity(layout.keys.count)
+            for key in layout.keys {
+                switch key == "$class" ? nil : fields[key] {
+                case nil where key == "$class": values.append(classReference(classes))
+                case nil: values.append(reference(0))
+                case let value? where value.isInlineInArchive: values.append(table.add(value))
+                case let value?: values.append(reference(add(value)))
                 }
             }
-            members["$class"] = classReference(classes)
-            objects[index] = .dictionary(members)
+            objects[index] = table.dictionary(keys: layout.keyObjects, values: values)
             return index
         }
 
-        /// Any value as Foundation archives it; its object number.
+        /// Any value as Foundation archives it; its archive object number.
         mutating func add(_ value: Value) -> Int {
             switch value {
             case .string, .integer, .real, .bool, .data:
-                objects.append(value)
+                objects.append(table.add(value))
                 return objects.count - 1
             case .date(let date):
                 let index = reserve()
-                objects[index] = .dictionary(["NS.time": .real(date.timeIntervalSinceReferenceDate), "$class": classReference(["NSDate", "NSObject"])])
+                define(index, ["NS.time": table.add(.real(date.timeIntervalSinceReferenceDate)), "$class": classReference(["NSDate", "NSObject"])])
                 return index
             case .array(let items):
                 let index = reserve()
-                let references = items.map { PlistFile.uidValue(add($0)) }
-                objects[index] = .dictionary(["NS.objects": .array(references), "$class": classReference(["NSArray", "NSObject"])])
+                let references = items.map { reference(add($0)) }
+                define(index, ["NS.objects": table.array(references), "$class": classReference(["NSArray", "NSObject"])])
                 return index
             case .dictionary(let members):
                 let index = reserve()
                 let keys = members.keys.sorted()
-                let keyReferences = keys.map { PlistFile.uidValue(add(.string($0))) }
-                let valueReferences = keys.map { PlistFile.uidValue(add(members[$0]!)) }
-                objects[index] = .dictionary(["NS.keys": .array(keyReferences), "NS.objects": .array(valueReferences),
-                                              "$class": classReference(["NSDictionary", "NSObject"])])
+                let keyReferences = keys.map { reference(add(.string($0))) }
+                let valueReferences = keys.map { reference(add(members[$0]!)) }
+                define(index, ["NS.keys": table.array(keyReferences), "NS.objects": table.array(valueReferences),
+                               "$class": classReference(["NSDictionary", "NSObject"])])
                 return index
             }
+        }
+    }
+}
+
+extension Value {
+    /// Numbers and booleans are stored in an archived object itself, not as objects of their own.
+    fileprivate var isInlineInArchive: Bool {
+        switch self {
+        case .integer, .real, .bool: true
+        default: false
         }
     }
 }

@@ -81,10 +81,9 @@ struct XMLPlistReader {
     }
 
     private func scalar(_ name: String, _ text: String) throws(PlistFile.ParseError) -> Value {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if name == "string" { return .string(text) }
+        let trimmed = Self.trimmingSpace(text)
         switch name {
-        case "string":
-            return .string(text)
         case "integer":
             if let integer = Int64(trimmed) { return .integer(integer) }
             if trimmed.lowercased().hasPrefix("0x"), let hex = Int64(trimmed.dropFirst(2), radix: 16) { return .integer(hex) }
@@ -99,7 +98,7 @@ struct XMLPlistReader {
                 return .real(real)
             }
         case "date":
-            guard let date = ISO8601UTC.parse(trimmed) else { throw failure("bad <date> \(trimmed)") }
+            guard let date = ISO8601UTC.parse(String(trimmed)) else { throw failure("bad <date> \(trimmed)") }
             return .date(date)
         case "data":
             let compact = trimmed.filter { !$0.isWhitespace }
@@ -108,6 +107,14 @@ struct XMLPlistReader {
         default:
             throw failure("unknown element <\(name)>")
         }
+    }
+
+    /// `text` without the XML white space around it (Foundation's trimming costs a bridge to
+    /// NSString per value).
+    private static func trimmingSpace(_ text: String) -> Substring {
+        let utf8 = text.utf8
+        guard let first = utf8.firstIndex(where: { !isSpace($0) }), let last = utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return text[first...last]
     }
 
     /// Skips white space, the XML declaration, DOCTYPE and comments.

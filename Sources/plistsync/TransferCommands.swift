@@ -11,6 +11,7 @@ enum TransferCommand: VerbSubcommand {
         OVERVIEW: Import a plist array of records into a collection, or export a collection as one.
 
         USAGE: plistsync attach FILE --collection C --id-key KEY --dir DIR
+                                  [--format xml|binary|archive] [--class NAME] [--root-key KEY]
                plistsync import FILE --collection C [--id-key KEY] [client options]
                plistsync export C [--format xml|binary|archive] [--class NAME] [--root-key KEY]
                                   [--id-key KEY] [-o FILE] [client options]
@@ -18,6 +19,8 @@ enum TransferCommand: VerbSubcommand {
         attach: the agent of DIR mirrors FILE (at the top of DIR) as collection C from its next
         start: each save of the file sends the elements that changed, field by field, and changes
         from others are written into the file in its own format (XML, binary or keyed archive).
+        When FILE is not in DIR yet, the agent writes it as --format says (default: a keyed
+        archive for *.archive, else XML) until the app saves it there.
         import: each element (a dictionary, or an object of an NSKeyedArchiver archive whose root
         is an array) becomes a record, in the file's order. With --id-key,
         the element's value of KEY (a string or an integer) is the record id: importing the file
@@ -32,9 +35,9 @@ enum TransferCommand: VerbSubcommand {
           --collection C       (attach, import) The collection.
           --dir DIR            (attach) The mirrored folder.
           --id-key KEY         The field that holds the record id.
-          --format F           (export) xml, binary or archive.
-          --class NAME         (export archive) The elements' class name.
-          --root-key KEY       (export archive) The archive's root key (default root).
+          --format F           (export, attach) xml, binary or archive.
+          --class NAME         (archive) The elements' class name (default: NSDictionary).
+          --root-key KEY       (archive) The archive's root key (default root).
           -o, --output FILE    (export) Where to write (default: stdout).
         \(ClientOptions.usage)
         """
@@ -56,8 +59,18 @@ enum TransferCommand: VerbSubcommand {
             guard file.deletingLastPathComponent().path == root || !words[0].contains("/") else {
                 throw UsageError("the file must be at the top of \(dir)")
             }
+            // The file's own format when it is here already; else the one given, for an agent
+            // that writes the file before the app has made it on this machine.
+            var kind = try writtenKind(options)
+            if let bytes = FileManager.default.contents(atPath: root + "/" + file.lastPathComponent) {
+                do {
+                    kind = try CollectionFile.entries(Array(bytes), idKey: idKey, newID: { "" }).kind
+                } catch {
+                    throw RuntimeError("cannot attach \(file.lastPathComponent): \(error)")
+                }
+            }
             do {
-                try AttachedFiles.attach(AttachedFile(name: file.lastPathComponent, collection: collection, idKey: idKey), directory: root)
+                try AttachedFiles.attach(AttachedFile(name: file.lastPathComponent, collection: collection, idKey: idKey, kind: kind), directory: root)
             } catch {
                 throw RuntimeError(error.description)
             }
@@ -70,20 +83,24 @@ enum TransferCommand: VerbSubcommand {
             try importFile(words[0], into: collection, idKey: options.value("id-key"), client: ClientOptions(options).client)
         case "export":
             guard words.count == 1, Names.isValidCollection(words[0]) else { throw UsageError("export needs one collection") }
-            let kind: CollectionFile.Kind
-            switch options.value("format") ?? "xml" {
-            case "xml": kind = .plist(.xml)
-            case "binary": kind = .plist(.binary)
-            case "archive":
-                var shape = KeyedArchive.Shape(topKey: options.value("root-key") ?? "root")
-                shape.elementClasses = options.value("class").map { [$0, "NSObject"] }
-                kind = .archive(shape)
-            default: throw UsageError("--format must be xml, binary or archive")
-            }
-            try export(words[0], kind: kind, idKey: options.value("id-key"), output: options.value("output"),
+            try export(words[0], kind: writtenKind(options) ?? .plist(.xml), idKey: options.value("id-key"), output: options.value("output"),
                        client: ClientOptions(options).client)
         default:
             throw UsageError("unknown command \(verb)")
+        }
+    }
+
+    /// The file format `--format`, `--class` and `--root-key` ask for; nil without `--format`.
+    private static func writtenKind(_ options: Arguments) throws -> CollectionFile.Kind? {
+        switch options.value("format") {
+        case nil: return nil
+        case "xml": return .plist(.xml)
+        case "binary": return .plist(.binary)
+        case "archive":
+            var shape = KeyedArchive.Shape(topKey: options.value("root-key") ?? "root")
+            shape.elementClasses = options.value("class").map { [$0, "NSObject"] }
+            return .archive(shape)
+        default: throw UsageError("--format must be xml, binary or archive")
         }
     }
 

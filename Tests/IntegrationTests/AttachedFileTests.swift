@@ -147,6 +147,23 @@ final class AttachedFileTests: XCTestCase {
         XCTAssertEqual(pushed(), before + 1, "one element changed: one PUT")
     }
 
+    func testTwoFilesWhoseCollectionNamesShareAPrefixEachFollowTheirOwnChanges() throws {
+        // Shadow folders `files/list` and `files/list2`: a write in the second is not the first's.
+        let first: [[String: Any]] = [["name": "Ada"]]
+        let second: [[String: Any]] = [["name": "Grace"]]
+        try writeList(a, "first.plist", first)
+        try writeList(a, "second.plist", second)
+        for agent in [a!, b!] {
+            try attach(agent, "first.plist", "list", idKey: "name")
+            try attach(agent, "second.plist", "list2", idKey: "name")
+            try agent.start()
+        }
+        eventually(10, "\(b.log())") { readList(b, "first.plist") == first as NSArray && readList(b, "second.plist") == second as NSArray }
+        let edited = second + [["name": "Alan"]]
+        try writeList(a, "second.plist", edited)
+        eventually(10, "\(String(describing: readList(b, "second.plist")))\n\(b.log())") { readList(b, "second.plist") == edited as NSArray }
+    }
+
     func testACancelledEditIsSentLikeAnyOther() throws {
         let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
         try startBothAgents(on: contacts)

@@ -20,8 +20,7 @@ final class KeyedArchiveFormatTests: XCTestCase {
             ["name": .string("Bike"), "value": .integer(350), "when": .date(Date(timeIntervalSinceReferenceDate: 2))],
         ]
         let shape = KeyedArchive.Shape(topKey: "Items", elementClasses: ["BNRItem", "NSObject"])
-        let archive = KeyedArchive.archive(records, shape: shape)
-        let reread = try PlistFile.decode(PlistFile.encode(archive, as: .binary)).0
+        let reread = try PlistFile.decode(KeyedArchive.encode(records, shape: shape)).0
         XCTAssertTrue(KeyedArchive.isArchive(reread))
         let (back, backShape) = try KeyedArchive.records(in: reread)
         XCTAssertEqual(backShape, shape)

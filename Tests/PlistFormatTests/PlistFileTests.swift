@@ -55,6 +55,18 @@ final class PlistFileTests: XCTestCase {
         }
     }
 
+    func testBinaryFilesShareEqualScalarsAsFoundationDoesAndKeepEachZerosSign() throws {
+        let rows: Value = .array((0..<200).map { .dictionary(["name": .string("row \($0 % 10)"), "kind": .string("item"), "n": .integer(Int64($0 % 3))]) })
+        let bytes = PlistFile.encode(rows, as: .binary)
+        XCTAssertEqual(try PlistFile.decode(bytes).0, rows)
+        let foundation = try PropertyListSerialization.data(fromPropertyList: try PropertyListSerialization.propertyList(from: Data(bytes), format: nil),
+                                                             format: .binary, options: 0)
+        XCTAssertLessThanOrEqual(bytes.count, foundation.count + 64, "keys and repeated values are written once, as in Foundation's file")
+        let zeros: Value = .array([.real(0), .real(-0.0), .real(0)])
+        guard case .array(let back) = try PlistFile.decode(PlistFile.encode(zeros, as: .binary)).0 else { return XCTFail("not an array") }
+        XCTAssertEqual(back.map { value -> FloatingPointSign? in if case .real(let real) = value { real.sign } else { nil } }, [.plus, .minus, .plus])
+    }
+
     func testHandWrittenXMLWithCommentsEntitiesAndCDATA() throws {
         let text = """
             <?xml version="1.0" encoding="UTF-8"?>
