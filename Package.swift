@@ -22,10 +22,12 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit"]),
         .target(name: "CShims"),
-        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims"]),
-        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL"]),
-        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator"]),
+        .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
+        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit"]),
+        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL", "TLSKit"]),
+        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat", "TLSKit"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
@@ -33,7 +35,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import EventLoop
+import TLSKit
 import Foundation
 
 /// Everything `plistsync agent` is told.
@@ -12,6 +13,8 @@ public struct AgentConfiguration: Sendable {
     public var server: SocketAddress
     public var user: String
     public var credential: Credential
+    /// TLS to the server, and how its certificate is trusted; nil: plaintext.
+    public var tls: TLSContext?
     /// The mirrored folder: one subfolder a collection.
     public var directory: String
     /// Only these collections, when set.

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import SyncCore
 import SyncProtocol
+import TLSKit
 
 /// A short-lived client for the command line (`login`, `ls`, `get`, `put`, `watch`…): logs in,
 /// sends requests one after another, and hands each reply and untagged line to the caller.
@@ -14,11 +15,42 @@ public final class ScriptClient {
     private let server: SocketAddress
     private let user: String
     private let credential: AgentConfiguration.Credential
+    private let tls: TLSContext?
 
-    public init(server: SocketAddress, user: String, credential: AgentConfiguration.Credential) {
+    public init(server: SocketAddress, user: String, credential: AgentConfiguration.Credential, tls: TLSContext? = nil) {
         self.server = server
         self.user = user
         self.credential = credential
+        self.tls = tls
+    }
+
+    /// The SHA-256 fingerprint of the server's TLS certificate, seen in a handshake that
+    /// trusts anything and sends nothing else (`login` shows it before sending a password).
+    public static func serverFingerprint(_ server: SocketAddress) throws -> String {
+        let loop = EventLoop()
+        var outcome: Result<String, Failure> = .failure(Failure(description: "cannot connect to \(server): is the server running?"))
+        let context = try TLSContext.client(trusting: .firstUse)
+        TCPConnection.connect(on: loop, to: server) { result in
+            guard case .success(let connection) = result else { return }
+            do {
+                let session = try context.secure(connection, host: server.host)
+                session.onHandshake = { fingerprint in
+                    outcome = fingerprint.map { .success($0) } ?? .failure(Failure(description: "the server showed no certificate"))
+                    connection.close()
+                }
+            } catch {
+                outcome = .failure(Failure(description: "\(error)"))
+                return connection.close()
+            }
+            connection.onEnd = { end in
+                if case .failed(let reason) = end { outcome = .failure(Failure(description: reason)) }
+                connection.close()
+            }
+            connection.startReading()
+        }
+        loop.run()
+        loop.close()
+        return try outcome.get()
     }
 
     /// Runs `requests` in order after login. `onUntagged` sees `*` lines; `onReply` sees each
@@ -43,6 +75,14 @@ public final class ScriptClient {
                 failure = Failure(description: "cannot connect to \(self.server): is the server running?")
                 return
             }
+            if let tls = self.tls {
+                do {
+                    try tls.secure(connection, host: self.server.host)
+                } catch {
+                    failure = Failure(description: "\(error)")
+                    return connection.close()
+                }
+            }
             var loggedIn = false
             func sendNext() {
                 guard !queue.isEmpty else {
@@ -62,6 +102,9 @@ public final class ScriptClient {
                     let event = ServerEvent(line)
                     switch line.tag {
                     case nil:
+                        if !loggedIn, text.hasPrefix("* BYE") {
+                            failure = Failure(description: "the server refused the connection: \(text.dropFirst(6))")
+                        }
                         onUntagged(text)
                     case "a":
                         guard case .ok = event else {
@@ -78,7 +121,8 @@ public final class ScriptClient {
                     }
                 }
             }
-            connection.onEnd = { _ in
+            connection.onEnd = { end in
+                if case .failed(let reason) = end, reason.hasPrefix("TLS"), failure == nil { failure = Failure(description: reason) }
                 if !loggedIn, failure == nil { failure = Failure(description: "the server closed the connection") }
                 connection.close()
             }

@@ -1,4 +1,5 @@
 import EventLoop
+import TLSKit
 import Foundation
 import SyncCore
 import SyncProtocol
@@ -86,6 +87,15 @@ final class ServerLink {
                 scheduleReconnect()
             case .success(let tcp):
                 guard !stopped else { return tcp.close() }
+                if let tls = configuration.tls {
+                    do {
+                        try tls.secure(tcp, host: configuration.server.host)
+                    } catch {
+                        lastError = "\(error)"
+                        tcp.close()
+                        return scheduleReconnect()
+                    }
+                }
                 attach(tcp)
             }
         }
@@ -96,7 +106,11 @@ final class ServerLink {
         framer = LineFramer(maxLineBytes: 64 << 20)
         lastHeard = loop.nowMilliseconds
         tcp.onData = { [self] bytes in received(bytes) }
-        tcp.onEnd = { _ in tcp.close() }
+        tcp.onEnd = { [self] end in
+            // A refused certificate or handshake is the reason the user needs to see.
+            if case .failed(let reason) = end, reason.hasPrefix("TLS") { lastError = reason }
+            tcp.close()
+        }
         tcp.onClose = { [self] in lost(tcp) }
         tcp.startReading()
         send("HELLO 1 plistsync-agent") { [self] event in

@@ -24,6 +24,12 @@ public struct SocketAddress: Equatable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
+    /// Whether the address is this machine's own (127.0.0.0/8 or ::1): bytes to it never
+    /// cross a network.
+    public var isLoopback: Bool {
+        host == "::1" || host.hasPrefix("127.")
+    }
+
     public var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }

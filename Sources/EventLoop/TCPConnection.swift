@@ -41,6 +41,11 @@ public final class TCPConnection {
     /// The remote endpoint, read once at accept or connect.
     public private(set) var peer: SocketAddress?
 
+    /// TLS (or another layer) between the socket and `onData`/`write`; set it before reading.
+    public var security: StreamSecurity? {
+        didSet { scheduleFlush() }
+    }
+
     init(loop: EventLoop) {
         self.loop = loop
         handle = .allocate(capacity: 1)
@@ -102,13 +107,34 @@ public final class TCPConnection {
             let connection = TCPConnection.owner(stream!.pointee.data)
             if count > 0 {
                 let bytes = UnsafeRawBufferPointer(start: buffer!.pointee.base, count: count)
-                connection.onData?(Array(bytes))
+                connection.received(Array(bytes))
             } else if count < 0 {
                 uv_read_stop(stream)
                 let end: EndOfInput = count == Int(UV_EOF.rawValue) ? .eof : .failed(String(cString: uv_strerror(Int32(count))))
                 connection.endInput(end)
             }
         })
+    }
+
+    private func received(_ bytes: [UInt8]) {
+        guard let security else { return onData?(bytes) ?? () }
+        do {
+            let plaintext = try security.open(bytes)
+            scheduleFlush()
+            if !plaintext.isEmpty { onData?(plaintext) }
+            if security.peerFinished { endInput(.eof) }
+        } catch {
+            // Whatever the layer has to say (an alert) goes out before the socket closes.
+            outbox.removeAll()
+            let alert = error.reply.isEmpty ? security.takeOutput() : error.reply
+            self.security = nil
+            if !alert.isEmpty {
+                write(alert)
+                closeAfterWriting()
+            }
+            endInput(.failed(error.description))
+            close()
+        }
     }
 
     private func endInput(_ end: EndOfInput) {
@@ -182,7 +208,18 @@ public final class TCPConnection {
 
     func flush() {
         flushScheduled = false
-        guard !closing, !outbox.isEmpty else { return }
+        guard !closing else { return }
+        if let security {
+            do {
+                if !outbox.isEmpty { try security.seal(outbox) }
+                outbox = security.takeOutput()
+            } catch {
+                outbox.removeAll()
+                endInput(.failed(error.description))
+                return close()
+            }
+        }
+        guard !outbox.isEmpty else { return }
         var offset = 0
         if bytesInFlight == 0 {
             // Fast path: the kernel usually takes everything at once, with no copy.
@@ -233,6 +270,10 @@ public final class TCPConnection {
     /// cut off, so a dropped client never holds its socket and buffers for ever.
     public func closeAfterWriting(graceMilliseconds: UInt64 = defaultCloseGraceMilliseconds) {
         guard !closing, !shutdownRequested else { return }
+        if let security {
+            flush()
+            security.finish()
+        }
         flush()
         guard !closing else { return }
         shutdownRequested = true

@@ -1,4 +1,5 @@
 import EventLoop
+import TLSKit
 import Foundation
 import SyncProtocol
 
@@ -34,6 +35,12 @@ final class BenchConnection {
     ) {
         TCPConnection.connect(on: loop, to: target.address) { result in
             guard case .success(let tcp) = result else { return ready(nil) }
+            if let tls = target.tls {
+                guard (try? tls.secure(tcp, host: target.address.host)) != nil else {
+                    tcp.close()
+                    return ready(nil)
+                }
+            }
             let client = BenchConnection(tcp)
             client.onLine = { [unowned client] line in
                 if line.hasPrefix("a OK AUTH") {
@@ -54,10 +61,13 @@ public struct BenchTarget: Sendable {
     public var address: SocketAddress
     public var user: String
     public var password: String
+    /// TLS to the server (`bench --tls`).
+    public var tls: TLSContext?
 
-    public init(address: SocketAddress, user: String, password: String) {
+    public init(address: SocketAddress, user: String, password: String, tls: TLSContext? = nil) {
         self.address = address
         self.user = user
         self.password = password
+        self.tls = tls
     }
 }

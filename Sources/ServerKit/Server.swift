@@ -4,6 +4,7 @@ import RecordStore
 import SQLiteKit
 import SyncCore
 import SyncProtocol
+import TLSKit
 
 /// `plistsync serve`: the listener, the sessions, the group committer and the broadcast hub,
 /// wired together on one event loop.
@@ -25,6 +26,7 @@ public final class Server {
     let limitsJSON: String
 
     private var listener: TCPListener?
+    private var plaintextListener: TCPListener?
     private var sessions: [ObjectIdentifier: Session] = [:]
     private var housekeeping: LoopTimer?
     private var signalWatchers: [SignalWatcher] = []
@@ -104,7 +106,12 @@ public final class Server {
     public func start(onStopped: @escaping () -> Void = {}) throws(LoopError) {
         self.onStopped = onStopped
         listener = try TCPListener(loop: loop, address: configuration.listen) { [unowned self] connection in
-            accept(connection)
+            accept(connection, tls: configuration.tls)
+        }
+        if let plaintext = configuration.plaintextListen {
+            plaintextListener = try TCPListener(loop: loop, address: plaintext) { [unowned self] connection in
+                accept(connection, tls: nil)
+            }
         }
         for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
             signalWatchers.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in shutdown() })
@@ -118,10 +125,20 @@ public final class Server {
             ServerLog.error("warning: cannot watch \(folder.controlPath) (\(error)); account changes apply within a second")
         }
         purgeTombstones()
-        ServerLog.info("plistsync serving on \(listener!.address), data in \(configuration.dataPath)")
+        let security = configuration.tls == nil ? "" : " (TLS)"
+        let plaintext = plaintextListener.map { ", plaintext on \($0.address)" } ?? ""
+        ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), data in \(configuration.dataPath)")
     }
 
-    private func accept(_ connection: TCPConnection) {
+    private func accept(_ connection: TCPConnection, tls: TLSContext?) {
+        if let tls {
+            do {
+                connection.security = try TLSSession(context: tls)
+            } catch {
+                ServerLog.error("cannot start TLS for \(connection.peer?.host ?? "unknown"): \(error)")
+                return connection.close()
+            }
+        }
         guard !shuttingDown else {
             connection.write("* BYE SHUTDOWN\n")
             connection.closeAfterWriting()
@@ -314,6 +331,8 @@ public final class Server {
         ServerLog.info("shutting down")
         listener?.close()
         listener = nil
+        plaintextListener?.close()
+        plaintextListener = nil
         for session in sessions.values { session.connection.stopReading() }
         if committer.isIdle { finishShutdown() }
     }

@@ -1,9 +1,14 @@
 import EventLoop
 import SyncProtocol
+import TLSKit
 
 /// Everything `plistsync serve` can be told.
 public struct ServerConfiguration: Sendable {
     public var listen = SocketAddress(host: "127.0.0.1", port: 7420)
+    /// With a context, `listen` speaks only TLS.
+    public var tls: TLSContext?
+    /// A second, plaintext listener (loopback only) next to a TLS one, for local tools.
+    public var plaintextListen: SocketAddress?
     public var dataPath = "./plistsync-data"
     public var limits = Limits.standard
     /// Seconds without a byte from a client before it gets `* BYE IDLE`; 0 disables.

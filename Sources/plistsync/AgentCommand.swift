@@ -1,6 +1,7 @@
 import AgentKit
 import EventLoop
 import Foundation
+import TLSKit
 import SyncProtocol
 
 /// `plistsync agent`: mirrors a directory through the server until SIGINT or SIGTERM.
@@ -27,7 +28,7 @@ enum AgentCommand: Subcommand {
     static func run(_ arguments: [String]) throws {
         let options = try Arguments(
             arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "collections", "device", "debounce-ms", "rescan-seconds", "confirm-deletes-over"]),
-            flagOptions: [])
+            flagOptions: ClientOptions.flagOptions)
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         let client = try ClientOptions(options)
         guard let dir = options.value("dir") else { throw UsageError("--dir is required") }
@@ -36,6 +37,7 @@ enum AgentCommand: Subcommand {
         var configuration = AgentConfiguration(
             server: client.server, user: client.user, credential: client.credential, directory: directory,
             device: options.value("device") ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "device")
+        configuration.tls = client.tls
         if let list = options.value("collections") {
             configuration.collections = Set(list.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         }
@@ -56,12 +58,30 @@ enum LoginCommand: Subcommand {
         OVERVIEW: Log in once and keep a token, so agents and scripts need no password.
 
         USAGE: plistsync login --server HOST:PORT --user NAME [--token-file F] [--password-stdin] [--label TEXT]
+                               [--tls | --ca FILE | --fingerprint SHA256] [--insecure]
+
+        With --tls and no --ca or --fingerprint, the server's certificate fingerprint is shown
+        (and asked about on a terminal) before the password is sent, then kept next to the token:
+        later commands talk TLS to that server by themselves and refuse a different certificate.
         """
 
     static func run(_ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ["server", "user", "token-file", "label"], flagOptions: ["password-stdin"])
+        let options = try Arguments(arguments, valueOptions: ["server", "user", "token-file", "label", "ca", "fingerprint"],
+                                    flagOptions: ["password-stdin", "tls", "insecure"])
         guard let address = SocketAddress(parsing: options.value("server") ?? "127.0.0.1:7420") else { throw UsageError("--server must be HOST:PORT") }
         guard let user = options.value("user") else { throw UsageError("--user is required") }
+        let pinPath = ClientOptions.pinPath(server: address, user: user)
+        var pin = options.value("fingerprint")
+        if options.flag("tls"), pin == nil, options.value("ca") == nil {
+            pin = try trustOnFirstUse(address, pinPath: pinPath, ask: !options.flag("password-stdin") && isatty(STDIN_FILENO) != 0)
+        }
+        let tls: TLSContext?
+        do {
+            tls = try pin.map { try TLSContext.client(trusting: .fingerprint($0)) } ?? ClientOptions.tls(options, server: address, user: user)
+        } catch {
+            throw RuntimeError("\(error)")
+        }
+        try ClientOptions.refusePlaintextPassword(options, server: address, tls: tls)
         let password: String?
         if options.flag("password-stdin") {
             password = readLine(strippingNewline: true)
@@ -74,20 +94,44 @@ enum LoginCommand: Subcommand {
         let label = options.value("label") ?? "login on \(ProcessInfo.processInfo.hostName)"
         var token: String?
         var refusal: String?
-        try ScriptClient(server: address, user: user, credential: .password(password)).run(["TOKEN NEW \(ResponseLine.argument(label))"], onReply: { line, event in
+        try ScriptClient(server: address, user: user, credential: .password(password), tls: tls).run(["TOKEN NEW \(ResponseLine.argument(label))"], onReply: { line, event in
             if case .ok(_, let words, _) = event, words.count == 2 { token = words[1] } else { refusal = line }
             return true
         })
         guard let token else { throw RuntimeError("the server did not give a token: \(refusal ?? "no reply")") }
+        try writePrivate(token, to: path)
+        if let pin { try writePrivate(pin, to: pinPath) }
+        print("logged in as \(user); token stored in \(path)")
+    }
+
+    /// The fingerprint of the server's certificate, shown (and on a terminal, confirmed) before
+    /// the password goes out; one `login` pinned before must still match.
+    private static func trustOnFirstUse(_ server: SocketAddress, pinPath: String, ask: Bool) throws -> String {
+        let seen = try ScriptClient.serverFingerprint(server)
+        if let pinned = try? ClientOptions.firstLine(of: pinPath, what: "fingerprint"), Fingerprint.normalized(pinned) != Fingerprint.normalized(seen) {
+            throw RuntimeError("""
+                the certificate of \(server) changed: it was \(pinned), it is now \(seen). \
+                If the server's certificate was replaced on purpose, delete \(pinPath) and log in again.
+                """)
+        }
+        FileHandle.standardError.write(Data("the server's TLS certificate has SHA-256 fingerprint \(seen)\n".utf8))
+        if ask {
+            FileHandle.standardError.write(Data("does it match the one the server printed when it started? [y/N] ".utf8))
+            guard readLine()?.lowercased().hasPrefix("y") == true else { throw RuntimeError("not trusted; nothing was sent") }
+        }
+        return seen
+    }
+
+    /// Writes one line to a file only the user can read (its folder made 0700).
+    private static func writePrivate(_ line: String, to path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard descriptor >= 0 else { throw RuntimeError("cannot write \(path)") }
         fchmod(descriptor, 0o600)
-        let bytes = Array((token + "\n").utf8)
+        let bytes = Array((line + "\n").utf8)
         _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
-        print("logged in as \(user); token stored in \(path)")
     }
 }
 
@@ -100,7 +144,7 @@ enum LogoutCommand: Subcommand {
         """
 
     static func run(_ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ["server", "user", "token-file"], flagOptions: [])
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions, flagOptions: ClientOptions.flagOptions)
         let client = try ClientOptions(options)
         guard case .token(let token) = client.credential else { throw UsageError("logout needs a token") }
         var refusal: String?

@@ -1,20 +1,27 @@
 import AgentKit
 import EventLoop
 import Foundation
+import TLSKit
 
 /// The options every client command shares: which server, which user, and how to log in.
 struct ClientOptions {
-    static let valueOptions: Set<String> = ["server", "user", "password-file", "token-file"]
+    static let valueOptions: Set<String> = ["server", "user", "password-file", "token-file", "ca", "fingerprint"]
+    static let flagOptions: Set<String> = ["tls", "insecure"]
     static let usage = """
           --server HOST:PORT   Server address (default 127.0.0.1:7420).
           --user NAME          Account name.
           --password-file F    Log in with the password on the first line of F.
           --token-file F       Log in with a token from `plistsync login` (default: the one it stored).
+          --tls                Talk TLS, trusting the certificate `login --tls` pinned (else the system CAs).
+          --ca FILE            Talk TLS, trusting certificates that chain to FILE (PEM).
+          --fingerprint SHA256 Talk TLS to the server whose certificate has this fingerprint.
+          --insecure           Allow a password to cross the network in plaintext (not to loopback).
         """
 
     let server: SocketAddress
     let user: String
     let credential: AgentConfiguration.Credential
+    let tls: TLSContext?
 
     init(_ options: Arguments) throws {
         let address = options.value("server") ?? "127.0.0.1:7420"
@@ -32,9 +39,45 @@ struct ClientOptions {
             }
             credential = .token(try Self.firstLine(of: tokenFile, what: "token"))
         }
+        tls = try Self.tls(options, server: server, user: user)
+        if case .password = credential { try Self.refusePlaintextPassword(options, server: server, tls: tls) }
     }
 
-    var client: ScriptClient { ScriptClient(server: server, user: user, credential: credential) }
+    var client: ScriptClient { ScriptClient(server: server, user: user, credential: credential, tls: tls) }
+
+    /// The TLS trust `--tls`, `--ca` and `--fingerprint` ask for; a fingerprint `login` pinned
+    /// for this server and user turns TLS on by itself. Nil: plaintext.
+    static func tls(_ options: Arguments, server: SocketAddress, user: String) throws -> TLSContext? {
+        let trust: TLSContext.Trust
+        if let fingerprint = options.value("fingerprint") {
+            trust = .fingerprint(fingerprint)
+        } else if let authority = options.value("ca") {
+            guard FileManager.default.isReadableFile(atPath: authority) else { throw UsageError("cannot read the CA file \(authority)") }
+            trust = .authority(authority)
+        } else if let pinned = try? firstLine(of: pinPath(server: server, user: user), what: "fingerprint") {
+            trust = .fingerprint(pinned)
+        } else if options.flag("tls") {
+            trust = .systemCAs
+        } else {
+            return nil
+        }
+        do {
+            return try TLSContext.client(trusting: trust)
+        } catch {
+            throw RuntimeError("\(error)")
+        }
+    }
+
+    /// A password is not sent in clear text over a network unless the user says so.
+    static func refusePlaintextPassword(_ options: Arguments, server: SocketAddress, tls: TLSContext?) throws {
+        guard tls == nil, !server.isLoopback, !options.flag("insecure") else { return }
+        throw UsageError("refusing to send a password in plaintext to \(server): use --tls (or --insecure if the network is private)")
+    }
+
+    /// Where `login --tls` keeps the server's certificate fingerprint, next to the token.
+    static func pinPath(server: SocketAddress, user: String) -> String {
+        String(defaultTokenPath(server: server, user: user).dropLast(".token".count)) + ".fingerprint"
+    }
 
     static func firstLine(of path: String, what: String) throws -> String {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw RuntimeError("cannot read the \(what) file \(path)") }

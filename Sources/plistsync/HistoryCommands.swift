@@ -35,7 +35,7 @@ enum HistoryCommand: VerbSubcommand {
         """
 
     static func run(_ verb: String, _ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: ["confirm", "undo"])
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["dir", "keep"]), flagOptions: ClientOptions.flagOptions.union(["confirm", "undo"]))
         let words = options.positionals
         if verb == "conflicts", options.value("dir") == nil { return try listOnServer(words, options) }
         guard let dir = options.value("dir") else { throw UsageError("--dir is required") }

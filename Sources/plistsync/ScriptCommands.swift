@@ -27,7 +27,7 @@ enum ScriptCommand: VerbSubcommand {
         """
 
     static func run(_ verb: String, _ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]), flagOptions: [])
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]), flagOptions: ClientOptions.flagOptions)
         let client = try ClientOptions(options).client
         let words = options.positionals
         func arg(_ text: String) -> String { ResponseLine.argument(text) }

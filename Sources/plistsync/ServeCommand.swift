@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import ServerKit
+import TLSKit
 
 /// `plistsync serve`: runs the server until SIGINT or SIGTERM.
 enum ServeCommand: Subcommand {
@@ -25,6 +26,13 @@ enum ServeCommand: Subcommand {
                                    Collections a non-admin user may own (default 1000; 0 no limit).
           --max-bytes-per-user N   Bytes of records the collections one user owns may hold
                                    (default 0: no limit).
+          --tls                    Speak TLS (1.2 or 1.3) only. Without --tls-cert, a self-signed
+                                   certificate is made on first start in DIR/tls/ and its SHA-256
+                                   fingerprint printed: clients pin it with --fingerprint, or
+                                   trust cert.pem with --ca.
+          --tls-cert FILE          PEM certificate (chain) to serve; implies --tls.
+          --tls-key FILE           Its PEM private key.
+          --plain-listen ADDR:PORT Also listen in plaintext there (a loopback address only).
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           -h, --help               Show this help.
@@ -36,7 +44,8 @@ enum ServeCommand: Subcommand {
             valueOptions: [
                 "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
                 "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-            ], flagOptions: ["quiet"])
+                "tls-cert", "tls-key", "plain-listen",
+            ], flagOptions: ["quiet", "tls"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
         if let listen = options.value("listen") {
@@ -59,6 +68,8 @@ enum ServeCommand: Subcommand {
         // Whatever SQLite or we create in the data folder is the owner's alone.
         umask(0o077)
 
+        try configureTLS(options, &configuration)
+
         // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.
         OpenFileLimit.raiseToMaximum()
         let loop = EventLoop()
@@ -77,5 +88,43 @@ enum ServeCommand: Subcommand {
         loop.run()
         loop.close()
         ServerLog.info("stopped")
+    }
+
+    /// `--tls`, `--tls-cert`/`--tls-key` and `--plain-listen`; makes the self-signed
+    /// certificate on first use and prints the fingerprint clients pin.
+    private static func configureTLS(_ options: Arguments, _ configuration: inout ServerConfiguration) throws {
+        if let plain = options.value("plain-listen") {
+            guard let address = SocketAddress(parsing: plain), address.isLoopback else {
+                throw UsageError("--plain-listen must be a loopback ADDR:PORT (127.0.0.1 or ::1): passwords would cross the network in clear")
+            }
+            configuration.plaintextListen = address
+        }
+        let certificate = options.value("tls-cert")
+        guard certificate != nil || options.flag("tls") else {
+            guard configuration.plaintextListen == nil else { throw UsageError("--plain-listen goes with --tls") }
+            return
+        }
+        guard (certificate == nil) == (options.value("tls-key") == nil) else { throw UsageError("--tls-cert and --tls-key go together") }
+        var certificatePath = certificate ?? ""
+        var keyPath = options.value("tls-key") ?? ""
+        if certificate == nil {
+            let folder = configuration.dataPath + "/tls"
+            (certificatePath, keyPath) = (folder + "/cert.pem", folder + "/key.pem")
+            if !FileManager.default.fileExists(atPath: certificatePath) {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                do {
+                    try SelfSigned.make(certificate: certificatePath, key: keyPath, name: ProcessInfo.processInfo.hostName)
+                } catch {
+                    throw RuntimeError("cannot make a TLS certificate in \(folder): \(error)")
+                }
+                ServerLog.info("made a self-signed TLS certificate: \(certificatePath)")
+            }
+        }
+        do {
+            configuration.tls = try TLSContext.server(certificate: certificatePath, key: keyPath)
+        } catch {
+            throw RuntimeError("cannot use \(certificatePath) and \(keyPath) for TLS: \(error)")
+        }
+        ServerLog.info("TLS certificate SHA-256 fingerprint \(Fingerprint.ofCertificate(at: certificatePath) ?? "unknown")")
     }
 }

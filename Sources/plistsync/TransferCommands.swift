@@ -45,7 +45,7 @@ enum TransferCommand: VerbSubcommand {
     static func run(_ verb: String, _ arguments: [String]) throws {
         let renamed = arguments.map { $0 == "-o" ? "--output" : $0 }
         let options = try Arguments(
-            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output", "class", "root-key", "dir"]), flagOptions: [])
+            renamed, valueOptions: ClientOptions.valueOptions.union(["collection", "id-key", "format", "output", "class", "root-key", "dir"]), flagOptions: ClientOptions.flagOptions)
         let words = options.positionals
         switch verb {
         case "attach":

@@ -55,7 +55,7 @@ final class TranscriptTests: XCTestCase {
                 try client.send(request)
             } else {
                 let reply = try client.readLine() ?? "<closed>"
-                guard match(expected: text, actual: reply, captures: &captures) else {
+                guard Self.match(expected: text, actual: reply, captures: &captures) else {
                     XCTFail("\(name):\(number + 1): expected \(text)\n   got \(reply)")
                     return
                 }
@@ -64,7 +64,7 @@ final class TranscriptTests: XCTestCase {
     }
 
     /// Word-by-word match of `actual` against `expected` with `<?>` and `<$name>` holes.
-    private func match(expected: String, actual: String, captures: inout [String: String]) -> Bool {
+    static func match(expected: String, actual: String, captures: inout [String: String]) -> Bool {
         var pattern = "^"
         var names: [String] = []
         let holes = try! NSRegularExpression(pattern: #"<\?>|<\$([A-Za-z0-9_]+)>"#)

@@ -1,0 +1,135 @@
+import CTLS
+import EventLoop
+
+/// One TLS session over a `TCPConnection` (set it as the connection's `security`): OpenSSL
+/// with memory buffers, so the handshake and every record run on the loop without blocking.
+public final class TLSSession: StreamSecurity {
+    private let raw: OpaquePointer
+    private let context: TLSContext
+    /// Plaintext written before the handshake finished.
+    private var held: [UInt8] = []
+    private var verified = false
+    private var started = false
+    public private(set) var peerFinished = false
+    /// Called once the handshake is done, with the peer's certificate fingerprint (clients).
+    public var onHandshake: ((String?) -> Void)?
+
+    /// A session for one connection; `host` is the name or address a client dialled (checked
+    /// against the certificate when the context verifies chains).
+    public init(context: TLSContext, host: String? = nil) throws(TLSError) {
+        guard let raw = plistsync_tls_new(context.raw, context.isServer ? 1 : 0, host) else { throw TLSError("cannot start a TLS session") }
+        self.raw = raw
+        self.context = context
+    }
+
+    deinit { plistsync_tls_free(raw) }
+
+    /// The SHA-256 fingerprint of the peer's certificate, once the handshake is done.
+    public var peerFingerprint: String? {
+        var digest = [UInt8](repeating: 0, count: 32)
+        guard plistsync_tls_peer_fingerprint(raw, &digest) == 1 else { return nil }
+        return Fingerprint.text(digest)
+    }
+
+    public var protocolVersion: String { String(cString: plistsync_tls_version(raw)) }
+
+    /// What a server answers, in plaintext, to a client that does not start with a TLS record.
+    public static let plaintextRefusal = Array("* BYE TLS_REQUIRED this port speaks TLS: connect with --tls\n".utf8)
+
+    public func open(_ received: [UInt8]) throws(StreamSecurityError) -> [UInt8] {
+        // A TLS client's first byte is a handshake record (0x16); a line-protocol client's is
+        // text. It gets an answer it can read instead of a TLS alert.
+        if context.isServer, !started, let first = received.first {
+            guard first == 0x16 else { throw StreamSecurityError("the client did not speak TLS", reply: Self.plaintextRefusal) }
+            started = true
+        }
+        guard plistsync_tls_feed(raw, received, received.count) == 0 else { throw StreamSecurityError("TLS: out of memory") }
+        var plaintext: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var message = [CChar](repeating: 0, count: 512)
+        while true {
+            let count = buffer.withUnsafeMutableBufferPointer { bytes in
+                message.withUnsafeMutableBufferPointer { plistsync_tls_read(raw, bytes.baseAddress!, bytes.count, $0.baseAddress!, $0.count) }
+            }
+            if count > 0 {
+                plaintext += buffer[0..<count]
+                continue
+            }
+            if count == -2 { peerFinished = true }
+            if count == -1 { throw StreamSecurityError(explained(errorText(message))) }
+            break
+        }
+        if !verified, plistsync_tls_handshake_done(raw) == 1 {
+            verified = true
+            try checkPin()
+            onHandshake?(peerFingerprint)
+            if !held.isEmpty {
+                let waiting = held
+                held = []
+                try seal(waiting)
+            }
+        }
+        return plaintext
+    }
+
+    private func checkPin() throws(StreamSecurityError) {
+        guard let pin = context.pinnedFingerprint else { return }
+        let seen = peerFingerprint
+        guard let seen, Fingerprint.normalized(seen) == pin else {
+            throw StreamSecurityError("TLS: the server's certificate fingerprint \(seen ?? "(none)") is not the expected one; refusing to talk to it (if the server's certificate was replaced on purpose, log in again to trust the new one)")
+        }
+    }
+
+    /// OpenSSL's words, with what they usually mean here.
+    private func explained(_ reason: String) -> String {
+        if reason.contains("wrong version number") || reason.contains("packet length too long") || reason.contains("http request") {
+            return context.isServer ? "TLS: the client did not speak TLS" : "TLS: the server did not answer in TLS (a plaintext port? drop --tls)"
+        }
+        if reason.contains("self-signed") || reason.contains("unable to get local issuer") {
+            return reason + "; trust it with --ca CERT.pem or --fingerprint SHA256 (shown when the server starts)"
+        }
+        return reason
+    }
+
+    public func seal(_ plaintext: [UInt8]) throws(StreamSecurityError) {
+        guard verified || plistsync_tls_handshake_done(raw) == 1 else { return held += plaintext }
+        var offset = 0
+        var message = [CChar](repeating: 0, count: 512)
+        while offset < plaintext.count {
+            let written = plaintext.withUnsafeBufferPointer { bytes in
+                message.withUnsafeMutableBufferPointer {
+                    plistsync_tls_write(raw, bytes.baseAddress! + offset, bytes.count - offset, $0.baseAddress!, $0.count)
+                }
+            }
+            guard written > 0 else {
+                if written < 0 { throw StreamSecurityError(errorText(message)) }
+                held += plaintext[offset...]
+                return
+            }
+            offset += written
+        }
+    }
+
+    public func takeOutput() -> [UInt8] {
+        let pending = plistsync_tls_pending_output(raw)
+        guard pending > 0 else { return [] }
+        var output = [UInt8](repeating: 0, count: pending)
+        let taken = output.withUnsafeMutableBufferPointer { plistsync_tls_take_output(raw, $0.baseAddress!, $0.count) }
+        return Array(output[0..<taken])
+    }
+
+    public func finish() {
+        plistsync_tls_shutdown(raw)
+    }
+}
+
+extension TLSContext {
+    /// Puts a new session on a freshly opened connection to `host`, before anything is
+    /// written: the connection's bytes are TLS from then on.
+    @discardableResult
+    public func secure(_ connection: TCPConnection, host: String) throws(TLSError) -> TLSSession {
+        let session = try TLSSession(context: self, host: host)
+        connection.security = session
+        return session
+    }
+}
