@@ -20,6 +20,7 @@ struct plistsync_tls {
     SSL *ssl;
     BIO *in;
     BIO *out;
+    char error[256];
 };
 
 /// `what`, then OpenSSL's first queued reason (and a certificate check's verdict) if any.
@@ -59,6 +60,9 @@ plistsync_tls_context *plistsync_tls_server_context(const char *cert_path, const
     }
     // No session tickets: clients reconnect rarely, and each would cost a round of bytes.
     SSL_CTX_set_num_tickets(server->ctx, 0);
+    // AES-128-GCM first: with AES instructions the cheapest per byte of the TLS 1.3 suites.
+    SSL_CTX_set_ciphersuites(server->ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
+    SSL_CTX_set_options(server->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     if (SSL_CTX_use_certificate_chain_file(server->ctx, cert_path) != 1) {
         fail(error, error_size, "cannot read the certificate", NULL);
     } else if (SSL_CTX_use_PrivateKey_file(server->ctx, key_path, SSL_FILETYPE_PEM) != 1) {
@@ -146,7 +150,7 @@ int plistsync_tls_feed(plistsync_tls *session, const uint8_t *bytes, size_t coun
     return BIO_write(session->in, bytes, (int)count) == (int)count ? 0 : -1;
 }
 
-long plistsync_tls_read(plistsync_tls *session, uint8_t *buffer, size_t capacity, char *error, size_t error_size) {
+long plistsync_tls_read(plistsync_tls *session, uint8_t *buffer, size_t capacity) {
     int count = SSL_read(session->ssl, buffer, (int)capacity);
     if (count > 0) return count;
     switch (SSL_get_error(session->ssl, count)) {
@@ -156,12 +160,12 @@ long plistsync_tls_read(plistsync_tls *session, uint8_t *buffer, size_t capacity
     case SSL_ERROR_ZERO_RETURN:
         return -2;
     default:
-        fail(error, error_size, SSL_is_init_finished(session->ssl) ? "TLS failed" : "TLS handshake failed", session->ssl);
+        fail(session->error, sizeof session->error, SSL_is_init_finished(session->ssl) ? "TLS failed" : "TLS handshake failed", session->ssl);
         return -1;
     }
 }
 
-long plistsync_tls_write(plistsync_tls *session, const uint8_t *bytes, size_t count, char *error, size_t error_size) {
+long plistsync_tls_write(plistsync_tls *session, const uint8_t *bytes, size_t count) {
     if (count == 0) return 0;
     if (!SSL_is_init_finished(session->ssl)) return 0;
     int written = SSL_write(session->ssl, bytes, (int)count);
@@ -171,9 +175,13 @@ long plistsync_tls_write(plistsync_tls *session, const uint8_t *bytes, size_t co
     case SSL_ERROR_WANT_WRITE:
         return 0;
     default:
-        fail(error, error_size, "TLS write failed", session->ssl);
+        fail(session->error, sizeof session->error, "TLS write failed", session->ssl);
         return -1;
     }
+}
+
+const char *plistsync_tls_error(plistsync_tls *session) {
+    return session->error;
 }
 
 size_t plistsync_tls_pending_output(plistsync_tls *session) {

@@ -45,18 +45,20 @@ public final class TLSSession: StreamSecurity {
         }
         guard plistsync_tls_feed(raw, received, received.count) == 0 else { throw StreamSecurityError("TLS: out of memory") }
         var plaintext: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        var message = [CChar](repeating: 0, count: 512)
+        // Plaintext is never longer than the records it came in (plus what OpenSSL holds back).
+        let chunk = min(16 * 1024, max(4096, received.count))
         while true {
-            let count = buffer.withUnsafeMutableBufferPointer { bytes in
-                message.withUnsafeMutableBufferPointer { plistsync_tls_read(raw, bytes.baseAddress!, bytes.count, $0.baseAddress!, $0.count) }
+            var status = 0
+            let read = Array<UInt8>(unsafeUninitializedCapacity: chunk) { buffer, count in
+                status = plistsync_tls_read(raw, buffer.baseAddress!, buffer.count)
+                count = max(0, status)
             }
-            if count > 0 {
-                plaintext += buffer[0..<count]
+            if status > 0 {
+                if plaintext.isEmpty { plaintext = read } else { plaintext += read }
                 continue
             }
-            if count == -2 { peerFinished = true }
-            if count == -1 { throw StreamSecurityError(explained(errorText(message))) }
+            if status == -2 { peerFinished = true }
+            if status == -1 { throw StreamSecurityError(explained(String(cString: plistsync_tls_error(raw)))) }
             break
         }
         if !verified, plistsync_tls_handshake_done(raw) == 1 {
@@ -94,15 +96,10 @@ public final class TLSSession: StreamSecurity {
     public func seal(_ plaintext: [UInt8]) throws(StreamSecurityError) {
         guard verified || plistsync_tls_handshake_done(raw) == 1 else { return held += plaintext }
         var offset = 0
-        var message = [CChar](repeating: 0, count: 512)
         while offset < plaintext.count {
-            let written = plaintext.withUnsafeBufferPointer { bytes in
-                message.withUnsafeMutableBufferPointer {
-                    plistsync_tls_write(raw, bytes.baseAddress! + offset, bytes.count - offset, $0.baseAddress!, $0.count)
-                }
-            }
+            let written = plaintext.withUnsafeBufferPointer { plistsync_tls_write(raw, $0.baseAddress! + offset, $0.count - offset) }
             guard written > 0 else {
-                if written < 0 { throw StreamSecurityError(errorText(message)) }
+                if written < 0 { throw StreamSecurityError(String(cString: plistsync_tls_error(raw))) }
                 held += plaintext[offset...]
                 return
             }
@@ -113,9 +110,9 @@ public final class TLSSession: StreamSecurity {
     public func takeOutput() -> [UInt8] {
         let pending = plistsync_tls_pending_output(raw)
         guard pending > 0 else { return [] }
-        var output = [UInt8](repeating: 0, count: pending)
-        let taken = output.withUnsafeMutableBufferPointer { plistsync_tls_take_output(raw, $0.baseAddress!, $0.count) }
-        return Array(output[0..<taken])
+        return [UInt8](unsafeUninitializedCapacity: pending) { buffer, count in
+            count = plistsync_tls_take_output(raw, buffer.baseAddress!, buffer.count)
+        }
     }
 
     public func finish() {

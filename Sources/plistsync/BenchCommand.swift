@@ -1,6 +1,7 @@
 import AgentKit
 import EventLoop
 import Foundation
+import TLSKit
 import LoadGenerator
 
 /// `plistsync bench`: the load generator's scenarios against PlistSync (a throwaway server
@@ -38,6 +39,9 @@ enum BenchCommand: Subcommand {
                              KEY, --folder-id ID, default plists) to rescan each saved file.
           --record FILE      Append the figures to FILE as tab-separated lines.
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
+          --tls              (put, fanout, connections) Over TLS: the throwaway server gets a
+                             self-signed certificate, pinned by the clients; with --server, the
+                             system CAs, or --fingerprint SHA256 / --ca FILE.
           --user NAME        Account on --server (default bench).
           --password P       Its password (default bench).
           -h, --help         Show this help.
@@ -47,8 +51,9 @@ enum BenchCommand: Subcommand {
         let options = try Arguments(
             arguments,
             valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
-                           "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id"],
-            flagOptions: [])
+                           "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id",
+                           "fingerprint", "ca"],
+            flagOptions: ["tls"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate or connections")
         }
@@ -63,18 +68,23 @@ enum BenchCommand: Subcommand {
             }
             guard scenario == "put" || scenario == "fanout" else { throw UsageError("--peer \(peerName) works with put and fanout") }
             guard scenario == "fanout" || peer != .nats else { throw UsageError("put needs a durable peer: redis, postgres or etcd") }
-            return try measure(scenario, on: .peer(peer, address), options)
+            try measure(scenario, on: .peer(peer, address), options)
+            return
         }
         let throwaway: ThrowawayServer?
-        let target: BenchTarget
+        var target: BenchTarget
         if let server = options.value("server") {
             guard let address = SocketAddress(parsing: server) else { throw UsageError("--server must be HOST:PORT") }
             throwaway = nil
             target = BenchTarget(address: address, user: options.value("user") ?? "bench", password: options.value("password") ?? "bench")
+            let trust: TLSContext.Trust? = options.value("fingerprint").map { .fingerprint($0) } ?? options.value("ca").map { .authority($0) }
+                ?? (options.flag("tls") ? .systemCAs : nil)
+            target.tls = try trust.map { try TLSContext.client(trusting: $0) }
         } else {
-            let started = try ThrowawayServer()
+            let started = try ThrowawayServer(tls: options.flag("tls"))
             throwaway = started
             target = BenchTarget(address: SocketAddress(host: "127.0.0.1", port: started.port), user: "bench", password: "bench")
+            if let fingerprint = started.fingerprint { target.tls = try TLSContext.client(trusting: .fingerprint(fingerprint)) }
         }
         defer { throwaway?.stop() }
 
@@ -82,7 +92,16 @@ enum BenchCommand: Subcommand {
         case "fanout-subscribers":
             try runSubscriberHelper(target, options)
         case "put", "fanout":
-            try measure(scenario, on: .plistsync(target), options)
+            let ticks = throwaway.map { ProcessStats.cpuTicks($0.pid) }
+            let operations = try measure(scenario, on: .plistsync(target), options)
+            if let throwaway, let ticks, operations > 0 {
+                // The server's own share of the machine: on one box the clients' CPU (and, with
+                // --tls, their decryption) competes with it, so this is the figure to compare.
+                let seconds = Double(ProcessStats.cpuTicks(throwaway.pid) - ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
+                let micros = seconds * 1e6 / Double(operations)
+                print(String(format: "server CPU %.2f s: %.2f µs per %@", seconds, micros, scenario == "put" ? "acknowledged change" : "delivered change"))
+                try record([("\(scenario) server CPU per op", micros, "µs")], of: "plistsync", options)
+            }
         case "connections":
             guard let throwaway else { throw UsageError("connections starts its own server to read its memory; leave out --server") }
             let count = try options.integer("count", default: 10_000, range: 1...1_000_000)
@@ -119,9 +138,11 @@ enum BenchSystem {
 extension BenchCommand {
     /// Runs the put or fan-out shape against PlistSync or a peer, prints the figures, and
     /// appends them to --record FILE as tab-separated `scenario system value unit` lines.
-    static func measure(_ scenario: String, on system: BenchSystem, _ options: Arguments) throws {
+    @discardableResult
+    static func measure(_ scenario: String, on system: BenchSystem, _ options: Arguments) throws -> Int {
         var figures: [(name: String, value: Double, unit: String)] = []
         let line: String
+        let operations: Int
         if scenario == "put" {
             let clients = try options.integer("clients", default: 16, range: 1...10_000)
             let seconds = Double(try options.integer("seconds", default: 5, range: 1...3600))
@@ -140,6 +161,7 @@ extension BenchCommand {
             figures = [(shape, result.perSecond, "acks/s"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
             line = String(format: "%@ put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
                           system.name, clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors)
+            operations = result.acknowledged
         } else {
             let subscribers = try options.integer("subscribers", default: 100, range: 1...100_000)
             let messages = try options.integer("messages", default: 2000, range: 1...10_000_000)
@@ -166,9 +188,11 @@ extension BenchCommand {
             line = String(format: "%@ fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
                           system.name, subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
                           result.delivered, result.expected, result.seconds)
+            operations = result.delivered
         }
         print(line)
         try record(figures, of: system.name, options)
+        return operations
     }
 
     /// Appends figures to --record FILE as tab-separated `scenario system value unit` lines.

@@ -1,5 +1,6 @@
 import AgentKit
 import Foundation
+import TLSKit
 
 /// A `plistsync agent` child mirroring a fresh temporary folder as the bench user.
 final class AgentProcess {
@@ -36,9 +37,11 @@ final class AgentProcess {
 final class ThrowawayServer {
     let port: Int
     let folder: String
+    /// The self-signed certificate's fingerprint when the server speaks TLS.
+    private(set) var fingerprint: String?
     private let process = Process()
 
-    init() throws {
+    init(tls: Bool = false) throws {
         folder = NSTemporaryDirectory() + "plistsync-bench-" + UUID().uuidString
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let add = Process()
@@ -53,13 +56,14 @@ final class ThrowawayServer {
         add.waitUntilExit()
         let portFile = folder + "/port"
         process.executableURL = executable
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"]
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"] + (tls ? ["--tls"] : [])
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         BenchChildren.track(process)
         for _ in 0..<500 {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 self.port = port
+                if tls { fingerprint = Fingerprint.ofCertificate(at: folder + "/tls/cert.pem") }
                 return
             }
             usleep(10_000)
@@ -76,6 +80,8 @@ final class ThrowawayServer {
 
     /// The server's resident memory in KiB.
     func residentKiB() -> Int { ProcessStats.residentKiB(process.processIdentifier) }
+
+    var pid: pid_t { process.processIdentifier }
 }
 
 /// A child process's resident memory and CPU time, from /proc.

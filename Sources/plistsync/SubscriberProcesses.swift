@@ -22,7 +22,7 @@ final class SubscriberProcesses: SubscriberHelpers {
             process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
             process.arguments = ["bench", "fanout-subscribers", "--server", "\(target.address)", "--user", target.user,
                                  "--password", target.password, "--subscribers", String(share), "--messages", String(messages),
-                                 "--since", since]
+                                 "--since", since] + (target.tls?.pinnedFingerprint.map { ["--fingerprint", $0] } ?? [])
             process.standardOutput = output
             try process.run()
             BenchChildren.track(process)

@@ -28,11 +28,14 @@ void plistsync_tls_free(plistsync_tls *session);
 int plistsync_tls_feed(plistsync_tls *session, const uint8_t *bytes, size_t count);
 
 /// Plaintext received so far, up to `capacity`: the count, 0 when none is ready, -1 when the
-/// connection failed (reason in `error`), -2 when the peer closed the TLS session.
-long plistsync_tls_read(plistsync_tls *session, uint8_t *buffer, size_t capacity, char *error, size_t error_size);
+/// connection failed (reason from `plistsync_tls_error`), -2 when the peer closed the session.
+long plistsync_tls_read(plistsync_tls *session, uint8_t *buffer, size_t capacity);
 
 /// Encrypts plaintext: the count taken, 0 while the handshake is still running, -1 on failure.
-long plistsync_tls_write(plistsync_tls *session, const uint8_t *bytes, size_t count, char *error, size_t error_size);
+long plistsync_tls_write(plistsync_tls *session, const uint8_t *bytes, size_t count);
+
+/// Why the last read or write failed.
+const char *plistsync_tls_error(plistsync_tls *session);
 
 /// Bytes waiting to go to the socket.
 size_t plistsync_tls_pending_output(plistsync_tls *session);
