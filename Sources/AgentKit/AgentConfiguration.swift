@@ -13,6 +13,10 @@ public struct AgentConfiguration: Sendable {
     public var server: SocketAddress
     public var user: String
     public var credential: Credential
+    /// The file the credential came from: when the server refuses it (a revoked token, a
+    /// changed password), the agent stops retrying and waits for this file to change (a new
+    /// `plistsync login`).
+    public var credentialFile: String?
     /// TLS to the server, and how its certificate is trusted; nil: plaintext.
     public var tls: TLSContext?
     /// The mirrored folder: one subfolder a collection.

@@ -45,9 +45,17 @@ final class ServerLink {
     /// so a failure that follows every login is retried ever more slowly, not in a tight loop.
     static let stableSessionMilliseconds: UInt64 = 10_000
 
+    /// How this link logs in: the configured credential, or a newer one from its file.
+    private var credential: AgentConfiguration.Credential
+    /// The server refused the credential: no retries until its file changes.
+    private(set) var credentialRefused = false
+    private var credentialWatch: LoopTimer?
+    static let credentialPollMilliseconds: UInt64 = 1_000
+
     init(loop: EventLoop, configuration: AgentConfiguration) {
         self.loop = loop
         self.configuration = configuration
+        credential = configuration.credential
     }
 
     func start() {
@@ -60,6 +68,8 @@ final class ServerLink {
         stopped = true
         reconnectTimer?.close()
         reconnectTimer = nil
+        credentialWatch?.close()
+        credentialWatch = nil
         keepalive?.close()
         keepalive = nil
         if let connection {
@@ -119,13 +129,16 @@ final class ServerLink {
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
         }
         let login: String
-        switch configuration.credential {
+        switch credential {
         case .password(let password): login = "AUTH \(ResponseLine.argument(configuration.user)) \(ResponseLine.argument(password))"
         case .token(let token): login = "AUTH TOKEN \(ResponseLine.argument(token))"
         }
         send(login) { [self] event in
             guard case .ok = event else {
-                if case .error(_, let code, let message, _) = event { lastError = "login refused: \(code) \(message)" }
+                if case .error(_, let code, let message, _) = event {
+                    lastError = "login refused: \(code) \(message)"
+                    if code == ErrorCode.authFailed.rawValue { refuseCredential() }
+                }
                 log(lastError ?? "login refused")
                 tcp.close()
                 return
@@ -153,7 +166,10 @@ final class ServerLink {
             if let tag = parsed.tag {
                 pending.removeValue(forKey: tag)?(event)
             } else {
-                if case .bye(let reason) = event { log("server closed the connection: \(reason)") }
+                if case .bye(let reason) = event {
+                    log("server closed the connection: \(reason)")
+                    if reason.hasPrefix("REVOKED") { refuseCredential() }
+                }
                 onEvent(event)
             }
         }
@@ -172,7 +188,50 @@ final class ServerLink {
             log("disconnected from \(configuration.server)")
             onLost()
         }
-        scheduleReconnect()
+        if !credentialRefused { scheduleReconnect() }
+    }
+
+    /// The server said this credential is no good (revoked, unknown, password changed):
+    /// retrying would only be refused again. With its file known, the agent waits for a new
+    /// one there (`plistsync login` writes it) and then connects at once.
+    private func refuseCredential() {
+        let what = if case .token = credential { "token" } else { "password" }
+        guard let file = configuration.credentialFile else {
+            // Nothing to wait for: keep retrying, slowly (the backoff is at its ceiling).
+            attempts = max(attempts, 9)
+            return
+        }
+        credentialRefused = true
+        lastError = "the server refused this device's \(what) (revoked or changed); stopped retrying: "
+            + (what == "token" ? "run `plistsync login` on this machine" : "update \(file)") + ", the agent picks it up by itself"
+        log(lastError!)
+        guard credentialWatch == nil else { return }
+        let refused = currentSecret
+        let timer = LoopTimer(loop: loop)
+        credentialWatch = timer
+        timer.start(after: Self.credentialPollMilliseconds, repeatEvery: Self.credentialPollMilliseconds) { [self] in
+            guard let line = Self.firstLine(of: file), line != refused else { return }
+            credential = if case .token = credential { .token(line) } else { .password(line) }
+            credentialWatch?.close()
+            credentialWatch = nil
+            credentialRefused = false
+            attempts = 0
+            log("\(file) changed; logging in again")
+            connect()
+        }
+    }
+
+    private var currentSecret: String {
+        switch credential {
+        case .token(let token): token
+        case .password(let password): password
+        }
+    }
+
+    private static func firstLine(of path: String) -> String? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return line.isEmpty ? nil : line
     }
 
     private func scheduleReconnect() {

@@ -45,6 +45,36 @@ public final class Accounts {
             "INSERT INTO meta (key, value) VALUES ('accounts_epoch', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1")
     }
 
+    /// A token as its owner's devices list shows it; the token itself is never stored.
+    public struct TokenInfo: Sendable, Equatable {
+        /// SHA-256 hex of the token.
+        public var hash: String
+        public var user: String
+        public var label: String?
+        public var createdAt: Int64
+        public var lastUsedAt: Int64?
+
+        /// The public name of the token: the first 12 hex digits of its hash (it cannot log in).
+        public var id: String { String(hash.prefix(Self.idLength)) }
+        public static let idLength = 12
+
+        /// Whether `text` has the shape of a token id.
+        public static func isID(_ text: String) -> Bool {
+            text.utf8.count == idLength && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        }
+    }
+
+    /// The tokens of `user` (every user's when nil), oldest first.
+    public func tokens(of user: String?) throws(StoreError) -> [TokenInfo] {
+        let columns = "SELECT hash, user, label, created_at, last_used_at FROM tokens"
+        let read = { (row: Row) in
+            TokenInfo(hash: row.text(0) ?? "", user: row.text(1) ?? "", label: row.text(2), createdAt: row.integer(3),
+                      lastUsedAt: row.isNull(4) ? nil : row.integer(4))
+        }
+        if let user { return try db.query(columns + " WHERE user = ? ORDER BY created_at, hash", .text(user), row: read) }
+        return try db.query(columns + " ORDER BY created_at, hash", row: read)
+    }
+
     /// Whether the token (given as its SHA-256 hex) still exists.
     public func tokenExists(hash: String) throws(StoreError) -> Bool {
         try db.queryFirst("SELECT 1 FROM tokens WHERE hash = ?", .text(hash)) { _ in true } ?? false

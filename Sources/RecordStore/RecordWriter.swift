@@ -79,6 +79,9 @@ public final class RecordWriter: @unchecked Sendable {
                 try db.execute("DELETE FROM tokens WHERE hash = ?", .text(hash))
             }
             return removed > 0 ? .done : .refused(ProtocolError(.notFound, "no such token"))
+        case .touchToken(let hash, let time):
+            try db.execute("UPDATE tokens SET last_used_at = ? WHERE hash = ?", .integer(time), .text(hash))
+            return .done
         case .purgeTombstones(let cutoff):
             let newest = try db.queryFirst(
                 "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil

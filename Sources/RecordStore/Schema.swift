@@ -57,6 +57,10 @@ enum Schema {
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX records_by_seq ON records (collection, seq);
         CREATE INDEX records_in_order ON records (collection, position, id) WHERE fields IS NOT NULL;
+        """,
         """
+        -- When each token last logged in (seconds since 1970), for the devices list.
+        ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
+        """,
     ]
 }

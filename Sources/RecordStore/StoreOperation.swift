@@ -11,6 +11,8 @@ public enum StoreOperation: Sendable {
     case createToken(hash: String, user: String, label: String?)
     /// Revokes a token; `user` nil lets any user's token go (a server admin).
     case revokeToken(hash: String, user: String?)
+    /// Notes a token's login time (seconds since 1970).
+    case touchToken(hash: String, at: Int64)
     case purgeTombstones(updatedBefore: Int64)
 }
 

@@ -150,6 +150,7 @@ public final class Server {
             connection.closeAfterWriting()
             return
         }
+        ServerLog.event("connect", ["address": connection.peer?.host ?? "unknown", "tls": tls == nil ? "no" : "yes"])
         if preAuthCount >= configuration.maxUnauthenticated { evictOldestUnauthenticated() }
         let session = Session(server: self, connection: connection)
         let key = ObjectIdentifier(session)

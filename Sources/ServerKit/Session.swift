@@ -314,10 +314,7 @@ final class Session {
     func close(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
-        switch reason {
-        case .eof, .quit: break
-        default: ServerLog.info("closing connection from \(address) (\(user ?? "-")): \(reason.rawValue)")
-        }
+        ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])
         for collection in subscriptions.keys { server.hub.unsubscribe(self, from: collection) }
         subscriptions.removeAll()
         reply = nil
@@ -359,8 +356,11 @@ final class Session {
             awaitingAsync = true
             server.logins.checkToken(token, from: address, isStillWanted: { [weak self] in self?.closeReason == nil }) { [self] result in
                 switch result {
-                case .success(let (account, hash)): loggedIn(tag, account, tokenHash: hash)
-                case .failure(let refusal): refuseLogin(tag, refusal)
+                case .success(let (account, hash)):
+                    loggedIn(tag, account, tokenHash: hash)
+                    // For the devices list; nobody waits for it.
+                    server.committer.submit(.touchToken(hash: hash, at: Int64(Date().timeIntervalSince1970))) { _ in }
+                case .failure(let refusal): refuseLogin(tag, refusal, user: nil)
                 }
             }
         case .tokenNew(let label):
@@ -368,8 +368,16 @@ final class Session {
             storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
                 ResponseLine.ok(tag, "TOKEN", token)
             }
-        case .tokenRevoke(let token):
-            let hash = Crypto.sha256Hex(token)
+        case .tokenList:
+            let tokens = try server.accounts.tokens(of: user!)
+            for token in tokens {
+                let lastUsed = token.lastUsedAt.map { ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval($0))) } ?? "-"
+                send("* TOKEN \(token.id) \(ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval(token.createdAt)))) \(lastUsed) "
+                     + "\(token.hash == tokenHash ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n")
+            }
+            send(ResponseLine.ok(tag, "TOKEN", "LIST", String(tokens.count)))
+        case .tokenRevoke(let tokenOrID):
+            let hash = try revocableTokenHash(tokenOrID)
             storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [server] _ in
                 // This connection too, if it logged in with that token: after the OK goes out.
                 server.loop.atEndOfTurn { server.tokenRevoked(hash) }
@@ -392,7 +400,8 @@ final class Session {
             send(ResponseLine.ok(tag, "COLLECTIONS", String(visible.count)))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
-            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [server] _ in
+            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [server, user, address] _ in
+                ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
                 server.granted(role, to: grantee, in: collection)
                 return ResponseLine.ok(tag, "GRANT")
             }
@@ -569,6 +578,16 @@ final class Session {
         }
     }
 
+    /// The hash of the token `TOKEN REVOKE` names: the token itself, or its id from TOKEN LIST
+    /// (among the user's own tokens; a server admin's, among all).
+    private func revocableTokenHash(_ tokenOrID: String) throws(ProtocolError) -> String {
+        guard Accounts.TokenInfo.isID(tokenOrID) else { return Crypto.sha256Hex(tokenOrID) }
+        let matching = ((try? server.accounts.tokens(of: isAdmin ? nil : user!)) ?? []).filter { $0.id == tokenOrID }
+        guard let first = matching.first else { throw ProtocolError(.notFound, "no such token") }
+        guard matching.count == 1 else { throw ProtocolError(.badRequest, "more than one token has id \(tokenOrID); revoke it by the token") }
+        return first.hash
+    }
+
     // MARK: - Login
 
     private func authenticate(_ tag: String, name: String, password: String) {
@@ -577,7 +596,7 @@ final class Session {
             [self] result in
             switch result {
             case .success(let account): loggedIn(tag, account, tokenHash: nil)
-            case .failure(let refusal): refuseLogin(tag, refusal)
+            case .failure(let refusal): refuseLogin(tag, refusal, user: name)
             }
         }
     }
@@ -590,15 +609,17 @@ final class Session {
         self.tokenHash = tokenHash
         framer.maxLineBytes = server.configuration.limits.maxLineBytes
         server.sessionLoggedIn(self)
+        ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(Accounts.TokenInfo.idLength)) } ?? "password"])
         finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
     }
 
-    private func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal) {
+    private func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {
         let error = switch refusal {
         case .failed: ProtocolError(.authFailed, "wrong user name, password or token")
         case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
         }
+        ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])
         finishAsync(ResponseLine.error(tag, error))
     }
 }

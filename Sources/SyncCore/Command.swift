@@ -7,6 +7,7 @@ public enum Command: Equatable, Sendable {
     case authToken(String)
     case tokenNew(label: String?)
     case tokenRevoke(String)
+    case tokenList
     case create(collection: String)
     case collections
     case grant(collection: String, user: String, role: Role?)
@@ -58,7 +59,7 @@ public enum CommandParser {
     static let table: [String: VerbSpec] = Dictionary(uniqueKeysWithValues: [
         VerbSpec(verb: "HELLO", arguments: 1...2, takesPayload: false, usage: "HELLO <version> [client-name]"),
         VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>"),
-        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN REVOKE <token>"),
+        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>"),
         VerbSpec(verb: "CREATE", arguments: 1...1, takesPayload: false, usage: "CREATE <collection>"),
         VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS"),
         VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none"),
@@ -102,6 +103,7 @@ public enum CommandParser {
             switch args[0].uppercased() {
             case "NEW": return .tokenNew(label: args.count > 1 ? args[1] : nil)
             case "REVOKE" where args.count == 2: return .tokenRevoke(args[1])
+            case "LIST" where args.count == 1: return .tokenList
             default: throw ProtocolError(.badRequest, "usage: \(spec.usage)")
             }
         case "CREATE":

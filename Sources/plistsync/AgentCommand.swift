@@ -38,6 +38,7 @@ enum AgentCommand: Subcommand {
             server: client.server, user: client.user, credential: client.credential, directory: directory,
             device: options.value("device") ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "device")
         configuration.tls = client.tls
+        configuration.credentialFile = URL(fileURLWithPath: client.credentialFile).standardizedFileURL.path
         if let list = options.value("collections") {
             configuration.collections = Set(list.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })
         }

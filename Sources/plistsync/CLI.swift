@@ -2,6 +2,11 @@ import Foundation
 import EventLoop
 import ServerKit
 
+/// The release, as `plistsync --version` prints it.
+enum PlistSyncVersion {
+    static let current = "0.11.0"
+}
+
 /// The `plistsync` command: dispatches to subcommands and turns their errors into exit codes.
 enum CLI {
     static let overview = """
@@ -14,6 +19,8 @@ enum CLI {
           user         Add, change, remove or list accounts in a data folder.
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
+          devices|revoke
+                       List your devices (login tokens); revoke another device's token.
           status       Show what the agent of a folder is doing.
           attach|import|export
                        Mirror an app's whole-list file; move a collection in or out as one file.
@@ -24,7 +31,7 @@ enum CLI {
                        Scripting client: list, read, write, delete, move records, tail changes.
           bench        Measure a server: durable write throughput, fan-out latency.
 
-          See 'plistsync <subcommand> --help' for a subcommand's options.
+          See 'plistsync <subcommand> --help' for a subcommand's options; --version the release.
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -44,6 +51,11 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
+        case "devices", "revoke":
+            return runVerb(name, rest, of: DevicesCommand.self)
+        case "--version", "version":
+            print("plistsync \(PlistSyncVersion.current)")
+            return 0
         case "attach", "import", "export":
             return runVerb(name, rest, of: TransferCommand.self)
         case "conflicts", "resolve", "versions", "restore", "deletes":

@@ -21,6 +21,8 @@ struct ClientOptions {
     let server: SocketAddress
     let user: String
     let credential: AgentConfiguration.Credential
+    /// The file the credential was read from.
+    let credentialFile: String
     let tls: TLSContext?
 
     init(_ options: Arguments) throws {
@@ -32,12 +34,14 @@ struct ClientOptions {
         if let passwordFile = options.value("password-file") {
             guard options.value("token-file") == nil else { throw UsageError("give --password-file or --token-file, not both") }
             credential = .password(try Self.firstLine(of: passwordFile, what: "password"))
+            credentialFile = passwordFile
         } else {
             let tokenFile = options.value("token-file") ?? Self.defaultTokenPath(server: server, user: user)
             guard FileManager.default.fileExists(atPath: tokenFile) else {
                 throw UsageError("no credentials: give --password-file F or --token-file F, or run `plistsync login` first")
             }
             credential = .token(try Self.firstLine(of: tokenFile, what: "token"))
+            credentialFile = tokenFile
         }
         tls = try Self.tls(options, server: server, user: user)
         if case .password = credential { try Self.refusePlaintextPassword(options, server: server, tls: tls) }

@@ -35,6 +35,9 @@ enum ServeCommand: Subcommand {
           --plain-listen ADDR:PORT Also listen in plaintext there (a loopback address only).
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
+          --log-format text|json   One line a record on stderr: `time level event key=value…`
+                                   (default) or one JSON object (connections, logins and failed
+                                   logins with the address, grants, disconnects and errors).
           -h, --help               Show this help.
         """
 
@@ -44,7 +47,7 @@ enum ServeCommand: Subcommand {
             valueOptions: [
                 "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
                 "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-                "tls-cert", "tls-key", "plain-listen",
+                "tls-cert", "tls-key", "plain-listen", "log-format",
             ], flagOptions: ["quiet", "tls"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
@@ -65,6 +68,10 @@ enum ServeCommand: Subcommand {
             "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
         ServerLog.quiet = options.flag("quiet")
+        if let format = options.value("log-format") {
+            guard let chosen = ServerLog.Format(rawValue: format) else { throw UsageError("--log-format is text or json") }
+            ServerLog.format = chosen
+        }
         // Whatever SQLite or we create in the data folder is the owner's alone.
         umask(0o077)
 

@@ -31,10 +31,11 @@ final class TestAgent {
         try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
     }
 
-    func start(extra: [String] = []) throws {
+    /// `login`: how the agent logs in (default: `--password-file` with the password).
+    func start(extra: [String] = [], login: [String]? = nil) throws {
         process = try PlistSyncBinary.launch(
-            ["agent", "--server", "127.0.0.1:\(serverPort())", "--user", user, "--password-file", passwordFile,
-             "--dir", directory, "--device", device] + extra, log: logPath)
+            ["agent", "--server", "127.0.0.1:\(serverPort())", "--user", user] + (login ?? ["--password-file", passwordFile])
+                + ["--dir", directory, "--device", device] + extra, log: logPath)
     }
 
     @discardableResult

@@ -1,0 +1,82 @@
+import AgentKit
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// `plistsync devices` and `plistsync revoke DEVICE`: each login token is a device; see them
+/// all (when each last logged in) and revoke another one's.
+enum DevicesCommand: VerbSubcommand {
+    static let help = """
+        OVERVIEW: List the devices (login tokens) of your account, or revoke one.
+
+        USAGE: plistsync devices [client options]
+               plistsync revoke DEVICE [client options]
+
+        devices: one line a token: its id, label, when it was made and last used; (this) marks
+        the token this command logged in with.
+        revoke: DEVICE is an id from `devices` or a label that names one token. Every connection
+        that logged in with it is closed at once, and an agent using it stops and says so in its
+        status until `plistsync login` gives it a new token.
+
+        OPTIONS:
+        \(ClientOptions.usage)
+        """
+
+    /// One token as TOKEN LIST shows it.
+    struct Device: Equatable {
+        var id: String
+        var created: String
+        var lastUsed: String
+        var isThis: Bool
+        var label: String
+    }
+
+    static func run(_ verb: String, _ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions, flagOptions: ClientOptions.flagOptions)
+        let client = try ClientOptions(options).client
+        switch verb {
+        case "devices":
+            guard options.positionals.isEmpty else { throw UsageError("devices takes no argument") }
+            let devices = try list(client)
+            guard !devices.isEmpty else { return print("no devices: log in with `plistsync login` to make one") }
+            print("ID            LABEL                     CREATED               LAST USED")
+            for device in devices {
+                let label = device.label.padding(toLength: max(24, device.label.count), withPad: " ", startingAt: 0)
+                print("\(device.id)  \(label)  \(device.created)  \(device.lastUsed == "-" ? "never" : device.lastUsed)\(device.isThis ? "  (this)" : "")")
+            }
+        case "revoke":
+            guard options.positionals.count == 1 else { throw UsageError("revoke needs one DEVICE (an id or a label from `plistsync devices`)") }
+            let wanted = options.positionals[0]
+            let devices = try list(client)
+            let byID = devices.filter { $0.id == wanted.lowercased() }
+            let matching = byID.isEmpty ? devices.filter { $0.label == wanted } : byID
+            guard let device = matching.first else { throw RuntimeError("no device \(wanted); `plistsync devices` lists them") }
+            guard matching.count == 1 else { throw RuntimeError("\(matching.count) devices are labelled \(wanted); revoke one by its id") }
+            var refusal: String?
+            try client.run(["TOKEN REVOKE \(device.id)"], onReply: { line, event in
+                if case .ok = event {} else { refusal = line }
+                return true
+            })
+            if let refusal { throw RuntimeError("the server did not revoke it: \(refusal)") }
+            print("revoked \(device.id) (\(device.label))\(device.isThis ? "; that was this command's own token" : "")")
+        default:
+            throw UsageError("unknown command \(verb)")
+        }
+    }
+
+    /// The account's tokens, from TOKEN LIST.
+    static func list(_ client: ScriptClient) throws -> [Device] {
+        var devices: [Device] = []
+        var refusal: String?
+        try client.run(["TOKEN LIST"], onUntagged: { line in
+            guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)), parsed.words.first == "TOKEN", parsed.words.count >= 6 else { return }
+            let words = parsed.words
+            devices.append(Device(id: words[1], created: words[2], lastUsed: words[3], isThis: words[4] == "this", label: words[5]))
+        }, onReply: { line, event in
+            if case .ok = event {} else { refusal = line }
+            return true
+        })
+        if let refusal { throw RuntimeError("the server did not list the devices: \(refusal)") }
+        return devices
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import XCTest
+
+/// Issue 11, item 4: each login token is a device; a user sees them all and revokes another
+/// one's; the agent on the revoked device stops retrying, says why in its status, and logs in
+/// again by itself once `plistsync login` has written a new token.
+final class DevicesTests: XCTestCase {
+    private var server: TestServer!
+    private var scratch: String!
+
+    override func setUpWithError() throws {
+        server = try TestServer.running()
+        scratch = NSTemporaryDirectory() + "plistsync-devices-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        server = nil
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    private var address: [String] { ["--server", "127.0.0.1:\(server.port)", "--user", "alice"] }
+
+    private func login(_ label: String) throws -> String {
+        let file = scratch + "/" + label + ".token"
+        let (code, _, error) = try PlistSyncBinary.run(["login"] + address + ["--password-stdin", "--label", label, "--token-file", file], input: "pw\n")
+        XCTAssertEqual(code, 0, error)
+        return file
+    }
+
+    private func status(_ agent: TestAgent) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(agent.statusText().utf8))) as? [String: Any] ?? [:]
+    }
+
+    func testAUserListsDevicesRevokesAnotherAndItsAgentWaitsForANewLogin() throws {
+        let laptop = try login("laptop")
+        let desktop = try login("desktop")
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        try agent.start(login: ["--token-file", laptop])
+        eventually(10, agent.statusText()) { status(agent)["connected"] as? Bool == true }
+
+        let (code, listed, error) = try PlistSyncBinary.run(["devices"] + address + ["--token-file", desktop])
+        XCTAssertEqual(code, 0, error)
+        let lines = listed.split(separator: "\n").dropFirst()
+        XCTAssertEqual(lines.count, 2, listed)
+        XCTAssertTrue(lines.contains { $0.contains("laptop") && !$0.contains("never") && !$0.contains("(this)") }, "the agent's login is noted: \(listed)")
+        XCTAssertTrue(lines.contains { $0.contains("desktop") && $0.hasSuffix("(this)") }, listed)
+
+        let revoked = try PlistSyncBinary.run(["revoke", "laptop"] + address + ["--token-file", desktop])
+        XCTAssertEqual(revoked.0, 0, revoked.2)
+        eventually(10, agent.statusText()) {
+            status(agent)["connected"] as? Bool == false && (status(agent)["last_error"] as? String ?? "").contains("stopped retrying")
+        }
+        // Stopped means stopped: no login attempts while the token file stays the same.
+        let before = server.log().components(separatedBy: "AUTH_FAILED").count
+        usleep(1_500_000)
+        XCTAssertEqual(server.log().components(separatedBy: "AUTH_FAILED").count, before, server.log())
+        XCTAssertTrue(agent.isRunning)
+
+        // A new login on that machine: the agent picks the token up without a restart.
+        _ = try login("laptop")
+        eventually(10, agent.statusText()) { status(agent)["connected"] as? Bool == true && status(agent)["last_error"] == nil }
+        let after = try PlistSyncBinary.run(["devices"] + address + ["--token-file", desktop]).1
+        XCTAssertEqual(after.split(separator: "\n").count, 3, "desktop and the new laptop token: \(after)")
+    }
+
+    func testRevokingAnUnknownDeviceSaysSo() throws {
+        let desktop = try login("desktop")
+        let (code, _, error) = try PlistSyncBinary.run(["revoke", "nosuch"] + address + ["--token-file", desktop])
+        XCTAssertNotEqual(code, 0)
+        XCTAssertTrue(error.contains("no device nosuch"), error)
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import XCTest
+
+/// Issue 11, item 5: connections, logins (with the address, failed ones too), grants and
+/// disconnects are one record each, as `key=value` text or, with `--log-format json`, JSON.
+final class ServerLogTests: XCTestCase {
+    private func exercise(_ server: TestServer) throws {
+        let wrong = try server.connect()
+        try wrong.expect("a AUTH alice nope", equals: "a ERR AUTH_FAILED wrong user name, password or token")
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE notes", equals: "c OK CREATE notes")
+        try alice.expect("g GRANT notes bob read", equals: "g OK GRANT")
+        try alice.expect("q QUIT", equals: "q OK BYE")
+    }
+
+    func testJSONRecordsNameTheEventTheUserAndTheAddress() throws {
+        let server = try TestServer.running(["--log-format", "json"], users: [("alice", "pw"), ("bob", "pw")])
+        try exercise(server)
+        var records: [[String: String]] = []
+        eventually(5, server.log()) {
+            records = server.log().split(separator: "\n").compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: String]
+            }
+            return records.contains { $0["event"] == "disconnect" && $0["reason"] == "quit" }
+        }
+        XCTAssertEqual(records.count, server.log().split(separator: "\n").count, "every line is one JSON object")
+        XCTAssertTrue(records.contains { $0["event"] == "connect" && $0["address"] == "127.0.0.1" })
+        XCTAssertTrue(records.contains { $0["event"] == "login_failed" && $0["user"] == "alice" && $0["code"] == "AUTH_FAILED" && $0["address"] == "127.0.0.1" })
+        XCTAssertTrue(records.contains { $0["event"] == "login" && $0["user"] == "alice" && $0["with"] == "password" })
+        XCTAssertTrue(records.contains { $0["event"] == "grant" && $0["collection"] == "notes" && $0["to"] == "bob" && $0["role"] == "read" && $0["by"] == "alice" })
+        XCTAssertTrue(records.allSatisfy { $0["time"] != nil && $0["level"] != nil })
+    }
+
+    func testTextRecordsAreKeyValueLines() throws {
+        let server = try TestServer.running(users: [("alice", "pw"), ("bob", "pw")])
+        try exercise(server)
+        eventually(5, server.log()) { server.log().contains("disconnect address=127.0.0.1 user=alice reason=quit") }
+        XCTAssertTrue(server.log().contains("info login_failed user=alice address=127.0.0.1 code=AUTH_FAILED"), server.log())
+        XCTAssertTrue(server.log().contains("info login user=alice address=127.0.0.1 with=password"), server.log())
+    }
+}
