@@ -33,6 +33,10 @@ public final class Server {
     private var shuttingDown = false
     private let startedAt: UInt64
     private var recentChanges: [(second: UInt64, count: Int)] = []
+    /// Counters for the metrics endpoint.
+    private var changesTotal = 0
+    private(set) var loginsTotal = (succeeded: 0, failed: 0)
+    private var metrics: MetricsEndpoint?
     private var onStopped: (() -> Void)?
     private var graceTimer: LoopTimer?
     private var nextPurgeAt: UInt64 = 0
@@ -108,6 +112,9 @@ public final class Server {
         listener = try TCPListener(loop: loop, address: configuration.listen) { [unowned self] connection in
             accept(connection, tls: configuration.tls)
         }
+        if let address = configuration.metricsListen {
+            metrics = try MetricsEndpoint(loop: loop, address: address) { [unowned self] in metricsText() }
+        }
         if let plaintext = configuration.plaintextListen {
             plaintextListener = try TCPListener(loop: loop, address: plaintext) { [unowned self] connection in
                 accept(connection, tls: nil)
@@ -126,7 +133,7 @@ public final class Server {
         }
         purgeTombstones()
         let security = configuration.tls == nil ? "" : " (TLS)"
-        let plaintext = plaintextListener.map { ", plaintext on \($0.address)" } ?? ""
+        let plaintext = (plaintextListener.map { ", plaintext on \($0.address)" } ?? "") + (metrics?.address.map { ", metrics on http://\($0)/metrics" } ?? "")
         ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), data in \(configuration.dataPath)")
     }
 
@@ -187,6 +194,37 @@ public final class Server {
 
     func sessionLoggedIn(_ session: Session) {
         preAuthCount -= 1
+        loginsTotal.succeeded += 1
+    }
+
+    func loginFailed() {
+        loginsTotal.failed += 1
+    }
+
+    /// The figures of `GET /metrics` (Prometheus text format).
+    func metricsText() -> String {
+        var metrics = MetricsText()
+        var pending = 0
+        var pendingMax = 0
+        for session in sessions.values {
+            let bytes = session.connection.pendingOutputBytes
+            pending += bytes
+            pendingMax = max(pendingMax, bytes)
+        }
+        metrics.add("plistsync_connections", "gauge", "Open client connections.", Double(sessions.count))
+        metrics.add("plistsync_subscriptions", "gauge", "Live collection subscriptions.", Double(hub.subscriptionCount))
+        metrics.add("plistsync_changes_total", "counter", "Changes committed since start.", Double(changesTotal))
+        metrics.add("plistsync_commits_total", "counter", "Group commits (transactions) since start.", Double(committer.batches))
+        metrics.add("plistsync_queued_writes", "gauge", "Writes waiting for the next group commit.", Double(committer.queuedCount))
+        metrics.add("plistsync_seq", "gauge", "Sequence number of the last change broadcast.", Double(hub.lastBroadcastSeq))
+        metrics.add("plistsync_fanout_pending_bytes", "gauge", "Bytes of broadcasts and replies not yet taken by clients, all connections.", Double(pending))
+        metrics.add("plistsync_fanout_pending_bytes_max", "gauge", "The most any one connection has not taken yet (the slowest subscriber's lag).", Double(pendingMax))
+        metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.succeeded), labels: "result=\"ok\"")
+        metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.failed), labels: "result=\"failed\"")
+        metrics.add("plistsync_collections", "gauge", "Collections.", Double(directory.collections.count))
+        metrics.add("plistsync_store_bytes", "gauge", "Size of the store on disk, WAL included.", Double(folder.storeSizeBytes()))
+        metrics.add("plistsync_uptime_seconds", "gauge", "Seconds since the server started.", Double((loop.nowMilliseconds - startedAt) / 1000))
+        return metrics.text
     }
 
     /// Called once as a session closes, whatever the reason.
@@ -253,6 +291,7 @@ public final class Server {
     // MARK: - Changes and collections
 
     private func committed(_ changes: [Change]) {
+        changesTotal += changes.count
         for change in changes { directory.committed(change) }
         let second = loop.nowMilliseconds / 1000
         if recentChanges.last?.second == second {
@@ -334,6 +373,8 @@ public final class Server {
         listener = nil
         plaintextListener?.close()
         plaintextListener = nil
+        metrics?.close()
+        metrics = nil
         for session in sessions.values { session.connection.stopReading() }
         if committer.isIdle { finishShutdown() }
     }

@@ -9,6 +9,8 @@ public struct ServerConfiguration: Sendable {
     public var tls: TLSContext?
     /// A second, plaintext listener (loopback only) next to a TLS one, for local tools.
     public var plaintextListen: SocketAddress?
+    /// Where `GET /metrics` answers in the Prometheus text format; nil: nowhere.
+    public var metricsListen: SocketAddress?
     public var dataPath = "./plistsync-data"
     public var limits = Limits.standard
     /// Seconds without a byte from a client before it gets `* BYE IDLE`; 0 disables.

@@ -619,6 +619,7 @@ final class Session {
         case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
         }
+        server.loginFailed()
         ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])
         finishAsync(ResponseLine.error(tag, error))
     }

@@ -33,6 +33,10 @@ enum ServeCommand: Subcommand {
           --tls-cert FILE          PEM certificate (chain) to serve; implies --tls.
           --tls-key FILE           Its PEM private key.
           --plain-listen ADDR:PORT Also listen in plaintext there (a loopback address only).
+          --metrics-listen ADDR:PORT
+                                   Answer GET /metrics there (Prometheus text: connections,
+                                   changes and commits, queued writes, fan-out lag in bytes,
+                                   logins). No login: keep it on loopback or a private network.
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           --log-format text|json   One line a record on stderr: `time level event key=value…`
@@ -47,7 +51,7 @@ enum ServeCommand: Subcommand {
             valueOptions: [
                 "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
                 "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-                "tls-cert", "tls-key", "plain-listen", "log-format",
+                "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen",
             ], flagOptions: ["quiet", "tls"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
@@ -76,6 +80,10 @@ enum ServeCommand: Subcommand {
         umask(0o077)
 
         try configureTLS(options, &configuration)
+        if let metrics = options.value("metrics-listen") {
+            guard let address = SocketAddress(parsing: metrics) else { throw UsageError("--metrics-listen must be ADDR:PORT") }
+            configuration.metricsListen = address
+        }
 
         // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.
         OpenFileLimit.raiseToMaximum()

@@ -39,3 +39,39 @@ final class ServerLogTests: XCTestCase {
         XCTAssertTrue(server.log().contains("info login user=alice address=127.0.0.1 with=password"), server.log())
     }
 }
+
+/// Issue 11, item 5: `--metrics-listen` answers `GET /metrics` in the Prometheus text format.
+final class MetricsTests: XCTestCase {
+    private func scrape(_ port: Int, path: String = "/metrics") throws -> [String] {
+        let client = try LineClient(port: port)
+        try client.send(bytes: Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+        var lines: [String] = []
+        while let line = try client.readLine() { lines.append(line.replacingOccurrences(of: "\r", with: "")) }
+        return lines
+    }
+
+    func testMetricsCountConnectionsChangesLoginsAndLag() throws {
+        let server = try TestServer.running(["--metrics-listen", "127.0.0.1:0"])
+        let line = try XCTUnwrap(server.log().split(separator: "\n").first { $0.contains("metrics on http://") })
+        let port = try XCTUnwrap(Int(line.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE notes", equals: "c OK CREATE notes")
+        for index in 1...3 { _ = try alice.expect("p PUT notes n\(index) 0 {\"i\":\(index)}", prefix: "p OK PUT") }
+        let wrong = try server.connect()
+        try wrong.expect("a AUTH alice nope", equals: "a ERR AUTH_FAILED wrong user name, password or token")
+
+        let metrics = try scrape(port)
+        XCTAssertEqual(metrics.first, "HTTP/1.1 200 OK")
+        func value(_ series: String) -> Double? {
+            metrics.first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        XCTAssertEqual(value("plistsync_connections"), 2, metrics.joined(separator: "\n"))
+        XCTAssertEqual(value("plistsync_changes_total"), 3)
+        XCTAssertEqual(value("plistsync_logins_total{result=\"ok\"}"), 1)
+        XCTAssertEqual(value("plistsync_logins_total{result=\"failed\"}"), 1)
+        XCTAssertEqual(value("plistsync_seq"), 3)
+        XCTAssertNotNil(value("plistsync_fanout_pending_bytes_max"))
+        XCTAssertTrue(metrics.contains("# TYPE plistsync_changes_total counter"))
+        XCTAssertEqual(try scrape(port, path: "/").first, "HTTP/1.1 404 Not Found")
+    }
+}
