@@ -54,6 +54,11 @@ public final class Agent {
         let log: (String) -> Void = { AgentLog.info($0) }
         link.log = log
         engine.log = log
+        link.onServerID = { [state, log] id in
+            if (try? state.noteServer(id)) == true {
+                log("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh")
+            }
+        }
         link.onReady = { [engine] in engine.connected() }
         link.onLost = { [engine] in engine.disconnected() }
         link.onEvent = { [engine] event in engine.handle(event) }

@@ -51,6 +51,13 @@ final class AgentState {
         -- differs was edited while the agent was stopped (one that matches is not an edit).
         ALTER TABLE collections ADD COLUMN order_hash TEXT;
         """,
+        """
+        -- Facts about the mirror: 'server_id', the store this mirror was last synced with.
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        ) STRICT;
+        """,
     ]
 
     init(path: String) throws(StoreError) {
@@ -72,6 +79,24 @@ final class AgentState {
         {
             records[collection, default: [:]][id] = entry
         }
+    }
+
+    /// The server store this mirror was synced with (HELLO's server id).
+    private(set) var serverID: String?
+
+    /// Notes the server id HELLO gave; true when it differs from the one this mirror was synced
+    /// with: a restored or replaced store, whose seqs mean nothing to this state, so every
+    /// collection is forgotten (the files stay, and are reconciled afresh).
+    func noteServer(_ id: String) throws(StoreError) -> Bool {
+        if serverID == nil { serverID = try db.queryFirst("SELECT value FROM meta WHERE key = 'server_id'") { $0.text(0) } ?? nil }
+        guard serverID != id else { return false }
+        let changed = serverID != nil
+        if changed {
+            for collection in Set(records.keys).union(lastSeq.keys) { try forget(collection) }
+        }
+        serverID = id
+        try db.execute("INSERT INTO meta (key, value) VALUES ('server_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(id))
+        return changed
     }
 
     func entry(_ collection: String, _ id: String) -> Entry? {

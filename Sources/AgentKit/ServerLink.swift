@@ -26,6 +26,8 @@ final class ServerLink {
     var onReady: () -> Void = {}
     /// Called when a ready connection is lost.
     var onLost: () -> Void = {}
+    /// The server's store id from HELLO, before login completes.
+    var onServerID: (String) -> Void = { _ in }
     /// Untagged lines: changes, collections, BYE.
     var onEvent: (ServerEvent) -> Void = { _ in }
     /// Called before and after each batch of received lines, so their effects can share a
@@ -124,7 +126,8 @@ final class ServerLink {
         tcp.onClose = { [self] in lost(tcp) }
         tcp.startReading()
         send("HELLO 1 plistsync-agent") { [self] event in
-            guard case .ok(_, _, let limits?) = event else { return }
+            guard case .ok(_, let words, let limits?) = event else { return }
+            if words.count >= 3 { onServerID(words[2]) }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
         }

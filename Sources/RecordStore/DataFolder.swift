@@ -53,6 +53,97 @@ public struct DataFolder: Sendable {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
+    /// Held (flock) by the server that serves this folder, so a second server, or a restore,
+    /// can tell.
+    public var serverLockPath: String { (path as NSString).appendingPathComponent("server.lock") }
+
+    /// Takes the server lock for the life of the process; false when another server holds it.
+    public func lockForServer() -> Bool {
+        let descriptor = Glibc.open(serverLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return true }  // a read-only folder fails later, with its own error
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            return false
+        }
+        return true  // kept open: the lock goes with the process
+    }
+
+    /// Whether a server is serving this folder now.
+    public var isServed: Bool {
+        let descriptor = Glibc.open(serverLockPath, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else { return true }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
+    /// Writes a consistent copy of the store to `file` (a new file; the server may be running).
+    public func backup(to file: String) throws(StoreError) {
+        let temp = file + ".partial"
+        unlink(temp)
+        do {
+            try open().backup(into: temp)
+        } catch {
+            unlink(temp)
+            throw error
+        }
+        let descriptor = Glibc.open(temp, O_RDONLY | O_CLOEXEC)
+        if descriptor >= 0 {
+            fsync(descriptor)
+            close(descriptor)
+        }
+        guard rename(temp, file) == 0 else {
+            unlink(temp)
+            throw .dataDirectory("cannot write \(file): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Replaces the store with a backup made by `backup(to:)`; the server must be stopped.
+    /// The backup is checked first (a PlistSync store, not newer than this release, intact).
+    public func restore(from file: String) throws(StoreError) {
+        guard !isServed else { throw .dataDirectory("a server is serving \(path): stop it first") }
+        guard FileManager.default.fileExists(atPath: file) else { throw .dataDirectory("no backup at \(file)") }
+        let checked = try SQLiteDatabase(path: file)
+        let version = try checked.queryFirst("PRAGMA user_version") { $0.integer(0) } ?? 0
+        guard version > 0 else { throw .dataDirectory("\(file) is not a PlistSync store") }
+        guard version <= Schema.migrations.count else { throw .schemaTooNew(Int(version)) }
+        let verdict = try checked.queryFirst("PRAGMA integrity_check") { $0.text(0) } ?? nil
+        guard verdict == "ok" else { throw .dataDirectory("\(file) is damaged: \(verdict ?? "unknown")") }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .dataDirectory("cannot create \(path): \(error.localizedDescription)")
+        }
+        let temp = storePath + ".restoring"
+        unlink(temp)
+        do {
+            try checked.backup(into: temp)
+        } catch {
+            unlink(temp)
+            throw error
+        }
+        // A new server id: agents see that the store changed under them (its seqs went back)
+        // and reconcile from scratch instead of waiting for seqs they think they have.
+        do {
+            let restored = try SQLiteDatabase(path: temp)
+            try restored.execute("UPDATE meta SET value = ? WHERE key = 'server_id'", .text(Self.newServerID()))
+        } catch {
+            unlink(temp)
+            throw error
+        }
+        let descriptor = Glibc.open(temp, O_RDONLY | O_CLOEXEC)
+        if descriptor >= 0 {
+            fsync(descriptor)
+            close(descriptor)
+        }
+        // The old WAL belongs to the old store: it must not be replayed into the restored one.
+        unlink(storePath + "-wal")
+        unlink(storePath + "-shm")
+        guard rename(temp, storePath) == 0 else { throw .dataDirectory("cannot replace \(storePath): \(String(cString: strerror(errno)))") }
+        restrictPermissions()
+    }
+
     /// Where the account commands and a running server signal each other (see `ControlChannel`).
     public var controlPath: String { (path as NSString).appendingPathComponent("control") }
 
@@ -91,11 +182,15 @@ public struct DataFolder: Sendable {
         return problems
     }
 
+    /// A random id for a store (HELLO states it).
+    static func newServerID() -> String {
+        (0..<12).map { _ in String("0123456789abcdefghijklmnopqrstuvwxyz".randomElement()!) }.joined()
+    }
+
     private func migrate(_ db: SQLiteDatabase) throws(StoreError) {
         try db.migrate(Schema.migrations)
         try db.transaction(immediate: true) { () throws(StoreError) in
-            let serverID = (0..<12).map { _ in String("0123456789abcdefghijklmnopqrstuvwxyz".randomElement()!) }.joined()
-            try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_id', ?)", .text(serverID))
+            try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('server_id', ?)", .text(Self.newServerID()))
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('seq', 0)")
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('purged_seq', 0)")
             try db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('accounts_epoch', 0)")

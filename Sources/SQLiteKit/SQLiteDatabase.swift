@@ -29,6 +29,18 @@ public final class SQLiteDatabase: @unchecked Sendable {
         sqlite3_close_v2(handle)
     }
 
+    /// Copies the whole database into a new file at `path` with SQLite's online backup: one
+    /// consistent snapshot, while other connections go on writing (WAL readers do not block).
+    public func backup(into path: String) throws(StoreError) {
+        let target = try SQLiteDatabase(path: path)
+        guard let backup = sqlite3_backup_init(target.handle, "main", handle, "main") else { throw target.error(sqlite3_errcode(target.handle)) }
+        let stepped = sqlite3_backup_step(backup, -1)
+        let finished = sqlite3_backup_finish(backup)
+        guard stepped == SQLITE_DONE, finished == SQLITE_OK else { throw target.error(stepped == SQLITE_DONE ? finished : stepped) }
+        // The copy is a plain file: no WAL left beside it.
+        try target.execute(script: "PRAGMA journal_mode=DELETE;")
+    }
+
     /// Runs one or more statements that take no parameters and return no rows.
     public func execute(script sql: String) throws(StoreError) {
         var message: UnsafeMutablePointer<CChar>?

@@ -17,6 +17,8 @@ enum CLI {
         SUBCOMMANDS:
           serve        Run the sync server.
           user         Add, change, remove or list accounts in a data folder.
+          backup|restore FILE
+                       Copy the server's store while it runs; put a copy back.
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
           devices|revoke
@@ -51,6 +53,10 @@ enum CLI {
         case "login": subcommand = LoginCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
+        case "backup":
+            return runVerb(name, rest, of: BackupCommand.self)
+        case "restore" where BackupCommand.namesABackup(rest):
+            return runVerb(name, rest, of: BackupCommand.self)
         case "devices", "revoke":
             return runVerb(name, rest, of: DevicesCommand.self)
         case "--version", "version":

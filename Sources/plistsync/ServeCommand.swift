@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import RecordStore
 import ServerKit
 import TLSKit
 
@@ -12,7 +13,10 @@ enum ServeCommand: Subcommand {
 
         OPTIONS:
           --listen ADDR:PORT       Address to listen on (default 127.0.0.1:7420; port 0 picks one).
-          --data DIR               Data folder (default ./plistsync-data).
+          --data DIR               Data folder (else $PLISTSYNC_DATA, the config file's data, or
+                                   ./plistsync-data).
+          --config FILE            Options one a line, `name = value` (else $PLISTSYNC_CONFIG, or
+                                   /etc/plistsync/server.conf when it exists); flags win over it.
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
           --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
           --max-pending-output BYTES
@@ -45,21 +49,24 @@ enum ServeCommand: Subcommand {
           -h, --help               Show this help.
         """
 
+    static let valueOptions: Set<String> = [
+        "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
+        "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
+        "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config",
+    ]
+    static let flagOptions: Set<String> = ["quiet", "tls"]
+
     static func run(_ arguments: [String]) throws {
-        let options = try Arguments(
-            arguments,
-            valueOptions: [
-                "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
-                "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-                "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen",
-            ], flagOptions: ["quiet", "tls"])
+        // The config file's options go first, so the command line's win.
+        let config = try ConfigFile.find(try Arguments(arguments, valueOptions: valueOptions, flagOptions: flagOptions))
+        let options = try Arguments((config?.arguments ?? []) + arguments, valueOptions: valueOptions, flagOptions: flagOptions)
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
         var configuration = ServerConfiguration()
         if let listen = options.value("listen") {
             guard let address = SocketAddress(parsing: listen) else { throw UsageError("--listen must be ADDR:PORT, e.g. 127.0.0.1:7420") }
             configuration.listen = address
         }
-        configuration.dataPath = options.value("data") ?? configuration.dataPath
+        configuration.dataPath = DataLocation(options, config: config).path
         configuration.idleTimeoutSeconds = UInt64(try options.integer("idle-timeout", default: 300, range: 0...31_536_000))
         configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
         configuration.limits.maxPendingOutputBytes = try options.integer(
@@ -83,6 +90,12 @@ enum ServeCommand: Subcommand {
         if let metrics = options.value("metrics-listen") {
             guard let address = SocketAddress(parsing: metrics) else { throw UsageError("--metrics-listen must be ADDR:PORT") }
             configuration.metricsListen = address
+        }
+
+        // One server a data folder: a second one (or a restore) must not work under it.
+        try? FileManager.default.createDirectory(atPath: configuration.dataPath, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        guard DataFolder(path: configuration.dataPath).lockForServer() else {
+            throw RuntimeError("another plistsync server is serving \(configuration.dataPath)")
         }
 
         // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.

@@ -12,7 +12,10 @@ enum UserCommand: Subcommand {
         USAGE: plistsync user add|passwd|remove|list [<name>] [--data DIR] [--password-stdin] [--admin]
 
         OPTIONS:
-          --data DIR          Data folder (default ./plistsync-data).
+          --data DIR          Data folder: else $PLISTSYNC_DATA, the config file's data line, or
+                              ./plistsync-data if it exists (found as `serve` finds it).
+          --config FILE       The server's config file (else $PLISTSYNC_CONFIG or
+                              /etc/plistsync/server.conf).
           --password-stdin    Read the password from the first line of standard input.
           --admin             (add) Make the user a server admin, allowed everything.
           --iterations N      (add, passwd) PBKDF2 iterations (default 600000, OWASP 2023).
@@ -20,9 +23,12 @@ enum UserCommand: Subcommand {
         """
 
     static func run(_ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ["data", "iterations"], flagOptions: ["password-stdin", "admin"])
+        let options = try Arguments(arguments, valueOptions: ["data", "iterations", "config"], flagOptions: ["password-stdin", "admin"])
         guard let action = options.positionals.first else { throw UsageError("missing action: add, passwd, remove or list") }
-        let folder = DataFolder(path: options.value("data") ?? "./plistsync-data")
+        // A folder named by a flag, the environment or the config file is made on first use;
+        // the fallback ./plistsync-data only when it exists (not a second, empty store).
+        let location = DataLocation(options, config: try ConfigFile.find(options))
+        let folder = DataFolder(path: location.isConfigured ? location.path : try location.existing())
         let accounts: Accounts
         umask(0o077)
         do {

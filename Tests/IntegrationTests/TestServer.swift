@@ -30,10 +30,11 @@ enum PlistSyncBinary {
 
     /// Runs `plistsync` to completion with `input` on stdin; returns (status, stdout, stderr).
     @discardableResult
-    static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> (Int32, String, String) {
+    static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:], in directory: String? = nil) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = url
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
         process.standardInput = stdin
