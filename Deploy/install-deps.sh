@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages PlistSync builds against, when any is missing.
+# Installs the Debian/Ubuntu packages PlistSync builds against, when any is missing, plus any
+# named as arguments (the tests add the tools they drive: openssl, systemd-analyze).
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
-packages=(libuv1-dev libsqlite3-dev libssl-dev pkg-config)
+packages=(libuv1-dev libsqlite3-dev libssl-dev pkg-config "$@")
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -71,8 +71,8 @@ public final class Accounts {
             TokenInfo(hash: row.text(0) ?? "", user: row.text(1) ?? "", label: row.text(2), createdAt: row.integer(3),
                       lastUsedAt: row.isNull(4) ? nil : row.integer(4))
         }
-        if let user { return try db.query(columns + " WHERE user = ? ORDER BY created_at, hash", .text(user), row: read) }
-        return try db.query(columns + " ORDER BY created_at, hash", row: read)
+        if let user { return try db.query(columns + " WHERE user = ? ORDER BY rowid", .text(user), row: read) }
+        return try db.query(columns + " ORDER BY rowid", row: read)
     }
 
     /// Whether the token (given as its SHA-256 hex) still exists.

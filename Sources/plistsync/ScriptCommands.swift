@@ -23,26 +23,51 @@ enum ScriptCommand: VerbSubcommand {
         OPTIONS:
         \(ClientOptions.usage)
           --rev N              Base revision for put, rm, mv.
+          --json               Print JSON for scripts (ls: an array; get: the fields; put, rm,
+                               mv: {collection, id, rev, seq}) instead of lines for people.
           --since SEQ          (watch) Replay changes after SEQ first (default: only new ones).
         """
 
     static func run(_ verb: String, _ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]), flagOptions: ClientOptions.flagOptions)
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]),
+                                    flagOptions: ClientOptions.flagOptions.union(["json"]))
         let client = try ClientOptions(options).client
         let words = options.positionals
         func arg(_ text: String) -> String { ResponseLine.argument(text) }
         switch verb {
         case "ls":
             guard words.count <= 1 else { throw UsageError("ls takes at most a collection") }
-            let request = words.isEmpty ? "COLLECTIONS" : "LIST \(words[0])"
-            try expectOK(client, [request], printUntagged: true)
+            var rows: [[String]] = []
+            var json: [Value] = []
+            try expectOK(client, [words.isEmpty ? "COLLECTIONS" : "LIST \(words[0])"], onUntagged: { line in
+                guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)) else { return }
+                let w = parsed.words
+                if w.first == "COLLECTION", w.count >= 4 {
+                    rows.append([w[1], w[2], w[3]])
+                    json.append(.dictionary(["name": .string(w[1]), "role": .string(w[2]), "seq": .integer(Int64(w[3]) ?? 0)]))
+                } else if w.first == "RECORD", w.count >= 4 {
+                    let fields = parsed.payload ?? [:]
+                    rows.append([w[2], w[3], Self.readable(fields)])
+                    json.append(.dictionary(["id": .string(w[2]), "rev": .integer(Int64(w[3]) ?? 0), "fields": .dictionary(fields)]))
+                }
+            })
+            if options.flag("json") { return print(ValueJSON.encode(.array(json))) }
+            Self.printTable(words.isEmpty ? ["COLLECTION", "ROLE", "SEQ"] : ["ID", "REV", "FIELDS"], rows)
         case "get":
             guard words.count == 2 else { throw UsageError("get needs <collection> <id>") }
-            try expectOK(client, ["GET \(words[0]) \(arg(words[1]))"]) { event in
-                if case .ok(_, let reply, let payload) = event {
-                    print(payload.map { ValueJSON.encode(fields: $0) } ?? "rev \(reply.count > 3 ? reply[3] : "?") DELETED")
+            try expectOK(client, ["GET \(words[0]) \(arg(words[1]))"], onOK: { event in
+                guard case .ok(_, let reply, let payload) = event else { return }
+                let rev = reply.count > 3 ? reply[3] : "?"
+                if options.flag("json") {
+                    return print(payload.map { ValueJSON.encode(fields: $0) } ?? ValueJSON.encode(.dictionary(["deleted": .bool(true), "rev": .integer(Int64(rev) ?? 0)])))
                 }
-            }
+                guard let payload else { return print("\(words[0])/\(words[1]) was deleted (rev \(rev))") }
+                print("\(words[0])/\(words[1])  rev \(rev)")
+                let width = payload.keys.map(\.count).max() ?? 0
+                for key in payload.keys.sorted() {
+                    print("  " + key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.readable(payload[key]!))
+                }
+            })
         case "put":
             guard words.count == 2 || words.count == 3 else { throw UsageError("put needs <collection> <id> [<json>]") }
             let text = words.count == 3 ? words[2] : String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
@@ -53,29 +78,29 @@ enum ScriptCommand: VerbSubcommand {
                 throw RuntimeError("the fields are not a JSON object: \(error.message)")
             }
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["PUT \(words[0]) \(arg(words[1])) \(rev) \(ValueJSON.encode(fields: fields))"], printReply: true)
+            try expectOK(client, ["PUT \(words[0]) \(arg(words[1])) \(rev) \(ValueJSON.encode(fields: fields))"], report: options.flag("json"))
         case "rm":
             guard words.count == 2 else { throw UsageError("rm needs <collection> <id>") }
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["DEL \(words[0]) \(arg(words[1])) \(rev)"], printReply: true)
+            try expectOK(client, ["DEL \(words[0]) \(arg(words[1])) \(rev)"], report: options.flag("json"))
         case "mv":
             guard words.count == 3 || words.count == 4 else { throw UsageError("mv needs <collection> <id> FIRST|LAST|BEFORE <id2>|AFTER <id2>") }
             let placement = words.count == 4 ? "\(words[2].uppercased()) \(arg(words[3]))" : words[2].uppercased()
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["MOVE \(words[0]) \(arg(words[1])) \(rev) \(placement)"], printReply: true)
+            try expectOK(client, ["MOVE \(words[0]) \(arg(words[1])) \(rev) \(placement)"], report: options.flag("json"))
         case "create":
             guard words.count == 1 else { throw UsageError("create needs <collection>") }
-            try expectOK(client, ["CREATE \(words[0])"], printReply: true)
+            try expectOK(client, ["CREATE \(words[0])"], report: options.flag("json"))
         case "grant":
             guard words.count == 3 else { throw UsageError("grant needs <collection> <user> <role>") }
-            try expectOK(client, ["GRANT \(words[0]) \(arg(words[1])) \(words[2])"], printReply: true)
+            try expectOK(client, ["GRANT \(words[0]) \(arg(words[1])) \(words[2])"], report: options.flag("json"))
         case "watch":
             guard words.count == 1 else { throw UsageError("watch needs <collection>") }
             var since = options.value("since")
             if since == nil {
-                try expectOK(client, ["LIST \(words[0])"]) { event in
+                try expectOK(client, ["LIST \(words[0])"], onOK: { event in
                     if case .ok(_, let reply, _) = event { since = reply.last }
-                }
+                })
             }
             // Unbuffered, so `watch | grep` sees each change as it happens.
             try client.run(["SUB \(words[0]) SINCE \(since ?? "0")"], stayOpen: true,
@@ -105,21 +130,60 @@ enum ScriptCommand: VerbSubcommand {
         return rev
     }
 
-    /// Runs requests; fails with the server's words on the first ERR.
+    /// Runs requests; fails with the server's words on the first ERR. With `report`, each OK is
+    /// printed: in words (`put contacts/Ada: rev 2, seq 7`), or as JSON when `json`.
     private static func expectOK(
-        _ client: ScriptClient, _ requests: [String], printUntagged: Bool = false, printReply: Bool = false,
-        onOK: @escaping (ServerEvent) -> Void = { _ in }
+        _ client: ScriptClient, _ requests: [String], report: Bool? = nil,
+        onUntagged: @escaping (String) -> Void = { _ in }, onOK: @escaping (ServerEvent) -> Void = { _ in }
     ) throws {
         var failure: String?
-        try client.run(requests, onUntagged: { line in if printUntagged { print(line) } }, onReply: { line, event in
+        try client.run(requests, onUntagged: onUntagged, onReply: { line, event in
             if case .error = event {
                 failure = String(line.dropFirst(2))
                 return false
             }
-            if printReply { print(String(line.dropFirst(5))) }
+            if let json = report, case .ok(_, let words, _) = event { print(describe(words, json: json)) }
             onOK(event)
             return true
         })
         if let failure { throw RuntimeError(failure) }
+    }
+
+    /// An OK reply's words (`PUT contacts Ada 2 7`) for a person or a script.
+    private static func describe(_ words: [String], json: Bool) -> String {
+        let verb = words.first ?? ""
+        switch verb {
+        case "PUT" where words.count >= 5, "DEL" where words.count >= 5, "MOVE" where words.count >= 5:
+            if json {
+                return ValueJSON.encode(.dictionary(["collection": .string(words[1]), "id": .string(words[2]),
+                                                     "rev": .integer(Int64(words[3]) ?? 0), "seq": .integer(Int64(words[4]) ?? 0)]))
+            }
+            let action = ["PUT": "saved", "DEL": "deleted", "MOVE": "moved"][verb] ?? verb
+            return "\(action) \(words[1])/\(words[2]): rev \(words[3]), seq \(words[4])"
+        case "CREATE" where words.count >= 2:
+            return json ? ValueJSON.encode(.dictionary(["created": .string(words[1])])) : "created \(words[1])"
+        default:
+            return json ? ValueJSON.encode(.dictionary(["ok": .string(words.joined(separator: " "))])) : words.joined(separator: " ")
+        }
+    }
+
+    /// A field value as a person reads it: text bare, anything else as JSON.
+    static func readable(_ value: Value) -> String {
+        if case .string(let text) = value { return text }
+        return ValueJSON.encode(value)
+    }
+
+    /// A record's fields on one line: `name=Ada phone=555-0100`.
+    static func readable(_ fields: Fields) -> String {
+        fields.keys.sorted().map { "\($0)=\(readable(fields[$0]!))" }.joined(separator: " ")
+    }
+
+    /// Rows under a header, columns padded (the last one is not).
+    static func printTable(_ header: [String], _ rows: [[String]]) {
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        for row in all {
+            print(row.indices.map { $0 == row.count - 1 ? row[$0] : row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
     }
 }

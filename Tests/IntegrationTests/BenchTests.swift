@@ -16,13 +16,15 @@ final class BenchTests: XCTestCase {
         XCTAssertEqual(status, 0, errors)
         XCTAssertTrue(output.contains("(1000 of 1000 delivered"), output)
         let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
-        XCTAssertEqual(lines.count, 1)
+        XCTAssertEqual(lines.count, 2, lines.joined(separator: "\n"))
         XCTAssertTrue(lines[0].hasPrefix("fanout s20 blast\tplistsync\t"), String(lines[0]))
         XCTAssertTrue(lines[0].hasSuffix("\tdelivered/s"), String(lines[0]))
+        XCTAssertTrue(lines[1].hasPrefix("fanout server CPU per op\tplistsync\t") && lines[1].hasSuffix("\tµs"), String(lines[1]))
+        XCTAssertTrue(output.contains("server CPU "), output)
     }
 
     func testPutCountsAcknowledgementsWithoutErrors() throws {
-        let (status, output, errors) = try PlistSyncBinary.run(["bench", "put", "--clients", "2", "--window", "4", "--seconds", "1"])
+        let (status, output, errors) = try PlistSyncBinary.run(["bench", "put", "--clients", "2", "--window", "4", "--seconds", "1", "--tls"])
         XCTAssertEqual(status, 0, errors)
         XCTAssertTrue(output.hasPrefix("plistsync put clients=2 window=4: "), output)
         XCTAssertTrue(output.contains(", 0 errors)"), output)
