@@ -64,6 +64,17 @@ enum LoginCommand: Subcommand {
         With --tls and no --ca or --fingerprint, the server's certificate fingerprint is shown
         (and asked about on a terminal) before the password is sent, then kept next to the token:
         later commands talk TLS to that server by themselves and refuse a different certificate.
+
+        OPTIONS:
+          --server HOST:PORT   Server address (default 127.0.0.1:7420).
+          --user NAME          Account name.
+          --token-file F       Where to keep the token (default ~/.config/plistsync/USER@HOST_PORT.token).
+          --password-stdin     Read the password from stdin (else it is asked on the terminal).
+          --label TEXT         Names this device in `plistsync devices` (default: login on HOST).
+          --tls                Talk TLS; trust the certificate on first use (shown, then pinned).
+          --ca FILE            Talk TLS, trusting certificates that chain to FILE (PEM).
+          --fingerprint SHA256 Talk TLS to the server whose certificate has this fingerprint.
+          --insecure           Allow the password to cross the network in plaintext.
         """
 
     static func run(_ arguments: [String]) throws {
@@ -142,6 +153,9 @@ enum LogoutCommand: Subcommand {
         OVERVIEW: Revoke the token `plistsync login` stored, and delete it.
 
         USAGE: plistsync logout --server HOST:PORT --user NAME [--token-file F]
+
+        OPTIONS:
+        \(ClientOptions.usage)
         """
 
     static func run(_ arguments: [String]) throws {

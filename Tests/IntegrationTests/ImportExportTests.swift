@@ -52,9 +52,9 @@ final class ImportExportTests: XCTestCase {
             let (code, out, error) = try PlistSyncBinary.run(["import", source, "--collection", collection, "--id-key", "itemKey"] + client)
             XCTAssertEqual(code, 0, error)
             XCTAssertEqual(out, "imported 3 records into \(collection): 3 created, 0 updated\n")
-            let (_, listed, _) = try PlistSyncBinary.run(["ls", collection] + client)
-            XCTAssertEqual(listed.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst(3).first.map(String.init) },
-                           ["k-1", "k-2", "k-3"], listed)
+            let (_, listed, _) = try PlistSyncBinary.run(["ls", collection, "--json"] + client)
+            let records = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]]
+            XCTAssertEqual(records?.compactMap { $0["id"] as? String }, ["k-1", "k-2", "k-3"], listed)
             let exported = folder + "/out-\(flag).plist"
             let (exportCode, _, exportError) = try PlistSyncBinary.run(["export", collection, "--format", flag, "-o", exported] + client)
             XCTAssertEqual(exportCode, 0, exportError)
@@ -73,7 +73,7 @@ final class ImportExportTests: XCTestCase {
         let (code, out, _) = try PlistSyncBinary.run(["import", source, "--collection", "inv", "--id-key", "itemKey"] + client)
         XCTAssertEqual(code, 0)
         XCTAssertEqual(out, "imported 3 records into inv: 0 created, 3 updated\n")
-        let (_, one, _) = try PlistSyncBinary.run(["get", "inv", "k-2"] + client)
+        let (_, one, _) = try PlistSyncBinary.run(["get", "inv", "k-2", "--json"] + client)
         XCTAssertTrue(one.contains("\"valueInDollars\":4"), one)
         let (_, fresh, _) = try PlistSyncBinary.run(["import", source, "--collection", "anon"] + client)
         XCTAssertEqual(fresh, "imported 3 records into anon: 3 created, 0 updated\n")

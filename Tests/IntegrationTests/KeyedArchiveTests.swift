@@ -67,7 +67,7 @@ final class KeyedArchiveTests: XCTestCase {
         let (code, out, error) = try PlistSyncBinary.run(["import", source, "--collection", "inventory", "--id-key", "itemKey"] + client)
         XCTAssertEqual(code, 0, error)
         XCTAssertEqual(out, "imported 2 records into inventory: 2 created, 0 updated\n")
-        let (_, bear, _) = try PlistSyncBinary.run(["get", "inventory", "k-1"] + client)
+        let (_, bear, _) = try PlistSyncBinary.run(["get", "inventory", "k-1", "--json"] + client)
         XCTAssertTrue(bear.contains("\"valueInDollars\":42") && bear.contains("\"name\":\"Bear\"") && bear.contains("\"$date\""), bear)
         let exported = folder + "/out.archive"
         let (exportCode, _, exportError) = try PlistSyncBinary.run(
@@ -94,8 +94,9 @@ final class KeyedArchiveTests: XCTestCase {
         let source = folder + "/Presidents.plist"
         try archiver.encodedData.write(to: URL(fileURLWithPath: source))
         XCTAssertEqual(try PlistSyncBinary.run(["import", source, "--collection", "presidents", "--id-key", "President"] + client).0, 0)
-        let (_, listed, _) = try PlistSyncBinary.run(["ls", "presidents"] + client)
-        XCTAssertEqual(listed.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst(3).first.map(String.init) }, ["1", "2"], listed)
+        let (_, listed, _) = try PlistSyncBinary.run(["ls", "presidents", "--json"] + client)
+        let records = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]]
+        XCTAssertEqual(records?.compactMap { $0["id"] as? String }, ["1", "2"], listed)
         let exported = folder + "/out.plist"
         XCTAssertEqual(try PlistSyncBinary.run(["export", "presidents", "--format", "archive", "--root-key", "Presidents", "-o", exported] + client).0, 0)
         let unarchiver = try NSKeyedUnarchiver(forReadingFrom: Data(contentsOf: URL(fileURLWithPath: exported)))

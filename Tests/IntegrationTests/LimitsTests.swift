@@ -70,6 +70,26 @@ final class LimitsTests: XCTestCase {
 
 /// The `plistsync user` and usage contracts (DESIGN.md §4).
 final class CommandLineTests: XCTestCase {
+    func testEverySubcommandsHelpListsItsOptionsOneLineEach() throws {
+        let subcommands = ["serve", "user", "agent", "login", "logout", "devices", "revoke", "status", "attach", "import", "export",
+                           "conflicts", "resolve", "versions", "deletes", "backup", "ls", "get", "put", "rm", "mv", "watch",
+                           "create", "grant", "bench"]
+        for name in subcommands {
+            let (code, help, error) = try PlistSyncBinary.run([name, "--help"])
+            XCTAssertEqual(code, 0, "\(name): \(error)")
+            XCTAssertTrue(help.contains("USAGE: plistsync"), "\(name) --help has a usage line:\n\(help)")
+            let options = help.split(separator: "\n").filter { $0.hasPrefix("  --") || $0.hasPrefix("  -h, --") || $0.hasPrefix("  -o, --") }
+            XCTAssertFalse(options.isEmpty && name != "status", "\(name) --help lists its options:\n\(help)")
+            for line in options {
+                let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                XCTAssertGreaterThan(words.count, 1, "\(name): an option without its line of explanation: \(line)")
+            }
+        }
+        let (code, version, _) = try PlistSyncBinary.run(["--version"])
+        XCTAssertEqual(code, 0)
+        XCTAssertTrue(version.hasPrefix("plistsync 0."), version)
+    }
+
     func testUserAdministrationWorksOnTheDataFolder() throws {
         let data = NSTemporaryDirectory() + "plistsync-cli-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
@@ -123,19 +143,24 @@ final class ScriptingTests: XCTestCase {
         let mode = (try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? NSNumber)?.intValue
         XCTAssertEqual(mode, 0o600)
         let withToken = common + ["--token-file", tokenFile]
-        XCTAssertEqual(try PlistSyncBinary.run(["create", "presidents"] + withToken).1, "CREATE presidents\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["create", "presidents"] + withToken).1, "created presidents\n")
         let put = try PlistSyncBinary.run(["put", "presidents", "1"] + withToken, input: #"{"number":1,"name":"George Washington","from":1789,"to":1797,"party":"None"}"#)
-        XCTAssertEqual(put.1, "PUT presidents 1 1 1\n", put.2)
-        XCTAssertEqual(try PlistSyncBinary.run(["put", "presidents", "2", #"{"number":2,"name":"John Adams"}"#] + withToken).0, 0)
-        XCTAssertEqual(try PlistSyncBinary.run(["mv", "presidents", "2", "FIRST"] + withToken).1, "MOVE presidents 2 2 3\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1"] + withToken).1,
+        XCTAssertEqual(put.1, "saved presidents/1: rev 1, seq 1\n", put.2)
+        XCTAssertEqual(try PlistSyncBinary.run(["put", "presidents", "2", #"{"number":2,"name":"John Adams"}"#, "--json"] + withToken).1,
+                       #"{"collection":"presidents","id":"2","rev":1,"seq":2}"# + "\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["mv", "presidents", "2", "FIRST"] + withToken).1, "moved presidents/2: rev 2, seq 3\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1", "--json"] + withToken).1,
                        #"{"from":1789,"name":"George Washington","number":1,"party":"None","to":1797}"# + "\n")
-        let listing = try PlistSyncBinary.run(["ls", "presidents"] + withToken).1.split(separator: "\n")
-        XCTAssertEqual(listing.map { $0.split(separator: " ")[3] }, ["2", "1"])
+        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1"] + withToken).1,
+                       "presidents/1  rev 1\n  from    1789\n  name    George Washington\n  number  1\n  party   None\n  to      1797\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["ls", "presidents"] + withToken).1,
+                       "ID  REV  FIELDS\n2   2    name=John Adams number=2\n1   1    from=1789 name=George Washington number=1 party=None to=1797\n")
+        let listing = try JSONSerialization.jsonObject(with: Data(try PlistSyncBinary.run(["ls", "presidents", "--json"] + withToken).1.utf8)) as? [[String: Any]]
+        XCTAssertEqual(listing?.compactMap { $0["id"] as? String }, ["2", "1"])
         let stale = try PlistSyncBinary.run(["rm", "presidents", "1", "--rev", "9"] + withToken)
         XCTAssertEqual(stale.0, 1)
         XCTAssertTrue(stale.2.contains("ERR CONFLICT presidents 1 1 "), stale.2)
-        XCTAssertEqual(try PlistSyncBinary.run(["rm", "presidents", "1"] + withToken).1, "DEL presidents 1 2 4\n")
+        XCTAssertEqual(try PlistSyncBinary.run(["rm", "presidents", "1"] + withToken).1, "deleted presidents/1: rev 2, seq 4\n")
         XCTAssertEqual(try PlistSyncBinary.run(["logout"] + withToken).0, 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: tokenFile))
         let afterLogout = try PlistSyncBinary.run(["ls"] + common + ["--token-file", tokenFile])
