@@ -57,6 +57,24 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("INSERT INTO collections (name, owner, created_at) VALUES (?, ?, ?)", .text(name), .text(owner), .integer(timestamp))
             try db.execute("INSERT INTO members (collection, user, role) VALUES (?, ?, ?)", .text(name), .text(owner), .integer(Int64(Role.admin.rawValue)))
             return .done
+        case .dropCollection(let name):
+            let removed = try db.execute("DELETE FROM collections WHERE name = ?", .text(name))
+            guard removed > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
+            try db.execute("DELETE FROM members WHERE collection = ?", .text(name))
+            try db.execute("DELETE FROM records WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
+            return .done
+        case .renameCollection(let from, let to):
+            let taken = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(to)) { _ in true } ?? false
+            if taken { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
+            let copied = try db.execute(
+                "INSERT INTO collections (name, owner, created_at) SELECT ?, owner, created_at FROM collections WHERE name = ?", .text(to), .text(from))
+            guard copied > 0 else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
+            try db.execute("UPDATE members SET collection = ? WHERE collection = ?", .text(to), .text(from))
+            try db.execute("UPDATE records SET collection = ? WHERE collection = ?", .text(to), .text(from))
+            try db.execute("UPDATE records SET collection = ? WHERE collection = ?",
+                           .text(Names.conflictsCollection(of: to)), .text(Names.conflictsCollection(of: from)))
+            try db.execute("DELETE FROM collections WHERE name = ?", .text(from))
+            return .done
         case .grant(let collection, let user, let role):
             let known = try db.queryFirst("SELECT 1 FROM users WHERE name = ?", .text(user)) { _ in true } ?? false
             guard known else { return .refused(ProtocolError(.notFound, "no user \(user)")) }

@@ -7,6 +7,10 @@ public enum StoreOperation: Sendable {
     case move(collection: String, id: String, baseRev: Int64, placement: Placement)
     case delete(collection: String, id: String, baseRev: Int64)
     case createCollection(name: String, owner: String)
+    /// Deletes a collection, its records (and its conflict copies) and its members.
+    case dropCollection(name: String)
+    /// Gives a collection, its records, conflict copies and members a new name.
+    case renameCollection(from: String, to: String)
     case grant(collection: String, user: String, role: Role?)
     case createToken(hash: String, user: String, label: String?)
     /// Revokes a token; `user` nil lets any user's token go (a server admin).

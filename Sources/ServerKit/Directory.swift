@@ -98,6 +98,30 @@ final class Directory {
         }
     }
 
+    /// The users who may read `collection`.
+    func members(of collection: String) -> Set<String> {
+        Set(info(collection)?.members.keys ?? [:].keys)
+    }
+
+    func dropped(_ name: String) {
+        guard let info = collections.removeValue(forKey: name) else { return }
+        ownedCount[info.owner, default: 1] -= 1
+        for user in info.members.keys {
+            byMember[user]?.remove(name)
+            if byMember[user]?.isEmpty == true { byMember[user] = nil }
+        }
+        sortedNames.removeAll { $0 == name }
+    }
+
+    func renamed(_ from: String, to: String) {
+        guard var info = collections[from] else { return }
+        dropped(from)
+        info.name = to
+        created(to, owner: info.owner)
+        collections[to] = info
+        for user in info.members.keys { byMember[user, default: []].insert(to) }
+    }
+
     func committed(_ change: Change) {
         guard let info = info(change.collection) else { return }
         collections[info.name]!.lastSeq = change.seq

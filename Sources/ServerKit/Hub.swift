@@ -20,6 +20,12 @@ final class Hub {
         subscribers[collection, default: [:]][ObjectIdentifier(session)] = session
     }
 
+    /// The subscribers of `from` follow its new name.
+    func rename(_ from: String, to: String) {
+        guard let sessions = subscribers.removeValue(forKey: from) else { return }
+        subscribers[to, default: [:]].merge(sessions) { first, _ in first }
+    }
+
     func unsubscribe(_ session: Session, from collection: String) {
         subscribers[collection]?[ObjectIdentifier(session)] = nil
         if subscribers[collection]?.isEmpty == true { subscribers[collection] = nil }

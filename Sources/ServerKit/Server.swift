@@ -310,6 +310,21 @@ public final class Server {
         }
     }
 
+    func collectionDropped(_ name: String) {
+        let members = directory.members(of: name)
+        directory.dropped(name)
+        for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
+        if configuration.maxBytesPerUser > 0, let sizes = try? reader.storedBytesByCollection() { directory.loadSizes(sizes) }
+    }
+
+    func collectionRenamed(_ from: String, to: String) {
+        directory.renamed(from, to: to)
+        hub.rename(from, to: to)
+        hub.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
+        let members = directory.members(of: to)
+        for session in sessions.values { session.collectionRenamed(from, to: to, isMember: session.user.map(members.contains) ?? false) }
+    }
+
     func granted(_ role: Role?, to user: String, in collection: String) {
         directory.granted(role, to: user, in: collection)
         let seq = directory.lastSeq(collection)

@@ -273,6 +273,29 @@ final class Session {
         }
     }
 
+    /// The collection is gone: `* DROPPED <name>` for a member (or a server admin) and its
+    /// subscriptions end.
+    func collectionDropped(_ name: String, wasMember: Bool) {
+        guard closeReason == nil, user != nil else { return }
+        let subscribed = dropSubscription(name)
+        let companionSubscribed = dropSubscription(Names.conflictsCollection(of: name))
+        let wasSubscribed = subscribed || companionSubscribed
+        if wasMember || isAdmin || wasSubscribed { send("* DROPPED \(name)\n") }
+    }
+
+    /// The collection has a new name: `* RENAMED <old> <new>` for a member (or a server admin);
+    /// its subscriptions carry on under the new name, at the same seq.
+    func collectionRenamed(_ from: String, to: String, isMember: Bool) {
+        guard closeReason == nil, user != nil else { return }
+        var subscribed = false
+        for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
+            guard let through = subscriptions.removeValue(forKey: old) else { continue }
+            subscriptions[new] = through
+            subscribed = true
+        }
+        if isMember || isAdmin || subscribed { send("* RENAMED \(from) \(to)\n") }
+    }
+
     /// Ends this session's subscription to `collection` if it may no longer read it.
     func recheckAccess() {
         guard let user, closeReason == nil else { return }
@@ -392,6 +415,21 @@ final class Session {
             storeOperation(tag, .createCollection(name: name, owner: owner)) { [server] _ in
                 server.collectionCreated(name, owner: owner)
                 return ResponseLine.ok(tag, "CREATE", name)
+            }
+        case .drop(let collection):
+            try requireRole(.admin, collection)
+            storeOperation(tag, .dropCollection(name: collection)) { [server, user, address] _ in
+                ServerLog.event("drop", ["collection": collection, "by": user ?? "-", "address": address])
+                server.collectionDropped(collection)
+                return ResponseLine.ok(tag, "DROP", collection)
+            }
+        case .rename(let from, let to):
+            try requireRole(.admin, from)
+            guard !server.directory.exists(to) else { throw ProtocolError(.exists, "collection \(to) exists") }
+            storeOperation(tag, .renameCollection(from: from, to: to)) { [server, user, address] _ in
+                ServerLog.event("rename", ["collection": from, "to": to, "by": user ?? "-", "address": address])
+                server.collectionRenamed(from, to: to)
+                return ResponseLine.ok(tag, "RENAME", from, to)
             }
         case .collections:
             watchesCollections = true

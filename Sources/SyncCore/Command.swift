@@ -8,6 +8,8 @@ public enum Command: Equatable, Sendable {
     case tokenNew(label: String?)
     case tokenRevoke(String)
     case tokenList
+    case drop(collection: String)
+    case rename(from: String, to: String)
     case create(collection: String)
     case collections
     case grant(collection: String, user: String, role: Role?)
@@ -61,6 +63,8 @@ public enum CommandParser {
         VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>"),
         VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>"),
         VerbSpec(verb: "CREATE", arguments: 1...1, takesPayload: false, usage: "CREATE <collection>"),
+        VerbSpec(verb: "DROP", arguments: 1...1, takesPayload: false, usage: "DROP <collection>"),
+        VerbSpec(verb: "RENAME", arguments: 2...2, takesPayload: false, usage: "RENAME <collection> <new-name>"),
         VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS"),
         VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none"),
         VerbSpec(verb: "PUT", arguments: 3...3, takesPayload: true, usage: "PUT <collection> <id> <base-rev> {fields}"),
@@ -108,6 +112,10 @@ public enum CommandParser {
             }
         case "CREATE":
             return .create(collection: try collection(args[0]))
+        case "DROP":
+            return .drop(collection: try collection(args[0]))
+        case "RENAME":
+            return .rename(from: try collection(args[0]), to: try collection(args[1]))
         case "COLLECTIONS":
             return .collections
         case "GRANT":

@@ -22,7 +22,7 @@ final class TranscriptTests: XCTestCase {
     func testEveryVerbHasATranscript() throws {
         let text = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path)
             .map { try String(contentsOf: Self.folder.appendingPathComponent($0), encoding: .utf8) }.joined()
-        for verb in ["HELLO", "AUTH", "TOKEN NEW", "TOKEN LIST", "TOKEN REVOKE", "CREATE", "COLLECTIONS", "GRANT", "PUT", "MOVE", "DEL",
+        for verb in ["HELLO", "AUTH", "TOKEN NEW", "TOKEN LIST", "TOKEN REVOKE", "CREATE", "DROP", "RENAME", "COLLECTIONS", "GRANT", "PUT", "MOVE", "DEL",
                      "GET", "LIST", "SUB", "UNSUB", "PING", "STATS", "QUIT"] {
             XCTAssertTrue(text.contains(" \(verb) "), "no transcript uses \(verb)")
         }
