@@ -66,6 +66,7 @@ public final class Agent {
             if starting { beginBatch() } else { endBatch() }
         }
         engine.onCollectionFolder = { [unowned self] collection in watch(collection) }
+        engine.onCollectionGone = { [unowned self] collection in folderWatchers.removeValue(forKey: collection)?.close() }
         fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
         fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
         fileMirror.log = log

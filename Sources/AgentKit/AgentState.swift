@@ -128,6 +128,17 @@ final class AgentState {
         try db.execute("DELETE FROM collections WHERE name = ?", .text(collection))
     }
 
+    /// Moves everything known of a collection to its new name.
+    func rename(_ from: String, to: String) throws(StoreError) {
+        guard from != to else { return }
+        try forget(to)
+        records[to] = records.removeValue(forKey: from)
+        lastSeq[to] = lastSeq.removeValue(forKey: from)
+        orderHash[to] = orderHash.removeValue(forKey: from)
+        try db.execute("UPDATE records SET collection = ? WHERE collection = ?", .text(to), .text(from))
+        try db.execute("UPDATE collections SET name = ? WHERE name = ?", .text(to), .text(from))
+    }
+
     func setOrderHash(_ hash: String?, _ collection: String) throws(StoreError) {
         guard orderHash[collection] != hash else { return }
         orderHash[collection] = hash

@@ -170,6 +170,35 @@ final class MirrorFolder {
         }
     }
 
+    /// Moves a collection's folder and order file out of the way, to
+    /// `.plistsync/dropped/<collection>-<stamp>/`; the folder it went to, or nil when there was
+    /// nothing to move or it could not be moved.
+    func archive(_ collection: String, now: Date = Date()) -> String? {
+        guard hasFolder(collection) else { return nil }
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        let parent = stateFolder + "/dropped"
+        var target = parent + "/" + collection + "-" + formatter.string(from: now)
+        var counter = 1
+        while FileManager.default.fileExists(atPath: target) {
+            counter += 1
+            target = parent + "/" + collection + "-" + formatter.string(from: now) + "-\(counter)"
+        }
+        guard (try? ensureFolder(parent)) != nil, rename(folder(collection), target) == 0 else { return nil }
+        _ = rename(orderPath(collection), target + "/" + collection + ".order.plist")
+        return target
+    }
+
+    /// Gives a collection's folder and order file a new name; false when the new name is taken
+    /// here (a folder of that name the agent has not synced) or the rename fails.
+    func renameCollection(_ from: String, to: String) -> Bool {
+        guard hasFolder(from), Self.kind(at: folder(to)) == .missing else { return false }
+        guard rename(folder(from), folder(to)) == 0 else { return false }
+        if Self.kind(at: orderPath(from)) == .file, Self.kind(at: orderPath(to)) == .missing { _ = rename(orderPath(from), orderPath(to)) }
+        return true
+    }
+
     /// Whether a file name is one of this agent's temp files (`.<name>.plistsync-XXXXXXXX`).
     static func isTempFile(_ name: String) -> Bool {
         guard name.hasPrefix("."), let marker = name.range(of: ".plistsync-", options: .backwards) else { return false }

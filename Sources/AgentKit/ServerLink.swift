@@ -81,6 +81,13 @@ final class ServerLink {
         connection = nil
     }
 
+    /// Drops the connection and connects again at once (after a collection was renamed, so
+    /// every subscription starts over under its new name).
+    func restart() {
+        attempts = 0
+        connection?.close()
+    }
+
     /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
     func send(_ request: String, reply: @escaping (ServerEvent) -> Void = { _ in }) {
         guard let connection, isReady || request.hasPrefix("HELLO") || request.hasPrefix("AUTH") else { return }

@@ -41,6 +41,8 @@ final class SyncEngine {
     var onOrderFileWritten: (String) -> Void = { _ in }
     /// Called when a collection folder should be watched.
     var onCollectionFolder: (String) -> Void = { _ in }
+    /// Called when a collection's folder is no longer this collection's (dropped, renamed).
+    var onCollectionGone: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
 
     init(configuration: AgentConfiguration, link: ServerLink, state: AgentState, mirror: MirrorFolder, status: AgentStatus) {
@@ -86,6 +88,10 @@ final class SyncEngine {
 
     func handle(_ event: ServerEvent) {
         switch event {
+        case .dropped(let name):
+            collectionDropped(name)
+        case .renamed(let from, let to):
+            collectionRenamed(from, to: to)
         case .collection(let name, let role, _):
             // A rogue or tampered server must not name a path outside the mirror.
             guard Names.isValidCollection(name) else { return log("ignoring a collection with an unsafe name from the server: \(ValueJSON.quoted(name))") }
@@ -178,6 +184,50 @@ final class SyncEngine {
             "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
         log("the folder of \(collection) is missing: stopped mirroring it here; nothing is deleted on the server")
         status.changed()
+    }
+
+    /// The collection was deleted on the server: its folder is moved to `.plistsync/dropped/`
+    /// (what people typed stays on disk) and what was known of it is forgotten.
+    private func collectionDropped(_ name: String) {
+        guard Names.isValidCollection(name), allowed(name) else { return }
+        collections[name] = nil
+        detached.remove(name)
+        pendingDeletes[name] = nil
+        for collection in [name, Names.conflictsCollection(of: name)] {
+            subscribed.remove(collection)
+            try? state.forget(collection)
+        }
+        onCollectionGone(name)
+        if mirror.attachedCollections.contains(name) {
+            status.problems["\(name)/"] = "deleted on the server by its admin; the app's file is left as it is"
+        } else if let archived = mirror.archive(name) {
+            status.problems["\(name)/"] = "deleted on the server by its admin; the folder was moved to \(archived)"
+        } else {
+            status.problems["\(name)/"] = "deleted on the server by its admin"
+        }
+        log("\(name) was deleted on the server: \(status.problems["\(name)/"] ?? "")")
+        status.changed()
+    }
+
+    /// The collection has a new name: the folder and everything known follow it, then the
+    /// connection starts over so every subscription is made under the new name.
+    private func collectionRenamed(_ from: String, to: String) {
+        guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
+        onCollectionGone(from)
+        let moved = mirror.attachedCollections.contains(from) || !mirror.hasFolder(from) || mirror.renameCollection(from, to: to)
+        if moved {
+            try? state.rename(from, to: to)
+            try? state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
+            log("\(from) was renamed \(to) on the server; the folder follows")
+        } else {
+            // A folder named `to` is already here: keep both, download the renamed one afresh.
+            status.problems["\(from)/"] = "renamed \(to) on the server, but a folder \(to) is already here: \(from) is left as it is"
+            try? state.forget(from)
+            try? state.forget(Names.conflictsCollection(of: from))
+            log("\(from) was renamed \(to) on the server; a folder \(to) already exists here, so \(from) is no longer mirrored")
+        }
+        collections[from] = nil
+        link.restart()
     }
 
     /// The folder of a detached collection is back: forget what was known and download it all.

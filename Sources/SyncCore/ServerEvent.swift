@@ -36,6 +36,10 @@ public enum ServerEvent: Equatable, Sendable {
     case collection(name: String, role: Role?, seq: Int64)
     /// `* BYE <reason>`: the server is closing the connection.
     case bye(String)
+    /// `* DROPPED <collection>`: the collection was deleted.
+    case dropped(String)
+    /// `* RENAMED <old> <new>`.
+    case renamed(from: String, to: String)
     /// `TAG OK <words…> [payload]`.
     case ok(tag: String, words: [String], payload: Fields?)
     /// `TAG ERR <code> <words…>`; `conflict` is set for `ERR CONFLICT`.
@@ -64,6 +68,12 @@ public enum ServerEvent: Equatable, Sendable {
                 }
             case "BYE" where words.count >= 2:
                 self = .bye(words[1])
+                return
+            case "DROPPED" where words.count == 2:
+                self = .dropped(words[1])
+                return
+            case "RENAMED" where words.count == 3:
+                self = .renamed(from: words[1], to: words[2])
                 return
             default:
                 break

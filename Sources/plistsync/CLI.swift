@@ -29,8 +29,9 @@ enum CLI {
           conflicts|resolve|versions|restore|deletes
                        See and settle conflict copies; bring back kept versions; confirm
                        or undo a held mass delete.
-          ls|get|put|rm|mv|watch|create|grant
-                       Scripting client: list, read, write, delete, move records, tail changes.
+          ls|get|put|rm|mv|watch|create|grant|rename|drop
+                       Scripting client: list, read, write, delete, move records, tail changes;
+                       make, share, rename and delete collections.
           bench        Measure a server: durable write throughput, fan-out latency.
 
           See 'plistsync <subcommand> --help' for a subcommand's options; --version the release.
@@ -66,7 +67,7 @@ enum CLI {
             return runVerb(name, rest, of: TransferCommand.self)
         case "conflicts", "resolve", "versions", "restore", "deletes":
             return runVerb(name, rest, of: HistoryCommand.self)
-        case "ls", "get", "put", "rm", "mv", "watch", "create", "grant":
+        case "ls", "get", "put", "rm", "mv", "watch", "create", "grant", "drop", "rename":
             return runVerb(name, rest, of: ScriptCommand.self)
         case "--help", "-h", "help":
             print(overview)

@@ -15,6 +15,8 @@ enum ScriptCommand: VerbSubcommand {
                plistsync mv <collection> <id> FIRST|LAST|BEFORE <id2>|AFTER <id2> [--rev N]
                plistsync watch <collection> [--since SEQ]
                plistsync create <collection>
+               plistsync rename <collection> <new-name>
+               plistsync drop <collection> --yes
                plistsync grant <collection> <user> read|write|admin|none
 
         Without --rev, put/rm/mv first read the record's current revision (last writer wins);
@@ -26,11 +28,12 @@ enum ScriptCommand: VerbSubcommand {
           --json               Print JSON for scripts (ls: an array; get: the fields; put, rm,
                                mv: {collection, id, rev, seq}) instead of lines for people.
           --since SEQ          (watch) Replay changes after SEQ first (default: only new ones).
+          --yes                (drop) Really delete the collection and its records for everyone.
         """
 
     static func run(_ verb: String, _ arguments: [String]) throws {
         let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["rev", "since"]),
-                                    flagOptions: ClientOptions.flagOptions.union(["json"]))
+                                    flagOptions: ClientOptions.flagOptions.union(["json", "yes"]))
         let client = try ClientOptions(options).client
         let words = options.positionals
         func arg(_ text: String) -> String { ResponseLine.argument(text) }
@@ -91,6 +94,15 @@ enum ScriptCommand: VerbSubcommand {
         case "create":
             guard words.count == 1 else { throw UsageError("create needs <collection>") }
             try expectOK(client, ["CREATE \(words[0])"], report: options.flag("json"))
+        case "drop":
+            guard words.count == 1 else { throw UsageError("drop needs <collection>") }
+            guard options.flag("yes") else {
+                throw UsageError("drop deletes \(words[0]) and every record in it for everyone; add --yes if that is what you want")
+            }
+            try expectOK(client, ["DROP \(words[0])"], report: options.flag("json"))
+        case "rename":
+            guard words.count == 2 else { throw UsageError("rename needs <collection> <new-name>") }
+            try expectOK(client, ["RENAME \(words[0]) \(words[1])"], report: options.flag("json"))
         case "grant":
             guard words.count == 3 else { throw UsageError("grant needs <collection> <user> <role>") }
             try expectOK(client, ["GRANT \(words[0]) \(arg(words[1])) \(words[2])"], report: options.flag("json"))
@@ -162,6 +174,10 @@ enum ScriptCommand: VerbSubcommand {
             return "\(action) \(words[1])/\(words[2]): rev \(words[3]), seq \(words[4])"
         case "CREATE" where words.count >= 2:
             return json ? ValueJSON.encode(.dictionary(["created": .string(words[1])])) : "created \(words[1])"
+        case "DROP" where words.count >= 2:
+            return json ? ValueJSON.encode(.dictionary(["dropped": .string(words[1])])) : "dropped \(words[1])"
+        case "RENAME" where words.count >= 3:
+            return json ? ValueJSON.encode(.dictionary(["renamed": .string(words[1]), "to": .string(words[2])])) : "renamed \(words[1]) to \(words[2])"
         default:
             return json ? ValueJSON.encode(.dictionary(["ok": .string(words.joined(separator: " "))])) : words.joined(separator: " ")
         }

@@ -1,0 +1,67 @@
+import Foundation
+import XCTest
+
+/// Issue 11, item 5: a collection renamed or deleted by its admin; every agent's folder follows
+/// (renamed in place; a dropped one moved to `.plistsync/dropped/`, nothing typed is lost).
+final class DropRenameTests: XCTestCase {
+    private var server: TestServer!
+    private var a: TestAgent!
+    private var b: TestAgent!
+    private var client: [String] = []
+
+    override func setUpWithError() throws {
+        server = try TestServer.running()
+        a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+        client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
+    }
+
+    override func tearDown() {
+        a = nil
+        b = nil
+        server = nil
+    }
+
+    private func text(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path),
+            let fields = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any]
+        else { return nil }
+        return fields["text"] as? String
+    }
+
+    func testARenamedCollectionsFoldersFollowAndADroppedOneIsArchived() throws {
+        try a.start()
+        try b.start()
+        try a.save("notes", "n1", ["text": .string("first")])
+        eventually(10, b.log()) { text(b.path("notes", "n1")) == "first" }
+
+        let renamed = try PlistSyncBinary.run(["rename", "notes", "memos"] + client)
+        XCTAssertEqual(renamed.0, 0, renamed.2)
+        XCTAssertEqual(renamed.1, "renamed notes to memos\n")
+        for agent in [a!, b!] {
+            eventually(10, agent.log()) { text(agent.path("memos", "n1")) == "first" && !FileManager.default.fileExists(atPath: agent.directory + "/notes") }
+        }
+        // Edits go on under the new name, both ways.
+        try b.save("memos", "n1", ["text": .string("second")])
+        eventually(10, a.log()) { text(a.path("memos", "n1")) == "second" }
+        try a.save("memos", "n2", ["text": .string("new")])
+        eventually(10, b.log()) { text(b.path("memos", "n2")) == "new" }
+
+        let refused = try PlistSyncBinary.run(["drop", "memos"] + client)
+        XCTAssertEqual(refused.0, 64, "drop wants --yes")
+        let dropped = try PlistSyncBinary.run(["drop", "memos", "--yes"] + client)
+        XCTAssertEqual(dropped.0, 0, dropped.2)
+        for agent in [a!, b!] {
+            eventually(10, agent.log()) { !FileManager.default.fileExists(atPath: agent.directory + "/memos") }
+            let archive = agent.directory + "/.plistsync/dropped"
+            let folders = (try? FileManager.default.contentsOfDirectory(atPath: archive)) ?? []
+            XCTAssertEqual(folders.count, 1, "\(folders)")
+            XCTAssertTrue(folders.first?.hasPrefix("memos-") == true, "\(folders)")
+            XCTAssertEqual(text(archive + "/" + (folders.first ?? "") + "/n1.plist"), "second")
+            eventually(5, agent.statusText()) { agent.statusText().contains("deleted on the server") }
+        }
+        // The name is free again: a new folder of that name is a new collection.
+        try a.save("memos", "fresh", ["text": .string("again")])
+        eventually(10, b.log()) { text(b.path("memos", "fresh")) == "again" }
+    }
+}
