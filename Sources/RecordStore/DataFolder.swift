@@ -88,11 +88,7 @@ public struct DataFolder: Sendable {
             unlink(temp)
             throw error
         }
-        let descriptor = Glibc.open(temp, O_RDONLY | O_CLOEXEC)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
+        Self.sync(temp)
         guard rename(temp, file) == 0 else {
             unlink(temp)
             throw .dataDirectory("cannot write \(file): \(String(cString: strerror(errno)))")
@@ -132,16 +128,20 @@ public struct DataFolder: Sendable {
             unlink(temp)
             throw error
         }
-        let descriptor = Glibc.open(temp, O_RDONLY | O_CLOEXEC)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
+        Self.sync(temp)
         // The old WAL belongs to the old store: it must not be replayed into the restored one.
         unlink(storePath + "-wal")
         unlink(storePath + "-shm")
         guard rename(temp, storePath) == 0 else { throw .dataDirectory("cannot replace \(storePath): \(String(cString: strerror(errno)))") }
         restrictPermissions()
+    }
+
+    /// Makes a file's bytes durable before it is renamed into place.
+    private static func sync(_ path: String) {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
     }
 
     /// Where the account commands and a running server signal each other (see `ControlChannel`).

@@ -5,25 +5,13 @@ import XCTest
 
 /// Issue 9, item 7: a reorder in the order file is never overwritten before it is read, and two
 /// people moving different rows at once both keep their moves.
-final class AgentOrderTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
+final class AgentOrderTests: TwoAgentTestCase {
+    override var password: String { "wonderland" }
 
     override func setUpWithError() throws {
-        server = try TestServer()
-        try server.addUser("alice", password: "wonderland")
-        try server.start()
-        a = try TestAgent(server: server, user: "alice", password: "wonderland", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "wonderland", device: "desktop")
+        try super.setUpWithError()
         try a.start()
         try b.start()
-    }
-
-    override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
     }
 
     private func writeOrder(_ agent: TestAgent, _ ids: [String]) throws {

@@ -4,24 +4,8 @@ import SyncProtocol
 import XCTest
 
 /// Real server, real agents, real files and inotify events, all on 127.0.0.1 in temp folders.
-final class AgentTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
-
-    override func setUpWithError() throws {
-        server = try TestServer()
-        try server.addUser("alice", password: "wonderland")
-        try server.start()
-        a = try TestAgent(server: server, user: "alice", password: "wonderland", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "wonderland", device: "desktop")
-    }
-
-    override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
-    }
+final class AgentTests: TwoAgentTestCase {
+    override var password: String { "wonderland" }
 
     private func converged(_ seconds: Double = 10, file: StaticString = #filePath, line: UInt = #line) {
         eventually(seconds, "A: \(a.snapshot())\nB: \(b.snapshot())\nA log: \(a.log())\nB log: \(b.log())", file: file, line: line) {

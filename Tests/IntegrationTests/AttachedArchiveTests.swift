@@ -5,22 +5,7 @@ import XCTest
 /// presidents list under its own root key), each edited by two apps on two agents at once:
 /// different fields of one element, an add and a delete, a move, a cancelled edit. Both files
 /// converge and Foundation unarchives both.
-final class AttachedArchiveTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
-
-    override func setUpWithError() throws {
-        server = try TestServer.running()
-        a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
-    }
-
-    override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
-    }
+final class AttachedArchiveTests: TwoAgentTestCase {
 
     /// How the test's app saves and loads its list; rows are dictionaries in the test.
     private struct AppFile {
@@ -47,6 +32,14 @@ final class AttachedArchiveTests: XCTestCase {
                    file: file, line: line) {
             load(app, a) == rows as NSArray && load(app, b) == rows as NSArray
         }
+    }
+
+    /// An unarchiver for an app's file, as apps open theirs (classes not checked up front).
+    private static func unarchiver(_ data: Data) -> NSKeyedUnarchiver? {
+        guard let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data) else { return nil }
+        unarchiver.requiresSecureCoding = false
+        unarchiver.decodingFailurePolicy = .setErrorAndReturn
+        return unarchiver
     }
 
     /// The scenario for one file kind: `fieldA` and `fieldB` are two fields of a row that the
@@ -110,9 +103,7 @@ final class AttachedArchiveTests: XCTestCase {
             archiver.finishEncoding()
             return archiver.encodedData
         }, load: { data in
-            guard let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data) else { return nil }
-            unarchiver.requiresSecureCoding = false
-            unarchiver.decodingFailurePolicy = .setErrorAndReturn
+            guard let unarchiver = Self.unarchiver(data) else { return nil }
             unarchiver.setClass(ArchivedItem.self, forClassName: "BNRItem")
             return (unarchiver.decodeObject(forKey: NSKeyedArchiveRootObjectKey) as? [ArchivedItem])?.map(row)
         })
@@ -134,10 +125,7 @@ final class AttachedArchiveTests: XCTestCase {
             archiver.finishEncoding()
             return archiver.encodedData
         }, load: { data in
-            guard let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data) else { return nil }
-            unarchiver.requiresSecureCoding = false
-            unarchiver.decodingFailurePolicy = .setErrorAndReturn
-            return (unarchiver.decodeObject(forKey: "Presidents") as? [NSDictionary])?.map { $0 as? [String: Any] ?? [:] }
+            (Self.unarchiver(data)?.decodeObject(forKey: "Presidents") as? [NSDictionary])?.map { $0 as? [String: Any] ?? [:] }
         })
         let rows: [[String: Any]] = [
             ["President": 1, "Name": "George Washington", "FromYear": "1789", "ToYear": "1797", "Party": "None"],

@@ -4,22 +4,7 @@ import XCTest
 /// Issue 10, items 1–2: an app's whole-list file (a contacts array, an inventory archive)
 /// mirrored by two agents; edits to different elements and fields on both sides both survive,
 /// deletes and moves travel, and Foundation reads every file the agents write.
-final class AttachedFileTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
-
-    override func setUpWithError() throws {
-        server = try TestServer.running()
-        a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
-    }
-
-    override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
-    }
+final class AttachedFileTests: TwoAgentTestCase {
 
     private func attach(_ agent: TestAgent, _ file: String, _ collection: String, idKey: String) throws {
         let (code, _, error) = try PlistSyncBinary.run(["attach", file, "--collection", collection, "--id-key", idKey, "--dir", agent.directory])

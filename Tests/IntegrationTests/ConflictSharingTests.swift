@@ -6,26 +6,18 @@ import XCTest
 /// Issue 9, item 13: a conflict copy reaches every mirror of the collection, `plistsync
 /// conflicts` lists it (from a folder or from the server), `resolve` settles it everywhere, and
 /// `versions`/`restore` bring back what a remote change replaced.
-final class ConflictSharingTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
+final class ConflictSharingTests: TwoAgentTestCase {
+    override var password: String { "wonderland" }
     private var passwordFile: String!
 
     override func setUpWithError() throws {
-        server = try TestServer()
-        try server.addUser("alice", password: "wonderland")
-        try server.start()
-        a = try TestAgent(server: server, user: "alice", password: "wonderland", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "wonderland", device: "desktop")
+        try super.setUpWithError()
         passwordFile = NSTemporaryDirectory() + "plistsync-conflicts-\(UUID().uuidString)"
         try "wonderland\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
     }
 
     override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
+        super.tearDown()
         try? FileManager.default.removeItem(atPath: passwordFile)
     }
 

@@ -3,23 +3,12 @@ import XCTest
 
 /// Issue 11, item 5: a collection renamed or deleted by its admin; every agent's folder follows
 /// (renamed in place; a dropped one moved to `.plistsync/dropped/`, nothing typed is lost).
-final class DropRenameTests: XCTestCase {
-    private var server: TestServer!
-    private var a: TestAgent!
-    private var b: TestAgent!
+final class DropRenameTests: TwoAgentTestCase {
     private var client: [String] = []
 
     override func setUpWithError() throws {
-        server = try TestServer.running()
-        a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+        try super.setUpWithError()
         client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
-    }
-
-    override func tearDown() {
-        a = nil
-        b = nil
-        server = nil
     }
 
     private func text(_ path: String) -> String? {

@@ -133,3 +133,25 @@ func eventually(_ seconds: Double = 10, _ message: @autoclosure () -> String = "
     }
     XCTFail("condition not met within \(seconds) s. \(message())", file: file, line: line)
 }
+
+/// A fresh server with the account alice and two agents of hers, `a` (laptop) and `b`
+/// (desktop), made for each test and not yet started.
+class TwoAgentTestCase: XCTestCase {
+    var server: TestServer!
+    var a: TestAgent!
+    var b: TestAgent!
+    /// alice's password.
+    var password: String { "pw" }
+
+    override func setUpWithError() throws {
+        server = try TestServer.running(users: [("alice", password)])
+        a = try TestAgent(server: server, user: "alice", password: password, device: "laptop")
+        b = try TestAgent(server: server, user: "alice", password: password, device: "desktop")
+    }
+
+    override func tearDown() {
+        a = nil
+        b = nil
+        server = nil
+    }
+}
