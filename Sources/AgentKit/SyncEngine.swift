@@ -29,8 +29,11 @@ final class SyncEngine {
     /// mass-deleted) until the folder is made again, then downloaded afresh.
     private var detached: Set<String> = []
     /// Record files found missing, pushed as DEL only after `deleteSettleMilliseconds` if the
-    /// file is still gone and its folder still there (`rm -rf` of a folder removes files first).
+    /// file is still gone and its folder still there (`rm -rf` of a folder removes files first);
+    /// a file that comes back (an editor's save renames it away first) leaves the list.
     private var pendingDeletes: [String: Set<String>] = [:]
+    /// Per collection, which round of pending deletes the scheduled check belongs to.
+    private var pendingDeleteRound: [String: Int] = [:]
     static let deleteSettleMilliseconds: UInt64 = 500
     /// Per collection, the first seq whose change could not be written here (full disk, a folder
     /// in the way): the last seq is not advanced past it, and the collection is replayed from
@@ -346,10 +349,14 @@ final class SyncEngine {
     /// Compares one record's file with the last synced state and pushes the difference.
     func reconcile(_ collection: String, _ id: String) {
         let key = RecordKey(collection: collection, id: id)
-        guard subscribed.contains(collection), !inFlight.contains(key) else { return }
-        let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
         let kind = MirrorFolder.kind(at: path)
+        // The file is back (an editor's save renames it away, then writes it anew): not a delete.
+        if kind != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
+            pendingDeletes[collection] = nil
+        }
+        guard subscribed.contains(collection), !inFlight.contains(key) else { return }
+        let entry = state.entry(collection, id)
         // A link is never followed (it could point anywhere on the machine), pushed or deleted.
         guard kind != .link else {
             if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
@@ -436,8 +443,11 @@ final class SyncEngine {
         let first = pendingDeletes[key.collection]?.isEmpty ?? true
         pendingDeletes[key.collection, default: []].insert(key.id)
         guard first else { return }
+        // A timer from an earlier round whose files all came back must not act on this one.
+        pendingDeleteRound[key.collection, default: 0] += 1
+        let round = pendingDeleteRound[key.collection]
         schedule(Self.deleteSettleMilliseconds) { [self] in
-            guard let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
+            guard pendingDeleteRound[key.collection] == round, let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
             guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
             let ready = stillDeleted(key.collection, ids)
             guard !ready.isEmpty else { return }
