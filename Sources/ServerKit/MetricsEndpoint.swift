@@ -19,8 +19,14 @@ final class MetricsEndpoint {
         listener = nil
     }
 
+    /// A scraper that has not sent its request by then is cut off.
+    static let requestTimeoutMilliseconds: UInt64 = 10_000
+
     private func serve(_ connection: TCPConnection) {
         var request: [UInt8] = []
+        let deadline = LoopTimer(loop: connection.loop)
+        deadline.start(after: Self.requestTimeoutMilliseconds) { connection.close() }
+        connection.onClose = { deadline.close() }
         connection.onData = { [unowned self] bytes in
             request += bytes
             guard let end = Self.headersEnd(request) else {
