@@ -47,10 +47,10 @@ public final class RecordWriter: @unchecked Sendable {
             return try move(collection, id, baseRev, placement, timestamp)
         case .delete(let collection, let id, let baseRev):
             let current = try state(collection, id)
-            guard let current, case .live = current.body, current.rev == baseRev else {
+            guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
                 return .conflict(collection: collection, id: id, current: current)
             }
-            return try record(collection, RecordState(id: id, rev: current.rev + 1, body: .deleted), timestamp, replacing: current)
+            return try record(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, replacing: current)
         case .createCollection(let name, let owner):
             let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
             if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
@@ -113,25 +113,20 @@ public final class RecordWriter: @unchecked Sendable {
 
     private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
         let current = try state(collection, id)
-        switch current?.body {
-        case .live(let position, _)?:
-            guard current!.rev == baseRev else { return .conflict(collection: collection, id: id, current: current) }
-            return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
-        case .deleted?:
-            // Re-creating over a tombstone: from scratch (0) or from the tombstone's rev.
-            guard baseRev == 0 || baseRev == current!.rev else { return .conflict(collection: collection, id: id, current: current) }
+        switch RevisionRules.put(baseRev: baseRev, over: current) {
+        case .update(let rev, let position):
+            return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
+        case .create(let rev):
             let position = try positionAtEnd(collection, excluding: id)
-            return try record(collection, RecordState(id: id, rev: current!.rev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
-        case nil:
-            guard baseRev == 0 else { return .conflict(collection: collection, id: id, current: nil) }
-            let position = try positionAtEnd(collection, excluding: id)
-            return try record(collection, RecordState(id: id, rev: 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp)
+            return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
+        case .conflict:
+            return .conflict(collection: collection, id: id, current: current)
         }
     }
 
     private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
         let current = try state(collection, id)
-        guard let current, case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else {
+        guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else {
             return .conflict(collection: collection, id: id, current: current)
         }
         let live = "collection = ? AND fields IS NOT NULL AND id != ?"
@@ -163,7 +158,7 @@ public final class RecordWriter: @unchecked Sendable {
         guard position.utf8.count <= PositionKey.maxLength else {
             return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement, timestamp)
         }
-        return try record(collection, RecordState(id: id, rev: baseRev + 1, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
+        return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
     }
 
     /// Gives every live record of the collection a fresh short key, in order, with the moved
