@@ -53,31 +53,6 @@ public struct DataFolder: Sendable {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    /// Held (flock) by the server that serves this folder, so a second server, or a restore,
-    /// can tell.
-    public var serverLockPath: String { (path as NSString).appendingPathComponent("server.lock") }
-
-    /// Takes the server lock for the life of the process; false when another server holds it.
-    public func lockForServer() -> Bool {
-        let descriptor = Glibc.open(serverLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { return true }  // a read-only folder fails later, with its own error
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            return false
-        }
-        return true  // kept open: the lock goes with the process
-    }
-
-    /// Whether a server is serving this folder now.
-    public var isServed: Bool {
-        let descriptor = Glibc.open(serverLockPath, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        guard flock(descriptor, LOCK_SH | LOCK_NB) == 0 else { return true }
-        flock(descriptor, LOCK_UN)
-        return false
-    }
-
     /// Writes a consistent copy of the store to `file` (a new file; the server may be running).
     public func backup(to file: String) throws(StoreError) {
         let temp = file + ".partial"
@@ -98,7 +73,7 @@ public struct DataFolder: Sendable {
     /// Replaces the store with a backup made by `backup(to:)`; the server must be stopped.
     /// The backup is checked first (a PlistSync store, not newer than this release, intact).
     public func restore(from file: String) throws(StoreError) {
-        guard !isServed else { throw .dataDirectory("a server is serving \(path): stop it first") }
+        guard !ControlChannel(folder: self).serverIsRunning() else { throw .dataDirectory("a server is serving \(path): stop it first") }
         guard FileManager.default.fileExists(atPath: file) else { throw .dataDirectory("no backup at \(file)") }
         let checked = try SQLiteDatabase(path: file)
         let version = try checked.queryFirst("PRAGMA user_version") { $0.integer(0) } ?? 0

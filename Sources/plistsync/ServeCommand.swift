@@ -1,6 +1,5 @@
 import EventLoop
 import Foundation
-import RecordStore
 import ServerKit
 import TLSKit
 
@@ -90,12 +89,6 @@ enum ServeCommand: Subcommand {
         if let metrics = options.value("metrics-listen") {
             guard let address = SocketAddress(parsing: metrics) else { throw UsageError("--metrics-listen must be ADDR:PORT") }
             configuration.metricsListen = address
-        }
-
-        // One server a data folder: a second one (or a restore) must not work under it.
-        try? FileManager.default.createDirectory(atPath: configuration.dataPath, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard DataFolder(path: configuration.dataPath).lockForServer() else {
-            throw RuntimeError("another plistsync server is serving \(configuration.dataPath)")
         }
 
         // Each client is a file descriptor; the soft default (1024) is far below what one loop serves.

@@ -59,7 +59,7 @@ final class BackupTests: XCTestCase {
     func testASecondServerOnOneDataFolderIsRefused() throws {
         let server = try TestServer.running()
         let second = try TestServer(dataPath: server.dataPath)
-        XCTAssertThrowsError(try second.start()) { XCTAssertTrue("\($0)".contains("another plistsync server is serving"), "\($0)") }
+        XCTAssertThrowsError(try second.start()) { XCTAssertTrue("\($0)".contains("another plistsync server is using"), "\($0)") }
     }
 
     func testUserCommandsFindTheDataFolderAsServeDoesAndNeverMakeASecondStore() throws {
