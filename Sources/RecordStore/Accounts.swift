@@ -1,21 +1,19 @@
 import Foundation
 import SQLiteKit
+import SyncCore
 
 /// Users and tokens, read and changed directly on the store file: the `plistsync user`
 /// commands use it whether or not a server runs, and the server reads logins through it.
 public final class Accounts {
+    public typealias User = StoredUser
+    public typealias TokenInfo = SyncCore.TokenInfo
+
     let db: SQLiteDatabase
 
     public init(folder: DataFolder) throws(StoreError) {
         db = try folder.open()
     }
 
-    /// A user's stored login facts.
-    public struct User: Sendable, Equatable {
-        public var name: String
-        public var passwordHash: String
-        public var isAdmin: Bool
-    }
 
     public func user(named name: String) throws(StoreError) -> User? {
         try db.queryFirst("SELECT name, password_hash, is_admin FROM users WHERE name = ?", .text(name)) { row in
@@ -43,25 +41,6 @@ public final class Accounts {
     private func raiseEpoch() throws(StoreError) {
         try db.execute(
             "INSERT INTO meta (key, value) VALUES ('accounts_epoch', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1")
-    }
-
-    /// A token as its owner's devices list shows it; the token itself is never stored.
-    public struct TokenInfo: Sendable, Equatable {
-        /// SHA-256 hex of the token.
-        public var hash: String
-        public var user: String
-        public var label: String?
-        public var createdAt: Int64
-        public var lastUsedAt: Int64?
-
-        /// The public name of the token: the first 12 hex digits of its hash (it cannot log in).
-        public var id: String { String(hash.prefix(Self.idLength)) }
-        public static let idLength = 12
-
-        /// Whether `text` has the shape of a token id.
-        public static func isID(_ text: String) -> Bool {
-            text.utf8.count == idLength && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
-        }
     }
 
     /// The tokens of `user` (every user's when nil), oldest first.

@@ -11,20 +11,7 @@ public final class RecordReader {
         db = try folder.open()
     }
 
-    /// A collection as the access rules need it.
-    public struct CollectionInfo: Sendable, Equatable {
-        public var name: String
-        public var owner: String
-        public var members: [String: Role]
-        public var lastSeq: Int64
-
-        public init(name: String, owner: String, members: [String: Role], lastSeq: Int64) {
-            self.name = name
-            self.owner = owner
-            self.members = members
-            self.lastSeq = lastSeq
-        }
-    }
+    public typealias CollectionInfo = SyncCore.CollectionInfo
 
     /// Identity of this data folder, stable across restarts.
     public func serverID() throws(StoreError) -> String {

@@ -1,5 +1,7 @@
-import SyncCore
 import SyncProtocol
+
+/// The words the server and its stores share (pure: no store's types), so any store can
+/// implement the server's `ServerStore`.
 
 /// One write the committer applies inside a group-commit transaction.
 public enum StoreOperation: Sendable {
@@ -56,4 +58,56 @@ public enum StoreOutcome: Sendable, Equatable {
     case refused(ProtocolError)
     /// A non-record operation took effect.
     case done
+}
+
+/// The store's view of an account.
+public struct StoredUser: Sendable, Equatable {
+    public var name: String
+    /// A self-describing KDF string (`pbkdf2-sha256$…`).
+    public var passwordHash: String
+    public var isAdmin: Bool
+
+    public init(name: String, passwordHash: String, isAdmin: Bool) {
+        self.name = name
+        self.passwordHash = passwordHash
+        self.isAdmin = isAdmin
+    }
+}
+
+/// A token as its owner's devices list shows it; the token itself is never stored.
+public struct TokenInfo: Sendable, Equatable {
+    /// SHA-256 hex of the token.
+    public var hash: String
+    public var user: String
+    public var label: String?
+    public var createdAt: Int64
+    public var lastUsedAt: Int64?
+
+    public init(hash: String, user: String, label: String?, createdAt: Int64, lastUsedAt: Int64?) {
+        (self.hash, self.user, self.label, self.createdAt, self.lastUsedAt) = (hash, user, label, createdAt, lastUsedAt)
+    }
+
+    /// The public name of the token: the first 12 hex digits of its hash (it cannot log in).
+    public var id: String { String(hash.prefix(Self.idLength)) }
+    public static let idLength = 12
+
+    /// Whether `text` has the shape of a token id.
+    public static func isID(_ text: String) -> Bool {
+        text.utf8.count == idLength && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}
+
+/// A collection as the access rules need it.
+public struct CollectionInfo: Sendable, Equatable {
+    public var name: String
+    public var owner: String
+    public var members: [String: Role]
+    public var lastSeq: Int64
+
+    public init(name: String, owner: String, members: [String: Role], lastSeq: Int64) {
+        self.name = name
+        self.owner = owner
+        self.members = members
+        self.lastSeq = lastSeq
+    }
 }
