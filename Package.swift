@@ -20,12 +20,12 @@ let package = Package(
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit"]),
+        .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit", "ServerKit"]),
         .target(name: "CShims"),
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
         .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit"]),
-        .target(name: "ServerKit", dependencies: ["SyncCore", "RecordStore", "SQLiteKit", "EventLoop", "COpenSSL", "TLSKit"]),
+        .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat", "TLSKit"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 

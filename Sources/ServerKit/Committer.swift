@@ -1,6 +1,4 @@
 import EventLoop
-import RecordStore
-import SQLiteKit
 import SyncCore
 
 /// Group commit: writes that arrive while a commit is in flight wait and go into the next
@@ -8,7 +6,7 @@ import SyncCore
 ///
 /// Loop-thread object; the transaction itself runs on the thread pool, one at a time.
 final class Committer {
-    typealias Completion = (Result<StoreOutcome, StoreError>) -> Void
+    typealias Completion = (Result<StoreOutcome, StoreFailure>) -> Void
 
     /// Upper bound of one transaction, so a huge backlog still commits in bounded steps.
     static let maxBatch = 4096
@@ -18,7 +16,7 @@ final class Committer {
     static let maxQueuedBytes = 64 << 20
 
     private let loop: EventLoop
-    private let writer: RecordWriter
+    private let store: ServerStore
     private var queue = FIFO<(operation: StoreOperation, completion: Completion)>()
     private(set) var queuedBytes = 0
     private var inFlight = false
@@ -28,14 +26,14 @@ final class Committer {
     /// Called whenever the committer has nothing queued or in flight.
     var onIdle: () -> Void = {}
     /// Called when a batch could not be committed, with the store's error.
-    var onFailure: (StoreError) -> Void = { _ in }
+    var onFailure: (StoreFailure) -> Void = { _ in }
     /// Called after each batch, once its queue has room again (wake sessions that waited).
     var onRoom: () -> Void = {}
     private(set) var batches = 0
 
-    init(loop: EventLoop, writer: RecordWriter) {
+    init(loop: EventLoop, store: ServerStore) {
         self.loop = loop
-        self.writer = writer
+        self.store = store
     }
 
     var isIdle: Bool { !inFlight && queuedCount == 0 }
@@ -60,9 +58,9 @@ final class Committer {
         for entry in batch { queuedBytes -= entry.operation.approximateBytes }
         inFlight = true
         let operations = batch.map(\.operation)
-        let writer = self.writer
-        loop.runBlocking({ () -> Result<[StoreOutcome], StoreError> in
-            Result { () throws(StoreError) in try writer.commit(operations) }
+        let store = self.store
+        loop.runBlocking({ () -> Result<[StoreOutcome], StoreFailure> in
+            Result { () throws(StoreFailure) in try store.commit(operations) }
         }, then: { [self] result in
             // inFlight stays set while completions run: they may submit more, which must queue.
             batches += 1

@@ -1,4 +1,3 @@
-import RecordStore
 import SyncCore
 
 /// The server's in-memory view of collections and their members, for access checks on the
@@ -8,7 +7,7 @@ import SyncCore
 /// Indexed by member, so `COLLECTIONS` costs the size of the caller's own list, not a sort of
 /// every collection on the server.
 final class Directory {
-    private(set) var collections: [String: RecordReader.CollectionInfo] = [:]
+    private(set) var collections: [String: CollectionInfo] = [:]
     /// Every collection name in order (what a server admin sees), kept sorted on insert.
     private var sortedNames: [String] = []
     private var byMember: [String: Set<String>] = [:]
@@ -16,12 +15,12 @@ final class Directory {
     /// Bytes of live record fields in the collections each user owns (kept only with quotas on).
     private var ownedBytes: [String: Int] = [:]
 
-    init(_ infos: [RecordReader.CollectionInfo]) {
+    init(_ infos: [CollectionInfo]) {
         load(infos)
     }
 
     /// Replaces everything with `infos` (a fresh read of the store).
-    func load(_ infos: [RecordReader.CollectionInfo]) {
+    func load(_ infos: [CollectionInfo]) {
         collections = [:]
         byMember = [:]
         ownedCount = [:]
@@ -34,7 +33,7 @@ final class Directory {
     }
 
     /// A collection, or the one whose conflicts companion `name` is (it shares its members).
-    private func info(_ name: String) -> RecordReader.CollectionInfo? {
+    private func info(_ name: String) -> CollectionInfo? {
         collections[Names.collection(ofConflicts: name) ?? name]
     }
 
@@ -76,7 +75,7 @@ final class Directory {
 
     func created(_ name: String, owner: String) {
         guard collections[name] == nil else { return }
-        collections[name] = RecordReader.CollectionInfo(name: name, owner: owner, members: [owner: .admin], lastSeq: 0)
+        collections[name] = CollectionInfo(name: name, owner: owner, members: [owner: .admin], lastSeq: 0)
         ownedCount[owner, default: 0] += 1
         byMember[owner, default: []].insert(name)
         var low = 0, high = sortedNames.count

@@ -1,5 +1,5 @@
 import EventLoop
-import RecordStore
+import SyncCore
 
 /// Checks password and token logins without letting them hurt anyone else: at most
 /// `maxAttemptsInFlightPerAddress` attempts per address are worked on at once (the rest wait in
@@ -34,7 +34,7 @@ final class LoginGate {
     static let maxWaitMilliseconds: UInt64 = 5_000
 
     private let loop: EventLoop
-    private let accounts: Accounts
+    private let store: ServerStore
     private let hasher: WorkerThread
     private var throttle = AuthThrottle()
     /// Password checks handed to the hashing thread and not yet answered.
@@ -48,9 +48,9 @@ final class LoginGate {
         var waiting: [() -> Void] = []
     }
 
-    init(loop: EventLoop, accounts: Accounts) {
+    init(loop: EventLoop, store: ServerStore) {
         self.loop = loop
-        self.accounts = accounts
+        self.store = store
         hasher = WorkerThread(loop: loop)
     }
 
@@ -59,7 +59,7 @@ final class LoginGate {
     func checkPassword(
         _ password: String, for name: String, from address: String,
         isStillWanted: @escaping () -> Bool,
-        completion: @escaping (Result<Accounts.User, Refusal>) -> Void
+        completion: @escaping (Result<StoredUser, Refusal>) -> Void
     ) {
         inLine(address) { [self] done in
             attempt(password, for: name, from: address, isStillWanted: isStillWanted) { result in
@@ -94,7 +94,7 @@ final class LoginGate {
     private func attempt(
         _ password: String, for name: String, from address: String,
         isStillWanted: @escaping () -> Bool,
-        completion: @escaping (Result<Accounts.User, Refusal>) -> Void
+        completion: @escaping (Result<StoredUser, Refusal>) -> Void
     ) {
         guard isStillWanted() else { return completion(.failure(.failed)) }
         let now = loop.nowMilliseconds
@@ -109,9 +109,9 @@ final class LoginGate {
             let turn = loop.nowMilliseconds
             guard isStillWanted() else { return completion(.failure(.failed)) }
             guard hashesWaiting < Self.maxQueuedHashes else { return refuse(.busy, completion) }
-            let account: Accounts.User?
+            let account: StoredUser?
             do {
-                account = try accounts.user(named: name)
+                account = try store.user(named: name)
             } catch {
                 ServerLog.error("reading user \(name): \(error)")
                 account = nil
@@ -145,12 +145,12 @@ final class LoginGate {
     func checkToken(
         _ token: String, from address: String,
         isStillWanted: @escaping () -> Bool,
-        completion: @escaping (Result<(Accounts.User, tokenHash: String), Refusal>) -> Void
+        completion: @escaping (Result<(StoredUser, tokenHash: String), Refusal>) -> Void
     ) {
         let arrived = loop.nowMilliseconds
         let hash = Crypto.sha256Hex(token)
-        let owner = try? accounts.tokenOwner(hash: hash)
-        if let owner, let account = try? accounts.user(named: owner) {
+        let owner = try? store.tokenOwner(hash: hash)
+        if let owner, let account = try? store.user(named: owner) {
             return completion(.success((account, hash)))
         }
         let slot = throttle.tokenFailed(address: address, now: arrived)

@@ -1,7 +1,5 @@
 import EventLoop
 import Foundation
-import RecordStore
-import SQLiteKit
 import SyncCore
 import SyncProtocol
 import TLSKit
@@ -14,14 +12,11 @@ import TLSKit
 public final class Server {
     public let configuration: ServerConfiguration
     let loop: EventLoop
-    let folder: DataFolder
-    let reader: RecordReader
-    let accounts: Accounts
+    let store: ServerStore
     let committer: Committer
     let hub: Hub
     let directory: Directory
     let logins: LoginGate
-    let control: ControlChannel
     let serverID: String
     let limitsJSON: String
 
@@ -51,27 +46,19 @@ public final class Server {
     /// DEL is let through until the disk has room again (checked each second).
     private(set) var diskFull = false
 
-    /// Opens the store (creating it on first use); nothing listens until `start()`.
-    public init(configuration: ServerConfiguration, loop: EventLoop) throws(StoreError) {
+    /// Serves `store`; nothing listens until `start()`.
+    public init(configuration: ServerConfiguration, store: ServerStore, loop: EventLoop) throws(StoreFailure) {
         self.configuration = configuration
         self.loop = loop
-        folder = DataFolder(path: configuration.dataPath)
-        control = ControlChannel(folder: folder)
-        guard try control.lockForServer() else {
-            throw .dataDirectory("another plistsync server is using \(configuration.dataPath)")
-        }
-        let writer = try RecordWriter(folder: folder)
-        reader = try RecordReader(folder: folder)
-        accounts = try Accounts(folder: folder)
-        for problem in folder.restrictPermissions() { ServerLog.error("warning: \(problem)") }
-        appliedAccountsEpoch = try accounts.epoch()
-        control.confirmApplied(epoch: appliedAccountsEpoch)
-        logins = LoginGate(loop: loop, accounts: accounts)
-        committer = Committer(loop: loop, writer: writer)
-        directory = Directory(try reader.collections())
-        if configuration.maxBytesPerUser > 0 { directory.loadSizes(try reader.storedBytesByCollection()) }
-        serverID = try reader.serverID()
-        hub = Hub(lastSeq: try reader.currentSeq())
+        self.store = store
+        appliedAccountsEpoch = try store.accountsEpoch()
+        store.accountChanges?.confirmApplied(epoch: appliedAccountsEpoch)
+        logins = LoginGate(loop: loop, store: store)
+        committer = Committer(loop: loop, store: store)
+        directory = Directory(try store.collections())
+        if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
+        serverID = try store.serverID()
+        hub = Hub(lastSeq: try store.currentSeq())
         let limits = configuration.limits
         limitsJSON = ValueJSON.encode(.dictionary([
             "max_line_bytes": .integer(Int64(limits.maxLineBytes)),
@@ -86,19 +73,19 @@ public final class Server {
         committer.onIdle = { [unowned self] in if shuttingDown { finishShutdown() } }
         committer.onRoom = { [unowned self] in wakeSessionsWaitingForCommitRoom() }
         committer.onFailure = { [unowned self] error in if error.isDiskFull { enterDiskFullMode() } }
-        if !folder.createBallast() { ServerLog.error("warning: no room for the space reserve \(folder.ballastPath)") }
+        if let reserve = store.spaceReserve, !reserve.create() { ServerLog.error("warning: no room for the space reserve \(reserve.path)") }
     }
 
     private func enterDiskFullMode() {
         guard !diskFull else { return }
         diskFull = true
-        folder.removeBallast()
+        store.spaceReserve?.remove()
         ServerLog.error("the disk of \(configuration.dataPath) is full: only DEL and reads are served until it has room")
     }
 
     private func leaveDiskFullModeIfRoom() {
-        guard diskFull, let free = folder.freeBytes(), free >= 2 * Int64(DataFolder.ballastBytes) else { return }
-        folder.createBallast()
+        guard diskFull, store.spaceReserve?.hasRoomToResume() ?? true else { return }
+        store.spaceReserve?.create()
         diskFull = false
         ServerLog.info("the disk of \(configuration.dataPath) has room again: writes resume")
     }
@@ -126,10 +113,12 @@ public final class Server {
         let timer = LoopTimer(loop: loop)
         timer.start(after: 1_000, repeatEvery: 1_000) { [unowned self] in housekeep() }
         housekeeping = timer
-        do {
-            controlWatcher = try FolderWatcher(loop: loop, path: folder.controlPath) { [unowned self] _ in checkAccounts() }
-        } catch {
-            ServerLog.error("warning: cannot watch \(folder.controlPath) (\(error)); account changes apply within a second")
+        if let signal = store.accountChanges {
+            do {
+                controlWatcher = try FolderWatcher(loop: loop, path: signal.folder) { [unowned self] _ in checkAccounts() }
+            } catch {
+                ServerLog.error("warning: cannot watch \(signal.folder) (\(error)); account changes apply within a second")
+            }
         }
         purgeTombstones()
         let security = configuration.tls == nil ? "" : " (TLS)"
@@ -222,7 +211,7 @@ public final class Server {
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.succeeded), labels: "result=\"ok\"")
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.failed), labels: "result=\"failed\"")
         metrics.add("plistsync_collections", "gauge", "Collections.", Double(directory.collections.count))
-        metrics.add("plistsync_store_bytes", "gauge", "Size of the store on disk, WAL included.", Double(folder.storeSizeBytes()))
+        metrics.add("plistsync_store_bytes", "gauge", "Size of the store on disk, WAL included.", Double(store.sizeBytes()))
         metrics.add("plistsync_uptime_seconds", "gauge", "Seconds since the server started.", Double((loop.nowMilliseconds - startedAt) / 1000))
         return metrics.text
     }
@@ -260,32 +249,32 @@ public final class Server {
     /// longer valid, are closed; memberships are re-read (a user removed and added again
     /// starts with none); then the epoch is confirmed for the waiting command.
     func checkAccounts() {
-        guard let epoch = try? accounts.epoch(), epoch != appliedAccountsEpoch else { return }
+        guard let epoch = try? store.accountsEpoch(), epoch != appliedAccountsEpoch else { return }
         appliedAccountsEpoch = epoch
-        var accountsByName: [String: Accounts.User?] = [:]
+        var accountsByName: [String: StoredUser?] = [:]
         for session in sessions.values {
             guard let name = session.user, session.closeReason == nil else { continue }
-            if accountsByName[name] == nil { accountsByName[name] = .some(try? accounts.user(named: name)) }
+            if accountsByName[name] == nil { accountsByName[name] = .some(try? store.user(named: name)) }
             guard let account = accountsByName[name] ?? nil else {
                 session.revoke()
                 continue
             }
             if let token = session.tokenHash {
-                if !((try? accounts.tokenExists(hash: token)) ?? false) { session.revoke() }
+                if !((try? store.tokenExists(hash: token)) ?? false) { session.revoke() }
             } else if account.passwordHash != session.passwordHash {
                 session.revoke()
             }
             session.updateAdmin(account.isAdmin)
         }
         do {
-            directory.load(try reader.collections())
-            if configuration.maxBytesPerUser > 0 { directory.loadSizes(try reader.storedBytesByCollection()) }
+            directory.load(try store.collections())
+            if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
         } catch {
             ServerLog.error("re-reading collections after an account change: \(error)")
         }
         for session in sessions.values { session.recheckAccess() }
         ServerLog.info("account change applied (epoch \(epoch))")
-        control.confirmApplied(epoch: epoch)
+        store.accountChanges?.confirmApplied(epoch: epoch)
     }
 
     // MARK: - Changes and collections
@@ -314,7 +303,7 @@ public final class Server {
         let members = directory.members(of: name)
         directory.dropped(name)
         for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
-        if configuration.maxBytesPerUser > 0, let sizes = try? reader.storedBytesByCollection() { directory.loadSizes(sizes) }
+        if configuration.maxBytesPerUser > 0, let sizes = try? store.storedBytesByCollection() { directory.loadSizes(sizes) }
     }
 
     func collectionRenamed(_ from: String, to: String) {
@@ -369,7 +358,7 @@ public final class Server {
             "seq": .integer(hub.lastBroadcastSeq),
             "changes_per_second": .real(rate),
             "uptime_seconds": .integer(Int64((now - startedAt) / 1000)),
-            "store_bytes": .integer(folder.storeSizeBytes()),
+            "store_bytes": .integer(store.sizeBytes()),
             "collections": .integer(Int64(directory.collections.count)),
             "commits": .integer(Int64(committer.batches)),
             "queued_writes": .integer(Int64(committer.queuedCount)),

@@ -1,7 +1,5 @@
 import EventLoop
 import Foundation
-import RecordStore
-import SQLiteKit
 import SyncCore
 import SyncProtocol
 
@@ -392,7 +390,7 @@ final class Session {
                 ResponseLine.ok(tag, "TOKEN", token)
             }
         case .tokenList:
-            let tokens = try server.accounts.tokens(of: user!)
+            let tokens = try server.store.tokens(of: user!)
             for token in tokens {
                 let lastUsed = token.lastUsedAt.map { ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval($0))) } ?? "-"
                 send("* TOKEN \(token.id) \(ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval(token.createdAt)))) \(lastUsed) "
@@ -447,14 +445,14 @@ final class Session {
             submitWrite(tag, command, bytes: 0)
         case .get(let collection, let id):
             try requireRole(.read, collection)
-            guard let state = try server.reader.record(collection, id) else {
+            guard let state = try server.store.record(collection, id) else {
                 throw ProtocolError(.notFound, "no record \(ValueJSON.quoted(id)) in \(collection)")
             }
             send(ResponseLine.ok(tag, "GET", collection, ResponseLine.argument(id), state.wireTail))
         case .list(let collection):
             try requireRole(.read, collection)
             // One consistent snapshot, written out a page at a time as the client reads it.
-            let (records, seq) = try server.reader.list(collection)
+            let (records, seq) = try server.store.list(collection)
             var next = 0
             reply = { () -> (String, Bool) in
                 var output = ""
@@ -492,7 +490,7 @@ final class Session {
         reply = { [unowned self] () -> (String, Bool) in
             let page: (changes: [Change], seq: Int64)?
             do {
-                page = try server.reader.changes(collection, since: cursor, limit: Self.replayPageSize)
+                page = try server.store.changes(collection, since: cursor, limit: Self.replayPageSize)
             } catch {
                 ServerLog.error("replaying \(collection) for \(address): \(error)")
                 return (ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")), true)
@@ -578,7 +576,7 @@ final class Session {
         throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes; the limit is \(quota) (--max-bytes-per-user)")
     }
 
-    private static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreError>) -> String {
+    private static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreFailure>) -> String {
         switch result {
         case .success(.changed(let change)), .success(.rebalanced(let change, _)):
             return ResponseLine.ok(tag, verb, change.collection, ResponseLine.argument(change.state.id), String(change.state.rev), String(change.seq))
@@ -593,7 +591,7 @@ final class Session {
         }
     }
 
-    private static func commitFailure(_ error: StoreError) -> ProtocolError {
+    private static func commitFailure(_ error: StoreFailure) -> ProtocolError {
         error.isDiskFull
             ? ProtocolError(.noSpace, "the server's disk is full; nothing was written; retry later")
             : ProtocolError(.internal, "the change could not be committed; retry")
@@ -619,8 +617,8 @@ final class Session {
     /// The hash of the token `TOKEN REVOKE` names: the token itself, or its id from TOKEN LIST
     /// (among the user's own tokens; a server admin's, among all).
     private func revocableTokenHash(_ tokenOrID: String) throws(ProtocolError) -> String {
-        guard Accounts.TokenInfo.isID(tokenOrID) else { return Crypto.sha256Hex(tokenOrID) }
-        let matching = ((try? server.accounts.tokens(of: isAdmin ? nil : user!)) ?? []).filter { $0.id == tokenOrID }
+        guard TokenInfo.isID(tokenOrID) else { return Crypto.sha256Hex(tokenOrID) }
+        let matching = ((try? server.store.tokens(of: isAdmin ? nil : user!)) ?? []).filter { $0.id == tokenOrID }
         guard let first = matching.first else { throw ProtocolError(.notFound, "no such token") }
         guard matching.count == 1 else { throw ProtocolError(.badRequest, "more than one token has id \(tokenOrID); revoke it by the token") }
         return first.hash
@@ -639,7 +637,7 @@ final class Session {
         }
     }
 
-    private func loggedIn(_ tag: String, _ account: Accounts.User, tokenHash: String?) {
+    private func loggedIn(_ tag: String, _ account: StoredUser, tokenHash: String?) {
         guard closeReason == nil else { return }
         user = account.name
         isAdmin = account.isAdmin
@@ -647,7 +645,7 @@ final class Session {
         self.tokenHash = tokenHash
         framer.maxLineBytes = server.configuration.limits.maxLineBytes
         server.sessionLoggedIn(self)
-        ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(Accounts.TokenInfo.idLength)) } ?? "password"])
+        ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
         finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
     }
 

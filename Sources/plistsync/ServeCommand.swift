@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import RecordStore
 import ServerKit
 import TLSKit
 
@@ -96,7 +97,9 @@ enum ServeCommand: Subcommand {
         let loop = EventLoop()
         let server: Server
         do {
-            server = try Server(configuration: configuration, loop: loop)
+            let store = try SQLiteServerStore(folder: DataFolder(path: configuration.dataPath))
+            for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
+            server = try Server(configuration: configuration, store: store, loop: loop)
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
             throw RuntimeError("\(configuration.listen) is already in use; is another server running? (--listen picks another)")

@@ -1,0 +1,97 @@
+import ServerKit
+import SQLiteKit
+import SyncCore
+
+/// The server's store in a data folder: one SQLite file (WAL), a commit connection, a read
+/// connection and the account queries, behind `ServerStore`. Opening it takes the folder's
+/// server lock (one server a folder).
+public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
+    public let folder: DataFolder
+    private let writer: RecordWriter
+    private let reader: RecordReader
+    private let accounts: Accounts
+    private let control: ControlChannel
+    /// Files whose mode could not be made owner-only, for the server to warn about.
+    public let permissionProblems: [String]
+
+    public init(folder: DataFolder) throws(StoreFailure) {
+        self.folder = folder
+        control = ControlChannel(folder: folder)
+        do {
+            guard try control.lockForServer() else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
+            writer = try RecordWriter(folder: folder)
+            reader = try RecordReader(folder: folder)
+            accounts = try Accounts(folder: folder)
+        } catch let error as StoreError {
+            throw Self.failure(error)
+        } catch let error as StoreFailure {
+            throw error
+        } catch {
+            throw StoreFailure(.failed, "\(error)")
+        }
+        permissionProblems = folder.restrictPermissions()
+    }
+
+    private static func failure(_ error: StoreError) -> StoreFailure {
+        StoreFailure(error.isDiskFull ? .diskFull : .failed, error.description)
+    }
+
+    /// Runs a store call, its SQLite error turned into the server's.
+    private func run<T>(_ body: () throws(StoreError) -> T) throws(StoreFailure) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Self.failure(error)
+        }
+    }
+
+    public func serverID() throws(StoreFailure) -> String { try run { () throws(StoreError) in try reader.serverID() } }
+    public func currentSeq() throws(StoreFailure) -> Int64 { try run { () throws(StoreError) in try reader.currentSeq() } }
+    public func collections() throws(StoreFailure) -> [CollectionInfo] { try run { () throws(StoreError) in try reader.collections() } }
+    public func storedBytesByCollection() throws(StoreFailure) -> [String: Int] {
+        try run { () throws(StoreError) in try reader.storedBytesByCollection() }
+    }
+    public func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState? {
+        try run { () throws(StoreError) in try reader.record(collection, id) }
+    }
+    public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
+        try run { () throws(StoreError) in try reader.list(collection) }
+    }
+    public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
+        try run { () throws(StoreError) in try reader.changes(collection, since: since, limit: limit) }
+    }
+
+    public func user(named name: String) throws(StoreFailure) -> StoredUser? { try run { () throws(StoreError) in try accounts.user(named: name) } }
+    public func tokenOwner(hash: String) throws(StoreFailure) -> String? { try run { () throws(StoreError) in try accounts.tokenOwner(hash: hash) } }
+    public func tokenExists(hash: String) throws(StoreFailure) -> Bool { try run { () throws(StoreError) in try accounts.tokenExists(hash: hash) } }
+    public func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo] { try run { () throws(StoreError) in try accounts.tokens(of: user) } }
+    public func accountsEpoch() throws(StoreFailure) -> Int64 { try run { () throws(StoreError) in try accounts.epoch() } }
+
+    public func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
+        try run { () throws(StoreError) in try writer.commit(operations) }
+    }
+
+    public func sizeBytes() -> Int64 { folder.storeSizeBytes() }
+
+    public var accountChanges: AccountChangeSignal? { ControlSignal(control: control) }
+    public var spaceReserve: SpaceReserve? { Ballast(folder: folder) }
+
+    /// The data folder's `control/` doorbell.
+    private struct ControlSignal: AccountChangeSignal {
+        let control: ControlChannel
+        var folder: String { control.folder.controlPath }
+        func confirmApplied(epoch: Int64) { control.confirmApplied(epoch: epoch) }
+    }
+
+    /// The data folder's `space-reserve` file.
+    private struct Ballast: SpaceReserve {
+        let folder: DataFolder
+        var path: String { folder.ballastPath }
+        @discardableResult func create() -> Bool { folder.createBallast() }
+        func remove() { folder.removeBallast() }
+        func hasRoomToResume() -> Bool {
+            guard let free = folder.freeBytes() else { return false }
+            return free >= 2 * Int64(DataFolder.ballastBytes)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import SyncCore
+
+/// The record store a server runs on: SQLite in a data folder today (`RecordStore`), another
+/// engine behind the same calls later. The server never sees the engine's types or errors.
+///
+/// Reads and account checks are called on the loop thread; `commit` on the commit thread, one
+/// batch at a time (a separate connection: reads never wait for a commit in flight).
+public protocol ServerStore: AnyObject, Sendable {
+    /// Identity of the store, stable across restarts (HELLO states it; a restored store gets a
+    /// new one).
+    func serverID() throws(StoreFailure) -> String
+    /// The last seq handed out.
+    func currentSeq() throws(StoreFailure) -> Int64
+    /// Every collection with its members and the seq of its latest change.
+    func collections() throws(StoreFailure) -> [CollectionInfo]
+    /// Bytes of live record fields per collection (byte quotas).
+    func storedBytesByCollection() throws(StoreFailure) -> [String: Int]
+    func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState?
+    /// The live records in order, and the seq they are current as of.
+    func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
+    /// Changes after `since`, at most `limit`, with the seq they run up to; nil when changes
+    /// after `since` are no longer kept (a purged tombstone).
+    func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?
+
+    func user(named name: String) throws(StoreFailure) -> StoredUser?
+    /// The user a token (given as its SHA-256 hex) belongs to.
+    func tokenOwner(hash: String) throws(StoreFailure) -> String?
+    func tokenExists(hash: String) throws(StoreFailure) -> Bool
+    /// The tokens of `user` (every user's when nil), oldest first.
+    func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo]
+    /// Raised with every change to accounts made outside the server (the `user` commands).
+    func accountsEpoch() throws(StoreFailure) -> Int64
+
+    /// Applies `operations` in order in one transaction and makes them durable; one outcome
+    /// each. When it throws, nothing of the batch was committed.
+    func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome]
+
+    /// Bytes the store takes on disk, for STATS and metrics.
+    func sizeBytes() -> Int64
+    /// How account changes made outside the server reach it; nil when it only polls.
+    var accountChanges: AccountChangeSignal? { get }
+    /// Room kept aside to write deletes when the disk fills up; nil for stores not on a local disk.
+    var spaceReserve: SpaceReserve? { get }
+}
+
+/// A folder that changes when accounts change outside the server, and the place the server
+/// says which change it has applied (so `user remove` returns once sessions are closed).
+public protocol AccountChangeSignal: Sendable {
+    var folder: String { get }
+    func confirmApplied(epoch: Int64)
+}
+
+/// A file of reserved blocks: removed when a commit finds the disk full (so DELs still fit),
+/// made again once there is room.
+public protocol SpaceReserve: Sendable {
+    var path: String { get }
+    /// Makes the reserve; false when there is no room for it.
+    @discardableResult func create() -> Bool
+    func remove()
+    /// Whether the disk has room to make the reserve again and resume writes.
+    func hasRoomToResume() -> Bool
+}
+
+/// Why the store could not do its part (a request's own rules are `ProtocolError`s).
+public struct StoreFailure: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// The disk (or a quota) is full: writes wait for room.
+        case diskFull
+        /// Anything else (I/O, a damaged or newer store).
+        case failed
+    }
+
+    public let kind: Kind
+    public let description: String
+
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+
+    public var isDiskFull: Bool { kind == .diskFull }
+}
