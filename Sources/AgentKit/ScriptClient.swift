@@ -57,7 +57,7 @@ public final class ScriptClient {
     /// tagged reply and returns whether to go on. With `stayOpen`, it keeps reading after the
     /// last reply until the server closes (for `watch`).
     public func run(
-        _ requests: [String], stayOpen: Bool = false,
+        _ requests: [Command], stayOpen: Bool = false,
         onUntagged: @escaping (String) -> Void = { _ in },
         onReply: @escaping (String, ServerEvent) -> Bool = { _, _ in true }
     ) throws {
@@ -65,10 +65,9 @@ public final class ScriptClient {
         var failure: Failure?
         var queue = requests
         var framer = LineFramer(maxLineBytes: 64 << 20)
-        let login: String
-        switch credential {
-        case .password(let password): login = "AUTH \(ResponseLine.argument(user)) \(ResponseLine.argument(password))"
-        case .token(let token): login = "AUTH TOKEN \(ResponseLine.argument(token))"
+        let login: Command = switch credential {
+        case .password(let password): .auth(user: user, password: password)
+        case .token(let token): .authToken(token)
         }
         TCPConnection.connect(on: loop, to: server) { result in
             guard case .success(let connection) = result else {
@@ -87,12 +86,12 @@ public final class ScriptClient {
             func sendNext() {
                 guard !queue.isEmpty else {
                     if !stayOpen {
-                        connection.write("q QUIT\n")
+                        connection.write("q " + Command.quit.requestText + "\n")
                         connection.closeAfterWriting()
                     }
                     return
                 }
-                connection.write("r \(queue.removeFirst())\n")
+                connection.write("r \(queue.removeFirst().requestText)\n")
             }
             connection.onData = { bytes in
                 framer.append(bytes)
@@ -127,7 +126,7 @@ public final class ScriptClient {
                 connection.close()
             }
             connection.startReading()
-            connection.write("h HELLO 1 plistsync-cli\na \(login)\n")
+            connection.write("h \(Command.hello(version: "1", clientName: "plistsync-cli").requestText)\na \(login.requestText)\n")
         }
         loop.run()
         loop.close()

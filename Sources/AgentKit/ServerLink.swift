@@ -75,7 +75,7 @@ final class ServerLink {
         keepalive?.close()
         keepalive = nil
         if let connection {
-            connection.write("q QUIT\n")
+            connection.write("q " + Command.quit.requestText + "\n")
             connection.closeAfterWriting()
         }
         connection = nil
@@ -89,12 +89,12 @@ final class ServerLink {
     }
 
     /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
-    func send(_ request: String, reply: @escaping (ServerEvent) -> Void = { _ in }) {
-        guard let connection, isReady || request.hasPrefix("HELLO") || request.hasPrefix("AUTH") else { return }
+    func send(_ command: Command, reply: @escaping (ServerEvent) -> Void = { _ in }) {
+        guard let connection, isReady || command.allowedBeforeAuth else { return }
         nextTag += 1
         let tag = "t\(nextTag)"
         pending[tag] = reply
-        connection.write(tag + " " + request + "\n")
+        connection.write(tag + " " + command.requestText + "\n")
     }
 
     private func connect() {
@@ -132,16 +132,15 @@ final class ServerLink {
         }
         tcp.onClose = { [self] in lost(tcp) }
         tcp.startReading()
-        send("HELLO 1 plistsync-agent") { [self] event in
+        send(.hello(version: "1", clientName: "plistsync-agent")) { [self] event in
             guard case .ok(_, let words, let limits?) = event else { return }
             if words.count >= 3 { onServerID(words[2]) }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
         }
-        let login: String
-        switch credential {
-        case .password(let password): login = "AUTH \(ResponseLine.argument(configuration.user)) \(ResponseLine.argument(password))"
-        case .token(let token): login = "AUTH TOKEN \(ResponseLine.argument(token))"
+        let login: Command = switch credential {
+        case .password(let password): .auth(user: configuration.user, password: password)
+        case .token(let token): .authToken(token)
         }
         send(login) { [self] event in
             guard case .ok = event else {
@@ -268,7 +267,7 @@ final class ServerLink {
                 connection?.close()
                 return
             }
-            send("PING")
+            send(.ping)
         }
     }
 }

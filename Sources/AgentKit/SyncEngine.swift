@@ -69,7 +69,7 @@ final class SyncEngine {
         creating.removeAll()
         inFlight.removeAll()
         status.connected = true
-        link.send("COLLECTIONS") { [self] event in
+        link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
             for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
                 create(folder)
@@ -181,7 +181,7 @@ final class SyncEngine {
         detached.insert(collection)
         pendingDeletes[collection] = nil
         for name in [collection, Names.conflictsCollection(of: collection)] where subscribed.remove(name) != nil {
-            link.send("UNSUB \(name)")
+            link.send(.unsubscribe(collection: name))
         }
         status.problems["\(collection)/"] =
             "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
@@ -249,7 +249,7 @@ final class SyncEngine {
         if detached.contains(collection) { return reattach(collection) }
         guard link.isReady, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
         creating.insert(collection)
-        link.send("CREATE \(collection)") { [self] event in
+        link.send(.create(collection: collection)) { [self] event in
             creating.remove(collection)
             switch event {
             case .ok:
@@ -276,7 +276,7 @@ final class SyncEngine {
         if !isCompanion, orderBase[collection] == nil {
             orderBase[collection] = OrderBase(hash: state.orderHash[collection], ids: currentOrder(collection))
         }
-        link.send("SUB \(collection) SINCE \(since)") { [self] event in
+        link.send(.subscribe(collection: collection, since: since)) { [self] event in
             subscribing.remove(collection)
             switch event {
             case .ok(_, let words, _):
@@ -402,7 +402,8 @@ final class SyncEngine {
             try? state.set(entry, collection, id)
             return
         }
-        let request = "PUT \(collection) \(arg(id)) \(entry?.rev ?? 0) \(json)"
+        let command = Command.put(collection: collection, id: id, baseRev: entry?.rev ?? 0, fieldsJSON: json)
+        let request = command.requestText
         // Checked here, not by the server: a line over its limit would end the connection.
         guard json.utf8.count <= link.maxRecordBytes, request.utf8.count + 40 <= link.maxLineBytes else {
             if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(json.utf8.count) bytes, over the server's limit") }
@@ -411,10 +412,8 @@ final class SyncEngine {
             status.changed()
             return
         }
-        push(key, request, hash: hash, fieldsJSON: json, format: format)
+        push(key, command, hash: hash, fieldsJSON: json, format: format)
     }
-
-    private func arg(_ id: String) -> String { ResponseLine.argument(id) }
 
     /// A change could not be written: keep the last seq before it and replay from there soon.
     private func applyFailed(_ collection: String, seq: Int64) {
@@ -475,7 +474,7 @@ final class SyncEngine {
         for id in ids {
             let key = RecordKey(collection: collection, id: id)
             guard let entry = deletableEntry(key) else { continue }
-            push(key, "DEL \(collection) \(arg(id)) \(entry.rev)", hash: nil, fieldsJSON: nil, format: entry.format)
+            push(key, .delete(collection: collection, id: id, baseRev: entry.rev), hash: nil, fieldsJSON: nil, format: entry.format)
         }
     }
 
@@ -550,11 +549,11 @@ final class SyncEngine {
         }
     }
 
-    private func push(_ key: RecordKey, _ request: String, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
+    private func push(_ key: RecordKey, _ command: Command, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
         guard link.isReady else { return }
         inFlight.insert(key)
         status.pending = inFlight.count
-        link.send(request) { [self] event in
+        link.send(command) { [self] event in
             inFlight.remove(key)
             status.pending = inFlight.count
             switch event {
@@ -814,14 +813,8 @@ final class SyncEngine {
         let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
-            let placementWords = switch placement {
-            case .first: "FIRST"
-            case .after(let previous): "AFTER \(arg(previous))"
-            case .before(let next): "BEFORE \(arg(next))"
-            case .last: "LAST"
-            }
             movesInFlight[collection, default: 0] += 1
-            link.send("MOVE \(collection) \(arg(id)) \(entry.rev) \(placementWords)") { [self] event in
+            link.send(.move(collection: collection, id: id, baseRev: entry.rev, placement: placement)) { [self] event in
                 movesInFlight[collection, default: 1] -= 1
                 if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
                     moved.rev = rev

@@ -106,7 +106,7 @@ enum LoginCommand: Subcommand {
         let label = options.value("label") ?? "login on \(ProcessInfo.processInfo.hostName)"
         var token: String?
         var refusal: String?
-        try ScriptClient(server: address, user: user, credential: .password(password), tls: tls).run(["TOKEN NEW \(ResponseLine.argument(label))"], onReply: { line, event in
+        try ScriptClient(server: address, user: user, credential: .password(password), tls: tls).run([.tokenNew(label: label)], onReply: { line, event in
             if case .ok(_, let words, _) = event, words.count == 2 { token = words[1] } else { refusal = line }
             return true
         })
@@ -163,7 +163,7 @@ enum LogoutCommand: Subcommand {
         let client = try ClientOptions(options)
         guard case .token(let token) = client.credential else { throw UsageError("logout needs a token") }
         var refusal: String?
-        try client.client.run(["TOKEN REVOKE \(token)"], onReply: { line, event in
+        try client.client.run([.tokenRevoke(token)], onReply: { line, event in
             if case .ok = event {} else { refusal = line }
             return true
         })

@@ -53,7 +53,7 @@ enum DevicesCommand: VerbSubcommand {
             guard let device = matching.first else { throw RuntimeError("no device \(wanted); `plistsync devices` lists them") }
             guard matching.count == 1 else { throw RuntimeError("\(matching.count) devices are labelled \(wanted); revoke one by its id") }
             var refusal: String?
-            try client.run(["TOKEN REVOKE \(device.id)"], onReply: { line, event in
+            try client.run([.tokenRevoke(device.id)], onReply: { line, event in
                 if case .ok = event {} else { refusal = line }
                 return true
             })
@@ -68,7 +68,7 @@ enum DevicesCommand: VerbSubcommand {
     static func list(_ client: ScriptClient) throws -> [Device] {
         var devices: [Device] = []
         var refusal: String?
-        try client.run(["TOKEN LIST"], onUntagged: { line in
+        try client.run([.tokenList], onUntagged: { line in
             guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)), parsed.words.first == "TOKEN", parsed.words.count >= 6 else { return }
             let words = parsed.words
             devices.append(Device(id: words[1], created: words[2], lastUsed: words[3], isThis: words[4] == "this", label: words[5]))

@@ -95,13 +95,13 @@ enum HistoryCommand: VerbSubcommand {
         let client = try ClientOptions(options).client
         var names = collections
         if names.isEmpty {
-            try client.run(["COLLECTIONS"], onUntagged: { line in
+            try client.run([.collections], onUntagged: { line in
                 let words = line.split(separator: " ")
                 if words.count >= 3, words[1] == "COLLECTION" { names.append(String(words[2])) }
             }, onReply: { _, _ in true })
         }
         var failure: String?
-        try client.run(names.map { "LIST \(Names.conflictsCollection(of: $0))" }, onUntagged: { line in
+        try client.run(names.map { .list(collection: Names.conflictsCollection(of: $0)) }, onUntagged: { line in
             guard let parsed = try? ServerLine.parse(Array(line.utf8)), case .record(let collection, let id, _) = ServerEvent(parsed) else { return }
             print("\(Names.collection(ofConflicts: collection) ?? collection)/\(id)")
         }, onReply: { line, event in

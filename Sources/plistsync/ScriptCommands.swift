@@ -36,13 +36,12 @@ enum ScriptCommand: VerbSubcommand {
                                     flagOptions: ClientOptions.flagOptions.union(["json", "yes"]))
         let client = try ClientOptions(options).client
         let words = options.positionals
-        func arg(_ text: String) -> String { ResponseLine.argument(text) }
         switch verb {
         case "ls":
             guard words.count <= 1 else { throw UsageError("ls takes at most a collection") }
             var rows: [[String]] = []
             var json: [Value] = []
-            try expectOK(client, [words.isEmpty ? "COLLECTIONS" : "LIST \(words[0])"], onUntagged: { line in
+            try expectOK(client, [words.isEmpty ? .collections : .list(collection: words[0])], onUntagged: { line in
                 guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)) else { return }
                 let w = parsed.words
                 if w.first == "COLLECTION", w.count >= 4 {
@@ -58,7 +57,7 @@ enum ScriptCommand: VerbSubcommand {
             Self.printTable(words.isEmpty ? ["COLLECTION", "ROLE", "SEQ"] : ["ID", "REV", "FIELDS"], rows)
         case "get":
             guard words.count == 2 else { throw UsageError("get needs <collection> <id>") }
-            try expectOK(client, ["GET \(words[0]) \(arg(words[1]))"], onOK: { event in
+            try expectOK(client, [.get(collection: words[0], id: words[1])], onOK: { event in
                 guard case .ok(_, let reply, let payload) = event else { return }
                 let rev = reply.count > 3 ? reply[3] : "?"
                 if options.flag("json") {
@@ -81,41 +80,53 @@ enum ScriptCommand: VerbSubcommand {
                 throw RuntimeError("the fields are not a JSON object: \(error.message)")
             }
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["PUT \(words[0]) \(arg(words[1])) \(rev) \(ValueJSON.encode(fields: fields))"], report: options.flag("json"))
+            try expectOK(client, [.put(collection: words[0], id: words[1], baseRev: rev, fieldsJSON: ValueJSON.encode(fields: fields))], report: options.flag("json"))
         case "rm":
             guard words.count == 2 else { throw UsageError("rm needs <collection> <id>") }
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["DEL \(words[0]) \(arg(words[1])) \(rev)"], report: options.flag("json"))
+            try expectOK(client, [.delete(collection: words[0], id: words[1], baseRev: rev)], report: options.flag("json"))
         case "mv":
             guard words.count == 3 || words.count == 4 else { throw UsageError("mv needs <collection> <id> FIRST|LAST|BEFORE <id2>|AFTER <id2>") }
-            let placement = words.count == 4 ? "\(words[2].uppercased()) \(arg(words[3]))" : words[2].uppercased()
+            let placement: Placement
+            switch (words[2].uppercased(), words.count) {
+            case ("FIRST", 3): placement = .first
+            case ("LAST", 3): placement = .last
+            case ("BEFORE", 4): placement = .before(words[3])
+            case ("AFTER", 4): placement = .after(words[3])
+            default: throw UsageError("mv needs FIRST, LAST, BEFORE <id2> or AFTER <id2>")
+            }
             let rev = try baseRevision(client, options, words[0], words[1])
-            try expectOK(client, ["MOVE \(words[0]) \(arg(words[1])) \(rev) \(placement)"], report: options.flag("json"))
+            try expectOK(client, [.move(collection: words[0], id: words[1], baseRev: rev, placement: placement)], report: options.flag("json"))
         case "create":
             guard words.count == 1 else { throw UsageError("create needs <collection>") }
-            try expectOK(client, ["CREATE \(words[0])"], report: options.flag("json"))
+            try expectOK(client, [.create(collection: words[0])], report: options.flag("json"))
         case "drop":
             guard words.count == 1 else { throw UsageError("drop needs <collection>") }
             guard options.flag("yes") else {
                 throw UsageError("drop deletes \(words[0]) and every record in it for everyone; add --yes if that is what you want")
             }
-            try expectOK(client, ["DROP \(words[0])"], report: options.flag("json"))
+            try expectOK(client, [.drop(collection: words[0])], report: options.flag("json"))
         case "rename":
             guard words.count == 2 else { throw UsageError("rename needs <collection> <new-name>") }
-            try expectOK(client, ["RENAME \(words[0]) \(words[1])"], report: options.flag("json"))
+            try expectOK(client, [.rename(from: words[0], to: words[1])], report: options.flag("json"))
         case "grant":
             guard words.count == 3 else { throw UsageError("grant needs <collection> <user> <role>") }
-            try expectOK(client, ["GRANT \(words[0]) \(arg(words[1])) \(words[2])"], report: options.flag("json"))
+            let role = Role(name: words[2].lowercased())
+            guard role != nil || words[2].lowercased() == "none" else { throw UsageError("the role is read, write, admin or none") }
+            try expectOK(client, [.grant(collection: words[0], user: words[1], role: role)], report: options.flag("json"))
         case "watch":
             guard words.count == 1 else { throw UsageError("watch needs <collection>") }
-            var since = options.value("since")
+            var since = try options.value("since").map { text -> String in
+                guard Int64(text).map({ $0 >= 0 }) == true else { throw UsageError("--since must be a seq (a non-negative integer)") }
+                return text
+            }
             if since == nil {
-                try expectOK(client, ["LIST \(words[0])"], onOK: { event in
+                try expectOK(client, [.list(collection: words[0])], onOK: { event in
                     if case .ok(_, let reply, _) = event { since = reply.last }
                 })
             }
             // Unbuffered, so `watch | grep` sees each change as it happens.
-            try client.run(["SUB \(words[0]) SINCE \(since ?? "0")"], stayOpen: true,
+            try client.run([.subscribe(collection: words[0], since: since.flatMap { Int64($0) } ?? 0)], stayOpen: true,
                            onUntagged: { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }, onReply: { line, event in
                 if case .error = event {
                     FileHandle.standardError.write(Data("plistsync watch: \(line)\n".utf8))
@@ -135,7 +146,7 @@ enum ScriptCommand: VerbSubcommand {
             return rev
         }
         var rev: Int64 = 0
-        try client.run(["GET \(collection) \(ResponseLine.argument(id))"], onReply: { _, event in
+        try client.run([.get(collection: collection, id: id)], onReply: { _, event in
             if case .ok(_, let words, _) = event, words.count >= 4 { rev = Int64(words[3]) ?? 0 }
             return true
         })
@@ -145,7 +156,7 @@ enum ScriptCommand: VerbSubcommand {
     /// Runs requests; fails with the server's words on the first ERR. With `report`, each OK is
     /// printed: in words (`put contacts/Ada: rev 2, seq 7`), or as JSON when `json`.
     private static func expectOK(
-        _ client: ScriptClient, _ requests: [String], report: Bool? = nil,
+        _ client: ScriptClient, _ requests: [Command], report: Bool? = nil,
         onUntagged: @escaping (String) -> Void = { _ in }, onOK: @escaping (ServerEvent) -> Void = { _ in }
     ) throws {
         var failure: String?

@@ -109,7 +109,7 @@ enum TransferCommand: VerbSubcommand {
     private static func records(_ collection: String, client: ScriptClient, missingIsEmpty: Bool) throws -> [(entry: CollectionFile.Entry, rev: Int64)] {
         var records: [(entry: CollectionFile.Entry, rev: Int64)] = []
         var failure: (code: String, line: String)?
-        try client.run(["LIST \(collection)"], onUntagged: { text in
+        try client.run([.list(collection: collection)], onUntagged: { text in
             guard let line = try? ServerLine.parse(Array(text.utf8)), case .record(_, let id, let state) = ServerEvent(line),
                 let fields = state.fields
             else { return }
@@ -132,8 +132,8 @@ enum TransferCommand: VerbSubcommand {
         }
         let existing = try records(collection, client: client, missingIsEmpty: true)
         let revisions = Dictionary(existing.map { ($0.entry.id, $0.rev) }, uniquingKeysWith: { first, _ in first })
-        var requests = existing.isEmpty ? ["CREATE \(collection)"] : []
-        requests += entries.map { "PUT \(collection) \(ResponseLine.argument($0.id)) \(revisions[$0.id] ?? 0) \(ValueJSON.encode(fields: $0.fields))" }
+        var requests: [Command] = existing.isEmpty ? [.create(collection: collection)] : []
+        requests += entries.map { .put(collection: collection, id: $0.id, baseRev: revisions[$0.id] ?? 0, fieldsJSON: ValueJSON.encode(fields: $0.fields)) }
         var done = 0
         var failure: String?
         try client.run(requests, onReply: { text, event in

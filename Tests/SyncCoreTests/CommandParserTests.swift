@@ -85,3 +85,26 @@ final class CommandParserTests: XCTestCase {
         XCTAssertFalse(Names.isValidRecordID(String(repeating: "é", count: 101)))
     }
 }
+
+/// Issue 12, item 3: clients encode requests with `Command.requestText`, the parser's inverse.
+final class CommandEncodingTests: XCTestCase {
+    func testEveryCommandEncodesToTextTheParserReadsBackAsIt() throws {
+        let commands: [Command] = [
+            .hello(version: "1", clientName: "plistsync-agent"), .hello(version: "1", clientName: nil),
+            .auth(user: "alice", password: "pass word \"quoted\""), .authToken("pst_0123"),
+            .tokenNew(label: "alice's laptop"), .tokenNew(label: nil), .tokenRevoke("3f2a9c1b7d4e"), .tokenList,
+            .create(collection: "contacts"), .drop(collection: "contacts"), .rename(from: "notes", to: "memos"), .collections,
+            .grant(collection: "contacts", user: "bob", role: .write), .grant(collection: "contacts", user: "bob", role: nil),
+            .put(collection: "contacts", id: "Ada L", baseRev: 0, fieldsJSON: #"{"a":1,"n":"x y"}"#),
+            .put(collection: "contacts~conflicts", id: "Ada.sync-conflict-20261201-070000-laptop", baseRev: 2, fieldsJSON: "{}"),
+            .move(collection: "c", id: "x", baseRev: 3, placement: .before("y z")), .move(collection: "c", id: "x", baseRev: 3, placement: .after("y")),
+            .move(collection: "c", id: "x", baseRev: 3, placement: .first), .move(collection: "c", id: "{odd}", baseRev: 3, placement: .last),
+            .delete(collection: "c", id: "é ü", baseRev: 9), .get(collection: "c", id: "x"), .list(collection: "c"),
+            .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit,
+        ]
+        for command in commands {
+            let line = try XCTUnwrap(RequestParser.parse(Array(("t " + command.requestText).utf8)))
+            XCTAssertEqual(try CommandParser.parse(line), command, command.requestText)
+        }
+    }
+}

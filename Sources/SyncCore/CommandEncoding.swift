@@ -1,0 +1,45 @@
+import SyncProtocol
+
+extension Command {
+    /// The request as a client sends it, without tag or LF: the parser's inverse, so clients
+    /// assemble no protocol text of their own (`CommandParser.parse` of `"t " + text` gives
+    /// back this command).
+    public var requestText: String {
+        func arg(_ text: String) -> String { ResponseLine.argument(text) }
+        switch self {
+        case .hello(let version, let client): return "HELLO \(arg(version))" + (client.map { " \(arg($0))" } ?? "")
+        case .auth(let user, let password): return "AUTH \(arg(user)) \(arg(password))"
+        case .authToken(let token): return "AUTH TOKEN \(arg(token))"
+        case .tokenNew(let label): return "TOKEN NEW" + (label.map { " \(arg($0))" } ?? "")
+        case .tokenRevoke(let token): return "TOKEN REVOKE \(arg(token))"
+        case .tokenList: return "TOKEN LIST"
+        case .drop(let collection): return "DROP \(collection)"
+        case .rename(let from, let to): return "RENAME \(from) \(to)"
+        case .create(let collection): return "CREATE \(collection)"
+        case .collections: return "COLLECTIONS"
+        case .grant(let collection, let user, let role): return "GRANT \(collection) \(arg(user)) \(role?.name ?? "none")"
+        case .put(let collection, let id, let baseRev, let fieldsJSON): return "PUT \(collection) \(arg(id)) \(baseRev) \(fieldsJSON)"
+        case .move(let collection, let id, let baseRev, let placement): return "MOVE \(collection) \(arg(id)) \(baseRev) \(placement.requestText)"
+        case .delete(let collection, let id, let baseRev): return "DEL \(collection) \(arg(id)) \(baseRev)"
+        case .get(let collection, let id): return "GET \(collection) \(arg(id))"
+        case .list(let collection): return "LIST \(collection)"
+        case .subscribe(let collection, let since): return "SUB \(collection) SINCE \(since)"
+        case .unsubscribe(let collection): return "UNSUB \(collection)"
+        case .ping: return "PING"
+        case .stats: return "STATS"
+        case .quit: return "QUIT"
+        }
+    }
+}
+
+extension Placement {
+    /// `FIRST`, `LAST`, `BEFORE <id>` or `AFTER <id>`, as MOVE takes it.
+    public var requestText: String {
+        switch self {
+        case .first: "FIRST"
+        case .last: "LAST"
+        case .before(let id): "BEFORE \(ResponseLine.argument(id))"
+        case .after(let id): "AFTER \(ResponseLine.argument(id))"
+        }
+    }
+}
