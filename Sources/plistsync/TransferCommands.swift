@@ -156,10 +156,18 @@ enum TransferCommand: VerbSubcommand {
             FileHandle.standardOutput.write(Data(bytes))
             return
         }
+        // A new file made durable, then renamed over the old one: a crash leaves one or the other.
         let temp = output + ".plistsync-export"
-        guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)), rename(temp, output) == 0 else {
+        guard FileManager.default.createFile(atPath: temp, contents: Data(bytes)), let handle = FileHandle(forWritingAtPath: temp) else {
             unlink(temp)
             throw RuntimeError("cannot write \(output)")
+        }
+        let synced = (try? handle.synchronize()) != nil
+        try? handle.close()
+        guard synced, rename(temp, output) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temp)
+            throw RuntimeError("cannot write \(output): \(reason)")
         }
     }
 }
