@@ -38,13 +38,12 @@ final class FileMirror {
     /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
     private var shadowCache: [String: [String: Fields]] = [:]
     private var shadowOrders: [String: [String]] = [:]
-    private var historySaveScheduled: Set<String> = []
     /// Collections whose shadow changed since their app file was last rebuilt or read.
     private var dirty: Set<String> = []
     static let historySaveDelayMilliseconds: UInt64 = 1000
     static let historySaveMaxDelayMilliseconds: UInt64 = 10_000
     /// Per collection, versions remembered so far (a save waits until no newer one came), and
-    /// since when (milliseconds) a version waits to be saved.
+    /// since when (milliseconds) a version waits to be saved (present: a save is due).
     private var historyVersionCount: [String: Int] = [:]
     private var historyUnsavedSince: [String: UInt64] = [:]
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
@@ -91,19 +90,16 @@ final class FileMirror {
         // most those seconds of history.
         historyVersionCount[collection, default: 0] += 1
         let count = historyVersionCount[collection]!
-        let now = EventLoop.monotonicNanoseconds() / 1_000_000
-        let unsavedSince = historyUnsavedSince[collection] ?? now
-        historyUnsavedSince[collection] = unsavedSince
-        historySaveScheduled.insert(collection)
+        if historyUnsavedSince[collection] == nil { historyUnsavedSince[collection] = EventLoop.monotonicNanoseconds() / 1_000_000 }
         schedule(Self.historySaveDelayMilliseconds) { [self] in
+            guard let unsavedSince = historyUnsavedSince[collection] else { return }
             let waited = EventLoop.monotonicNanoseconds() / 1_000_000 - unsavedSince
             if historyVersionCount[collection] == count || waited >= Self.historySaveMaxDelayMilliseconds { saveHistory(collection) }
         }
     }
 
     private func saveHistory(_ collection: String) {
-        historyUnsavedSince[collection] = nil
-        guard historySaveScheduled.remove(collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
+        guard historyUnsavedSince.removeValue(forKey: collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
         let saved: Value = .dictionary([
             "hash": .string(hash),
             "order": .array((knownOrder[collection] ?? []).map(Value.string)),
@@ -114,7 +110,7 @@ final class FileMirror {
 
     /// Saves the histories still waiting (the agent is stopping).
     func flush() {
-        for collection in historySaveScheduled { saveHistory(collection) }
+        for collection in historyUnsavedSince.keys { saveHistory(collection) }
     }
 
     /// Re-reads the shadow files written since the last call into the cache; the collections

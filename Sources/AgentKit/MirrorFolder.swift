@@ -175,16 +175,8 @@ final class MirrorFolder {
     /// nothing to move or it could not be moved.
     func archive(_ collection: String, now: Date = Date()) -> String? {
         guard hasFolder(collection) else { return nil }
-        let formatter = DateFormatter()
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
-        formatter.timeZone = TimeZone(identifier: "UTC")
         let parent = stateFolder + "/dropped"
-        var target = parent + "/" + collection + "-" + formatter.string(from: now)
-        var counter = 1
-        while FileManager.default.fileExists(atPath: target) {
-            counter += 1
-            target = parent + "/" + collection + "-" + formatter.string(from: now) + "-\(counter)"
-        }
+        let target = unusedPath { counter in parent + "/" + collection + "-" + Self.stamp(now) + (counter > 1 ? "-\(counter)" : "") }
         guard (try? ensureFolder(parent)) != nil, rename(folder(collection), target) == 0 else { return nil }
         _ = rename(orderPath(collection), target + "/" + collection + ".order.plist")
         return target

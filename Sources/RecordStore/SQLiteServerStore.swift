@@ -16,19 +16,13 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     public init(folder: DataFolder) throws(StoreFailure) {
         self.folder = folder
-        control = ControlChannel(folder: folder)
-        do {
-            guard try control.lockForServer() else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
-            writer = try RecordWriter(folder: folder)
-            reader = try RecordReader(folder: folder)
-            accounts = try Accounts(folder: folder)
-        } catch let error as StoreError {
-            throw Self.failure(error)
-        } catch let error as StoreFailure {
-            throw error
-        } catch {
-            throw StoreFailure(.failed, "\(error)")
-        }
+        let control = ControlChannel(folder: folder)
+        self.control = control
+        let locked = try Self.run { () throws(StoreError) in try control.lockForServer() }
+        guard locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
+        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
+        reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder) }
+        accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }
         permissionProblems = folder.restrictPermissions()
     }
 
@@ -37,7 +31,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     /// Runs a store call, its SQLite error turned into the server's.
-    private func run<T>(_ body: () throws(StoreError) -> T) throws(StoreFailure) -> T {
+    private static func run<T>(_ body: () throws(StoreError) -> T) throws(StoreFailure) -> T {
         do {
             return try body()
         } catch {
@@ -45,30 +39,30 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    public func serverID() throws(StoreFailure) -> String { try run { () throws(StoreError) in try reader.serverID() } }
-    public func currentSeq() throws(StoreFailure) -> Int64 { try run { () throws(StoreError) in try reader.currentSeq() } }
-    public func collections() throws(StoreFailure) -> [CollectionInfo] { try run { () throws(StoreError) in try reader.collections() } }
+    public func serverID() throws(StoreFailure) -> String { try Self.run { () throws(StoreError) in try reader.serverID() } }
+    public func currentSeq() throws(StoreFailure) -> Int64 { try Self.run { () throws(StoreError) in try reader.currentSeq() } }
+    public func collections() throws(StoreFailure) -> [CollectionInfo] { try Self.run { () throws(StoreError) in try reader.collections() } }
     public func storedBytesByCollection() throws(StoreFailure) -> [String: Int] {
-        try run { () throws(StoreError) in try reader.storedBytesByCollection() }
+        try Self.run { () throws(StoreError) in try reader.storedBytesByCollection() }
     }
     public func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState? {
-        try run { () throws(StoreError) in try reader.record(collection, id) }
+        try Self.run { () throws(StoreError) in try reader.record(collection, id) }
     }
     public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
-        try run { () throws(StoreError) in try reader.list(collection) }
+        try Self.run { () throws(StoreError) in try reader.list(collection) }
     }
     public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
-        try run { () throws(StoreError) in try reader.changes(collection, since: since, limit: limit) }
+        try Self.run { () throws(StoreError) in try reader.changes(collection, since: since, limit: limit) }
     }
 
-    public func user(named name: String) throws(StoreFailure) -> StoredUser? { try run { () throws(StoreError) in try accounts.user(named: name) } }
-    public func tokenOwner(hash: String) throws(StoreFailure) -> String? { try run { () throws(StoreError) in try accounts.tokenOwner(hash: hash) } }
-    public func tokenExists(hash: String) throws(StoreFailure) -> Bool { try run { () throws(StoreError) in try accounts.tokenExists(hash: hash) } }
-    public func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo] { try run { () throws(StoreError) in try accounts.tokens(of: user) } }
-    public func accountsEpoch() throws(StoreFailure) -> Int64 { try run { () throws(StoreError) in try accounts.epoch() } }
+    public func user(named name: String) throws(StoreFailure) -> StoredUser? { try Self.run { () throws(StoreError) in try accounts.user(named: name) } }
+    public func tokenOwner(hash: String) throws(StoreFailure) -> String? { try Self.run { () throws(StoreError) in try accounts.tokenOwner(hash: hash) } }
+    public func tokenExists(hash: String) throws(StoreFailure) -> Bool { try Self.run { () throws(StoreError) in try accounts.tokenExists(hash: hash) } }
+    public func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo] { try Self.run { () throws(StoreError) in try accounts.tokens(of: user) } }
+    public func accountsEpoch() throws(StoreFailure) -> Int64 { try Self.run { () throws(StoreError) in try accounts.epoch() } }
 
     public func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
-        try run { () throws(StoreError) in try writer.commit(operations) }
+        try Self.run { () throws(StoreError) in try writer.commit(operations) }
     }
 
     public func sizeBytes() -> Int64 { folder.storeSizeBytes() }

@@ -63,9 +63,11 @@ final class MetricsEndpoint {
 /// Lines of the Prometheus text format.
 struct MetricsText {
     private(set) var text = ""
+    /// Series whose HELP and TYPE lines are written (once each, before the first sample).
+    private var described: Set<String> = []
 
     mutating func add(_ name: String, _ kind: String, _ help: String, _ value: Double, labels: String = "") {
-        if !text.contains("# TYPE \(name) ") {
+        if described.insert(name).inserted {
             text += "# HELP \(name) \(help)\n# TYPE \(name) \(kind)\n"
         }
         let number = value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)

@@ -39,11 +39,9 @@ enum DevicesCommand: VerbSubcommand {
             guard options.positionals.isEmpty else { throw UsageError("devices takes no argument") }
             let devices = try list(client)
             guard !devices.isEmpty else { return print("no devices: log in with `plistsync login` to make one") }
-            print("ID            LABEL                     CREATED               LAST USED")
-            for device in devices {
-                let label = device.label.padding(toLength: max(24, device.label.count), withPad: " ", startingAt: 0)
-                print("\(device.id)  \(label)  \(device.created)  \(device.lastUsed == "-" ? "never" : device.lastUsed)\(device.isThis ? "  (this)" : "")")
-            }
+            ScriptCommand.printTable(["ID", "LABEL", "CREATED", "LAST USED"], devices.map { device in
+                [device.id, device.label, device.created, (device.lastUsed == "-" ? "never" : device.lastUsed) + (device.isThis ? "  (this)" : "")]
+            })
         case "revoke":
             guard options.positionals.count == 1 else { throw UsageError("revoke needs one DEVICE (an id or a label from `plistsync devices`)") }
             let wanted = options.positionals[0]
