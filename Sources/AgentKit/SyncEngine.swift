@@ -217,17 +217,23 @@ final class SyncEngine {
     private func collectionRenamed(_ from: String, to: String) {
         guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
         onCollectionGone(from)
-        let moved = mirror.attachedCollections.contains(from) || !mirror.hasFolder(from) || mirror.renameCollection(from, to: to)
+        // An attached app file stays attached to its collection's old name (files.plist): it is
+        // synced as a new collection of that name until it is attached to the new one.
+        let attached = mirror.attachedCollections.contains(from)
+        let moved = !attached && (!mirror.hasFolder(from) || mirror.renameCollection(from, to: to))
         if moved {
             try? state.rename(from, to: to)
             try? state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
             log("\(from) was renamed \(to) on the server; the folder follows")
         } else {
-            // A folder named `to` is already here: keep both, download the renamed one afresh.
-            status.problems["\(from)/"] = "renamed \(to) on the server, but a folder \(to) is already here: \(from) is left as it is"
+            // The old name's folder (or attached file) stays here and is synced as a new
+            // collection of that name; the renamed one is downloaded afresh.
             try? state.forget(from)
             try? state.forget(Names.conflictsCollection(of: from))
-            log("\(from) was renamed \(to) on the server; a folder \(to) already exists here, so \(from) is no longer mirrored")
+            status.problems["\(from)/"] = attached
+                ? "renamed \(to) on the server; the app file attached to \(from) is synced as a new collection \(from) until it is attached to \(to) (plistsync attach, then restart the agent)"
+                : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
+            log("\(from) was renamed \(to) on the server: \(status.problems["\(from)/"] ?? "")")
         }
         collections[from] = nil
         link.restart()

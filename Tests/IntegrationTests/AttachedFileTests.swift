@@ -149,6 +149,19 @@ final class AttachedFileTests: TwoAgentTestCase {
         eventually(10, "\(String(describing: readList(b, "second.plist")))\n\(b.log())") { readList(b, "second.plist") == edited as NSArray }
     }
 
+    func testRenamingAnAttachedCollectionLeavesTheAppFileOnItsOldNameAndSaysSo() throws {
+        let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"]]
+        try startBothAgents(on: contacts)
+        let client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
+        XCTAssertEqual(try PlistSyncBinary.run(["rename", "contacts", "people"] + client).0, 0)
+        eventually(10, a.log()) { a.log().contains("the app file attached to contacts is synced as a new collection contacts") }
+        eventually(10, a.statusText()) { a.statusText().contains("\"people\"") && a.statusText().contains("\"contacts\"") }
+        // The renamed collection keeps the records; the app's file is still its own and readable.
+        let (_, listed, _) = try PlistSyncBinary.run(["ls", "people", "--json"] + client)
+        XCTAssertTrue(listed.contains("\"id\":\"Ada\""), listed)
+        XCTAssertEqual(readList(a, "contacts.plist"), contacts as NSArray)
+    }
+
     func testACancelledEditIsSentLikeAnyOther() throws {
         let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"], ["name": "Grace", "phone": "555-0142"]]
         try startBothAgents(on: contacts)
