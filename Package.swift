@@ -10,6 +10,7 @@ let package = Package(
         // C libraries from Debian packages.
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Pure layers: no sockets, no files.
@@ -21,16 +22,19 @@ let package = Package(
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit", "ServerKit"]),
+        .target(name: "PostgresKit", dependencies: ["CLibPQ"]),
+        .target(name: "PostgresStore", dependencies: ["SyncCore", "PostgresKit", "ServerKit", "EventLoop"]),
         .target(name: "CShims"),
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
         .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat", "TLSKit"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit"]),

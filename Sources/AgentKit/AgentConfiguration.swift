@@ -11,6 +11,11 @@ public struct AgentConfiguration: Sendable {
     }
 
     public var server: SocketAddress
+    /// Servers sharing one store with `server` (`--server a,b,c`): when the one in use cannot
+    /// be reached, the agent moves to the next.
+    public var alternateServers: [SocketAddress] = []
+    /// Every server to try, in order.
+    public var servers: [SocketAddress] { [server] + alternateServers }
     public var user: String
     public var credential: Credential
     /// The file the credential came from: when the server refuses it (a revoked token, a

@@ -17,6 +17,11 @@ final class ServerLink {
     private var pending: [String: (ServerEvent) -> Void] = [:]
     private var nextTag = 0
     private var attempts = 0
+    /// Which of the configured servers is in use, and how many failed in a row since one worked.
+    private var serverIndex = 0
+    private var failedServers = 0
+    /// The server this link connects (or is connected) to.
+    var server: SocketAddress { configuration.servers[serverIndex] }
     private var reconnectTimer: LoopTimer?
     private var keepalive: LoopTimer?
     private var lastHeard: UInt64 = 0
@@ -99,20 +104,21 @@ final class ServerLink {
 
     private func connect() {
         guard !stopped, connection == nil else { return }
-        TCPConnection.connect(on: loop, to: configuration.server) { [self] result in
+        let server = self.server
+        TCPConnection.connect(on: loop, to: server) { [self] result in
             switch result {
             case .failure(let error):
-                lastError = "cannot connect to \(configuration.server): \(error)"
-                scheduleReconnect()
+                lastError = "cannot connect to \(server): \(error)"
+                tryNextServer()
             case .success(let tcp):
                 guard !stopped else { return tcp.close() }
                 if let tls = configuration.tls {
                     do {
-                        try tls.secure(tcp, host: configuration.server.host)
+                        try tls.secure(tcp, host: server.host)
                     } catch {
                         lastError = "\(error)"
                         tcp.close()
-                        return scheduleReconnect()
+                        return tryNextServer()
                     }
                 }
                 attach(tcp)
@@ -154,9 +160,10 @@ final class ServerLink {
             }
             lastError = nil
             isReady = true
+            failedServers = 0
             readySince = loop.nowMilliseconds
             startKeepalive()
-            log("connected to \(configuration.server) as \(configuration.user)")
+            log("connected to \(server) as \(configuration.user)")
             onReady()
         }
     }
@@ -194,7 +201,7 @@ final class ServerLink {
         isReady = false
         if wasReady, loop.nowMilliseconds - readySince >= Self.stableSessionMilliseconds { attempts = 0 }
         if wasReady {
-            log("disconnected from \(configuration.server)")
+            log("disconnected from \(server)")
             onLost()
         }
         if !credentialRefused { scheduleReconnect() }
@@ -241,6 +248,23 @@ final class ServerLink {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         return line.isEmpty ? nil : line
+    }
+
+    /// This server cannot be reached: the next one is tried at once, until each has failed
+    /// once; then the usual backoff.
+    private func tryNextServer() {
+        let count = configuration.servers.count
+        failedServers += 1
+        serverIndex = (serverIndex + 1) % count
+        guard count > 1, failedServers < count, !stopped, reconnectTimer == nil else {
+            failedServers = 0
+            return scheduleReconnect()
+        }
+        log("\(lastError ?? "cannot connect"); trying \(server)")
+        reconnectTimer = LoopTimer.once(on: loop, after: 20) { [self] in
+            reconnectTimer = nil
+            connect()
+        }
     }
 
     private func scheduleReconnect() {

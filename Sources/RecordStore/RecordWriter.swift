@@ -170,13 +170,7 @@ public final class RecordWriter: @unchecked Sendable {
         var others = try db.query(
             "SELECT id, rev, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position, id",
             .text(collection), .text(id)) { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        let index: Int
-        switch placement {
-        case .first: index = 0
-        case .last: index = others.count
-        case .before(let anchor): index = others.firstIndex { $0.id == anchor } ?? 0
-        case .after(let anchor): index = (others.firstIndex { $0.id == anchor } ?? others.count - 1) + 1
-        }
+        let index = placement.index(among: others.map(\.id))
         others.insert((id, baseRev, fieldsJSON), at: index)
         let keys = PositionKey.sequence(count: others.count)
         var rekeyed: [Change] = []

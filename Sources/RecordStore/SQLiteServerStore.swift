@@ -66,6 +66,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     public func sizeBytes() -> Int64 { folder.storeSizeBytes() }
+    public var location: String { folder.path }
 
     public var accountChanges: AccountChangeSignal? { ControlSignal(control: control) }
     public var spaceReserve: SpaceReserve? { Ballast(folder: folder) }

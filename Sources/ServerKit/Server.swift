@@ -45,6 +45,9 @@ public final class Server {
     /// Set when a commit failed for lack of disk space: the reserve file is given back and only
     /// DEL is let through until the disk has room again (checked each second).
     private(set) var diskFull = false
+    /// With a store shared by several nodes: orders this node's commits and the others' into
+    /// one gap-free feed.
+    private var feed: FeedSequencer?
 
     /// Serves `store`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, store: ServerStore, loop: EventLoop) throws(StoreFailure) {
@@ -58,7 +61,9 @@ public final class Server {
         directory = Directory(try store.collections())
         if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
         serverID = try store.serverID()
-        hub = Hub(lastSeq: try store.currentSeq())
+        let seq = try store.currentSeq()
+        hub = Hub(lastSeq: seq)
+        if store.cluster != nil { feed = FeedSequencer(deliveredThrough: seq) }
         let limits = configuration.limits
         limitsJSON = ValueJSON.encode(.dictionary([
             "max_line_bytes": .integer(Int64(limits.maxLineBytes)),
@@ -69,7 +74,9 @@ public final class Server {
             "preauth_timeout_seconds": .integer(Int64(configuration.preAuthTimeoutSeconds)),
         ]))
         startedAt = loop.nowMilliseconds
-        committer.onCommitted = { [unowned self] changes in committed(changes) }
+        committer.onCommitted = { [unowned self] changes in
+            if feed == nil { committed(changes) } else { sequence(changes) }
+        }
         committer.onIdle = { [unowned self] in if shuttingDown { finishShutdown() } }
         committer.onRoom = { [unowned self] in wakeSessionsWaitingForCommitRoom() }
         committer.onFailure = { [unowned self] error in if error.isDiskFull { enterDiskFullMode() } }
@@ -120,10 +127,11 @@ public final class Server {
                 ServerLog.error("warning: cannot watch \(signal.folder) (\(error)); account changes apply within a second")
             }
         }
+        store.cluster?.listen(on: loop, onEvent: { [unowned self] event in clusterEvent(event) }, onResync: { [unowned self] in resync() })
         purgeTombstones()
         let security = configuration.tls == nil ? "" : " (TLS)"
         let plaintext = (plaintextListener.map { ", plaintext on \($0.address)" } ?? "") + (metrics?.address.map { ", metrics on http://\($0)/metrics" } ?? "")
-        ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), data in \(configuration.dataPath)")
+        ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), records in \(store.location)")
     }
 
     private func accept(_ connection: TCPConnection, tls: TLSContext?) {
@@ -248,8 +256,8 @@ public final class Server {
     /// runs: connections of removed users, or logged in with a password or token that is no
     /// longer valid, are closed; memberships are re-read (a user removed and added again
     /// starts with none); then the epoch is confirmed for the waiting command.
-    func checkAccounts() {
-        guard let epoch = try? store.accountsEpoch(), epoch != appliedAccountsEpoch else { return }
+    func checkAccounts(force: Bool = false) {
+        guard let epoch = try? store.accountsEpoch(), force || epoch != appliedAccountsEpoch else { return }
         appliedAccountsEpoch = epoch
         var accountsByName: [String: StoredUser?] = [:]
         for session in sessions.values {
@@ -290,6 +298,76 @@ public final class Server {
             if recentChanges.count > 16 { recentChanges.removeFirst() }
         }
         hub.broadcast(changes)
+    }
+
+    // MARK: - Other nodes
+
+    /// Hands this node's committed changes to the feed, and whatever is next in line out.
+    private func sequence(_ changes: [Change]) {
+        guard var sequencer = feed else { return }
+        let ready = sequencer.add(changes)
+        feed = sequencer
+        if !ready.isEmpty { committed(ready) }
+        fillFeedGaps()
+    }
+
+    /// Reads from the change log what other nodes committed before the changes held back, and
+    /// broadcasts everything now in order.
+    private func fillFeedGaps() {
+        guard let cluster = store.cluster else { return }
+        while var sequencer = feed, let missing = sequencer.missing {
+            let fetched: [Change]?
+            do {
+                fetched = try cluster.loggedChanges(missing)
+            } catch {
+                ServerLog.error("reading changes \(missing.lowerBound)…\(missing.upperBound) from the change log: \(error)")
+                return
+            }
+            guard let fetched else {
+                // Pruned from the log (this node was cut off too long): subscribers may have
+                // missed changes, so they are sent away to resume with SUB … SINCE.
+                ServerLog.error("changes \(missing.lowerBound)…\(missing.upperBound) are no longer in the change log; subscribers resume from the store")
+                let ready = sequencer.skip(through: missing.upperBound)
+                feed = sequencer
+                for session in sessions.values where session.isSubscribed { session.sayGoodbye("SLOW", reason: .slow) }
+                if !ready.isEmpty { committed(ready) }
+                continue
+            }
+            let ready = sequencer.add(fetched)
+            feed = sequencer
+            if !ready.isEmpty { committed(ready) }
+            // Not visible yet: the next event or the housekeeping tick tries again.
+            if ready.isEmpty { return }
+        }
+    }
+
+    private func clusterEvent(_ event: ClusterEvent) {
+        switch event.kind {
+        case .committed(let seq):
+            feed?.committed(through: seq)
+            fillFeedGaps()
+        case .created(let name, let owner): collectionCreated(name, owner: owner)
+        case .dropped(let name): collectionDropped(name)
+        case .renamed(let from, let to): collectionRenamed(from, to: to)
+        case .granted(let collection, let user, let role): granted(role, to: user, in: collection)
+        case .tokenRevoked(let hash): tokenRevoked(hash)
+        case .accountsChanged: checkAccounts()
+        }
+    }
+
+    /// The channel to the other nodes was lost and is back: what it would have said is read
+    /// from the store instead.
+    private func resync() {
+        ServerLog.info("cluster channel connected: re-reading collections, accounts and the change log")
+        checkAccounts(force: true)
+        catchUpWithStore()
+    }
+
+    /// Learns the store's latest seq and delivers what this node has not seen.
+    private func catchUpWithStore() {
+        guard feed != nil, let seq = try? store.currentSeq() else { return }
+        feed?.committed(through: seq)
+        fillFeedGaps()
     }
 
     func collectionCreated(_ name: String, owner: String) {
@@ -335,8 +413,9 @@ public final class Server {
                 session.sayGoodbye("IDLE", reason: .idle)
             }
         }
-        // The backstop for a missed inotify event on control/.
+        // The backstop for a missed inotify event on control/ (or a missed cluster event).
         checkAccounts()
+        catchUpWithStore()
         leaveDiskFullModeIfRoom()
         if now >= nextPurgeAt { purgeTombstones() }
     }
@@ -398,6 +477,7 @@ public final class Server {
 
     private func closeHandles() {
         logins.close()
+        store.cluster?.stopListening()
         controlWatcher?.close()
         controlWatcher = nil
         graceTimer?.close()

@@ -1,3 +1,4 @@
+import EventLoop
 import SyncCore
 
 /// The record store a server runs on: SQLite in a data folder today (`RecordStore`), another
@@ -35,12 +36,35 @@ public protocol ServerStore: AnyObject, Sendable {
     /// each. When it throws, nothing of the batch was committed.
     func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome]
 
+    /// Where the records are, for the log (a folder, a database URL without its password).
+    var location: String { get }
     /// Bytes the store takes on disk, for STATS and metrics.
     func sizeBytes() -> Int64
     /// How account changes made outside the server reach it; nil when it only polls.
     var accountChanges: AccountChangeSignal? { get }
     /// Room kept aside to write deletes when the disk fills up; nil for stores not on a local disk.
     var spaceReserve: SpaceReserve? { get }
+    /// How nodes sharing this store hear of each other's commits; nil for a store one server
+    /// has to itself.
+    var cluster: ClusterChannel? { get }
+}
+
+extension ServerStore {
+    public var cluster: ClusterChannel? { nil }
+}
+
+/// The part of a store that several server nodes share: the change log a node reads other
+/// nodes' commits from, and the channel nodes tell each other on (`ClusterEvent`).
+public protocol ClusterChannel: AnyObject {
+    /// This node's name in the events it sends.
+    var node: String { get }
+    /// Starts hearing other nodes' events, on the loop thread; `onResync` after events may have
+    /// been missed (the channel was lost and is back): re-read what the events would have said.
+    func listen(on loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void)
+    func stopListening()
+    /// The changes with these seqs, in seq order, from the change log (fewer when some are not
+    /// visible yet); nil when the log no longer keeps the first of them.
+    func loggedChanges(_ seqs: ClosedRange<Int64>) throws(StoreFailure) -> [Change]?
 }
 
 /// A folder that changes when accounts change outside the server, and the place the server

@@ -32,6 +32,7 @@ final class Session {
     private var watchesCollections = false
     /// Per subscribed collection, the seq the subscriber is known to have through.
     private var subscriptions: [String: Int64] = [:]
+    var isSubscribed: Bool { !subscriptions.isEmpty }
 
     private var inbox = FIFO<Pending>()
     private var inboxBytes = 0

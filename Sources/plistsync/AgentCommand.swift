@@ -9,7 +9,7 @@ enum AgentCommand: Subcommand {
     static let help = """
         OVERVIEW: Mirror a folder of plist files (one folder a collection, one file a record) through a server.
 
-        USAGE: plistsync agent --server HOST:PORT --user NAME (--password-file F | --token-file F) --dir DIR
+        USAGE: plistsync agent --server HOST:PORT[,HOST:PORT…] --user NAME (--password-file F | --token-file F) --dir DIR
                                [--collections a,b] [--device NAME]
 
         OPTIONS:
@@ -38,6 +38,7 @@ enum AgentCommand: Subcommand {
             server: client.server, user: client.user, credential: client.credential, directory: directory,
             device: options.value("device") ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "device")
         configuration.tls = client.tls
+        configuration.alternateServers = client.alternateServers
         configuration.credentialFile = URL(fileURLWithPath: client.credentialFile).standardizedFileURL.path
         if let list = options.value("collections") {
             configuration.collections = Set(list.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) })

@@ -8,7 +8,9 @@ struct ClientOptions {
     static let valueOptions: Set<String> = ["server", "user", "password-file", "token-file", "ca", "fingerprint"]
     static let flagOptions: Set<String> = ["tls", "insecure"]
     static let usage = """
-          --server HOST:PORT   Server address (default 127.0.0.1:7420).
+          --server HOST:PORT   Server address (default 127.0.0.1:7420); HOST:PORT,HOST:PORT,… names
+                               servers sharing one store: the agent moves to the next when one
+                               cannot be reached (commands use the first).
           --user NAME          Account name.
           --password-file F    Log in with the password on the first line of F.
           --token-file F       Log in with a token from `plistsync login` (default: the one it stored).
@@ -19,6 +21,8 @@ struct ClientOptions {
         """
 
     let server: SocketAddress
+    /// The servers after the first in `--server a,b,c`.
+    let alternateServers: [SocketAddress]
     let user: String
     let credential: AgentConfiguration.Credential
     /// The file the credential was read from.
@@ -26,10 +30,13 @@ struct ClientOptions {
     let tls: TLSContext?
 
     init(_ options: Arguments) throws {
-        let address = options.value("server") ?? "127.0.0.1:7420"
-        guard let server = SocketAddress(parsing: address) else { throw UsageError("--server must be HOST:PORT") }
+        let addresses = (options.value("server") ?? "127.0.0.1:7420").split(separator: ",").map { SocketAddress(parsing: String($0)) }
+        guard let server = addresses.first ?? nil, !addresses.contains(where: { $0 == nil }) else {
+            throw UsageError("--server must be HOST:PORT (or HOST:PORT,HOST:PORT,… for servers sharing one store)")
+        }
         guard let user = options.value("user") else { throw UsageError("--user is required") }
         self.server = server
+        alternateServers = addresses.dropFirst().compactMap { $0 }
         self.user = user
         if let passwordFile = options.value("password-file") {
             guard options.value("token-file") == nil else { throw UsageError("give --password-file or --token-file, not both") }

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import PostgresStore
 import RecordStore
 import ServerKit
 import TLSKit
@@ -15,6 +16,10 @@ enum ServeCommand: Subcommand {
           --listen ADDR:PORT       Address to listen on (default 127.0.0.1:7420; port 0 picks one).
           --data DIR               Data folder (else $PLISTSYNC_DATA, the config file's data, or
                                    ./plistsync-data).
+          --store URL              Keep the records in PostgreSQL (postgresql://user@host:port/db)
+                                   instead of the data folder: any number of servers may share
+                                   one database, each serving the same collections (--data
+                                   then only holds the TLS certificate).
           --config FILE            Options one a line, `name = value` (else $PLISTSYNC_CONFIG, or
                                    /etc/plistsync/server.conf when it exists); flags win over it.
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
@@ -52,7 +57,7 @@ enum ServeCommand: Subcommand {
     static let valueOptions: Set<String> = [
         "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-        "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config",
+        "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
 
@@ -97,8 +102,7 @@ enum ServeCommand: Subcommand {
         let loop = EventLoop()
         let server: Server
         do {
-            let store = try SQLiteServerStore(folder: DataFolder(path: configuration.dataPath))
-            for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
+            let store = try openStore(options.value("store"), dataPath: configuration.dataPath)
             server = try Server(configuration: configuration, store: store, loop: loop)
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
@@ -112,6 +116,17 @@ enum ServeCommand: Subcommand {
         loop.run()
         loop.close()
         ServerLog.info("stopped")
+    }
+
+    /// The data folder's SQLite store, or the PostgreSQL database `--store` names.
+    private static func openStore(_ url: String?, dataPath: String) throws -> ServerStore {
+        guard let url else {
+            let store = try SQLiteServerStore(folder: DataFolder(path: dataPath))
+            for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
+            return store
+        }
+        guard StoreURL.isPostgres(url) else { throw UsageError("--store takes a postgresql:// URL") }
+        return try PostgresServerStore(url: url)
     }
 
     /// `--tls`, `--tls-cert`/`--tls-key` and `--plain-listen`; makes the self-signed

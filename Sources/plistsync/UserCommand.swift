@@ -1,4 +1,5 @@
 import Foundation
+import PostgresStore
 import RecordStore
 import ServerKit
 import SyncCore
@@ -9,11 +10,13 @@ enum UserCommand: Subcommand {
     static let help = """
         OVERVIEW: Manage PlistSync accounts in a data folder.
 
-        USAGE: plistsync user add|passwd|remove|list [<name>] [--data DIR] [--password-stdin] [--admin]
+        USAGE: plistsync user add|passwd|remove|list [<name>] [--data DIR | --store URL] [--password-stdin] [--admin]
 
         OPTIONS:
           --data DIR          Data folder: else $PLISTSYNC_DATA, the config file's data line, or
                               ./plistsync-data if it exists (found as `serve` finds it).
+          --store URL         The PostgreSQL store (postgresql://…) the servers share; every
+                              server applies the change at once.
           --config FILE       The server's config file (else $PLISTSYNC_CONFIG or
                               /etc/plistsync/server.conf).
           --password-stdin    Read the password from the first line of standard input.
@@ -23,18 +26,28 @@ enum UserCommand: Subcommand {
         """
 
     static func run(_ arguments: [String]) throws {
-        let options = try Arguments(arguments, valueOptions: ["data", "iterations", "config"], flagOptions: ["password-stdin", "admin"])
+        let options = try Arguments(arguments, valueOptions: ["data", "iterations", "config", "store"], flagOptions: ["password-stdin", "admin"])
         guard let action = options.positionals.first else { throw UsageError("missing action: add, passwd, remove or list") }
-        // A folder named by a flag, the environment or the config file is made on first use;
-        // the fallback ./plistsync-data only when it exists (not a second, empty store).
-        let location = DataLocation(options, config: try ConfigFile.find(options))
-        let folder = DataFolder(path: location.isConfigured ? location.path : try location.existing())
-        let accounts: Accounts
+        let config = try ConfigFile.find(options)
+        let accounts: AccountBook
         umask(0o077)
-        do {
-            accounts = try Accounts(folder: folder)
-        } catch {
-            throw RuntimeError("cannot open the data folder: \(error)")
+        if let url = options.value("store") ?? config?.values["store"] {
+            guard StoreURL.isPostgres(url) else { throw UsageError("--store takes a postgresql:// URL") }
+            do {
+                accounts = try PostgresAccounts(url: url)
+            } catch {
+                throw RuntimeError("cannot open the store: \(error)")
+            }
+        } else {
+            // A folder named by a flag, the environment or the config file is made on first use;
+            // the fallback ./plistsync-data only when it exists (not a second, empty store).
+            let location = DataLocation(options, config: config)
+            let folder = DataFolder(path: location.isConfigured ? location.path : try location.existing())
+            do {
+                accounts = FolderAccounts(folder: folder, accounts: try Accounts(folder: folder))
+            } catch {
+                throw RuntimeError("cannot open the data folder: \(error)")
+            }
         }
         let iterations = try options.integer(
             "iterations", default: PasswordHasher.defaultIterations, range: PasswordHasher.minimumIterations...100_000_000)
@@ -54,32 +67,21 @@ enum UserCommand: Subcommand {
             guard try accounts.addUser(name, passwordHash: PasswordHasher.hash(password, iterations: iterations), isAdmin: options.flag("admin")) else {
                 throw RuntimeError("user \(name) exists")
             }
-            tellRunningServer(folder, accounts)
+            accounts.tellRunningServers()
             print("added user \(name)")
         case "passwd":
             let password = try readPassword(fromStdin: options.flag("password-stdin"))
             guard try accounts.setPassword(name, passwordHash: PasswordHasher.hash(password, iterations: iterations)) else {
                 throw RuntimeError("no user \(name)")
             }
-            tellRunningServer(folder, accounts)
+            accounts.tellRunningServers()
             print("changed the password of \(name); their tokens are revoked and their connections closed")
         case "remove":
             guard try accounts.removeUser(name) else { throw RuntimeError("no user \(name)") }
-            tellRunningServer(folder, accounts)
+            accounts.tellRunningServers()
             print("removed user \(name); their connections are closed")
         default:
             throw UsageError("unknown action '\(action)'")
-        }
-    }
-
-    /// Rings a server running on the folder and waits until it has applied the change, so the
-    /// command returns only after revoked connections are closed.
-    private static func tellRunningServer(_ folder: DataFolder, _ accounts: Accounts) {
-        guard let epoch = try? accounts.epoch() else { return }
-        let channel = ControlChannel(folder: folder)
-        channel.announceAccountsChanged(epoch: epoch)
-        if !channel.waitUntilApplied(epoch: epoch, seconds: 5) {
-            FileHandle.standardError.write(Data("plistsync user: the running server has not confirmed the change yet; it applies it within seconds\n".utf8))
         }
     }
 
@@ -114,4 +116,41 @@ enum Terminal {
         }
         return readLine(strippingNewline: true)
     }
+}
+
+/// Where `plistsync user` changes accounts: a data folder's SQLite store or a PostgreSQL store.
+protocol AccountBook {
+    func users() throws -> [StoredUser]
+    func addUser(_ name: String, passwordHash: String, isAdmin: Bool) throws -> Bool
+    func setPassword(_ name: String, passwordHash: String) throws -> Bool
+    func removeUser(_ name: String) throws -> Bool
+    /// Makes sure servers using the store apply the change (waits for them where it can).
+    func tellRunningServers()
+}
+
+/// The accounts of a data folder, and the doorbell of a server running on it.
+struct FolderAccounts: AccountBook {
+    let folder: DataFolder
+    let accounts: Accounts
+
+    func users() throws -> [StoredUser] { try accounts.users() }
+    func addUser(_ name: String, passwordHash: String, isAdmin: Bool) throws -> Bool { try accounts.addUser(name, passwordHash: passwordHash, isAdmin: isAdmin) }
+    func setPassword(_ name: String, passwordHash: String) throws -> Bool { try accounts.setPassword(name, passwordHash: passwordHash) }
+    func removeUser(_ name: String) throws -> Bool { try accounts.removeUser(name) }
+
+    /// Rings a server running on the folder and waits until it has applied the change, so the
+    /// command returns only after revoked connections are closed.
+    func tellRunningServers() {
+        guard let epoch = try? accounts.epoch() else { return }
+        let channel = ControlChannel(folder: folder)
+        channel.announceAccountsChanged(epoch: epoch)
+        if !channel.waitUntilApplied(epoch: epoch, seconds: 5) {
+            FileHandle.standardError.write(Data("plistsync user: the running server has not confirmed the change yet; it applies it within seconds\n".utf8))
+        }
+    }
+}
+
+/// Every node hears the change as it commits (NOTIFY); nothing to wait for.
+extension PostgresAccounts: AccountBook {
+    func tellRunningServers() {}
 }

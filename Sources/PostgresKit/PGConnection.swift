@@ -1,0 +1,149 @@
+import CLibPQ
+import Glibc
+
+/// One libpq connection with a cache of prepared statements: the small wrapper through which
+/// the PostgreSQL store talks to its server. Parameters and results travel as text.
+///
+/// Not thread-safe: one thread at a time uses a connection (the loop thread, or the single
+/// in-flight commit on the thread pool), which is why it is `@unchecked Sendable`.
+public final class PGConnection: @unchecked Sendable {
+    private let handle: OpaquePointer
+    private var prepared: [String: String] = [:]
+    public let url: String
+
+    /// Connects to `url` (`postgresql://user@host:port/db`, or libpq's `key=value` form).
+    public init(url: String) throws(PGError) {
+        self.url = url
+        guard let connection = PQconnectdb(url) else { throw PGError(sqlState: nil, message: "out of memory", connectionLost: true) }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PGError(sqlState: nil, message: message, connectionLost: true)
+        }
+        handle = connection
+        // Notices ("relation … already exists, skipping") are not for the server's log.
+        PQclear(PQexec(connection, "SET client_min_messages TO warning"))
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The socket, for waiting on notifications with the event loop.
+    public var socket: Int32 { PQsocket(handle) }
+
+    /// Whether the connection is gone (then `reconnect()` before the next query).
+    public var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    /// Connects again with the same settings; prepared statements start afresh.
+    public func reconnect() throws(PGError) {
+        prepared.removeAll()
+        PQreset(handle)
+        guard PQstatus(handle) == CONNECTION_OK else { throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: true) }
+    }
+
+    /// Runs statements separated by `;` that take no parameters; the rows of the last one.
+    @discardableResult
+    public func script(_ sql: String) throws(PGError) -> PGRows {
+        try rows(of: PQexec(handle, sql))
+    }
+
+    /// Runs one statement with `$1…` parameters (nil is NULL), prepared once per connection.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [String?] = []) throws(PGError) -> PGRows {
+        let name: String
+        if let known = prepared[sql] {
+            name = known
+        } else {
+            name = "s\(prepared.count + 1)"
+            _ = try rows(of: PQprepare(handle, name, sql, Int32(parameters.count), nil))
+            prepared[sql] = name
+        }
+        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
+        defer { for copy in copies { free(copy) } }
+        let result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
+            PQexecPrepared(handle, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
+        }
+        return try rows(of: result)
+    }
+
+    /// Reads what the server has sent and returns the notifications among it (LISTEN).
+    public func notifications() throws(PGError) -> [PGNotification] {
+        guard PQconsumeInput(handle) == 1 else {
+            throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: true)
+        }
+        var received: [PGNotification] = []
+        while let notice = PQnotifies(handle) {
+            received.append(PGNotification(channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra)))
+            PQfreemem(notice)
+        }
+        return received
+    }
+
+    private func rows(of result: OpaquePointer?) throws(PGError) -> PGRows {
+        guard let result else {
+            throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: isBroken)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            break
+        default:
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PGError(sqlState: state, message: Self.trimmed(PQresultErrorMessage(result)), connectionLost: isBroken)
+        }
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var values: [String?] = []
+        values.reserveCapacity(rowCount * columnCount)
+        for row in 0..<Int32(rowCount) {
+            for column in 0..<Int32(columnCount) {
+                values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+            }
+        }
+        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        return PGRows(values: values, columnCount: columnCount, affected: affected)
+    }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown error" }
+        return String(String(cString: message).drop { $0 == " " }.reversed().drop { $0 == "\n" || $0 == " " }.reversed())
+    }
+}
+
+/// One `NOTIFY` received on a channel this connection listens to.
+public struct PGNotification: Sendable, Equatable {
+    public let channel: String
+    public let payload: String
+}
+
+/// The rows a statement returned, as text (nil for NULL), and how many rows it changed.
+public struct PGRows: Sendable {
+    private let values: [String?]
+    public let columnCount: Int
+    /// Rows inserted, updated or deleted (the command tag's count).
+    public let affected: Int
+
+    init(values: [String?], columnCount: Int, affected: Int) {
+        self.values = values
+        self.columnCount = columnCount
+        self.affected = affected
+    }
+
+    public var count: Int { columnCount == 0 ? 0 : values.count / columnCount }
+
+    public subscript(row: Int, column: Int) -> String? { values[row * columnCount + column] }
+
+    public func integer(_ row: Int, _ column: Int) -> Int64 { self[row, column].flatMap { Int64($0) } ?? 0 }
+
+    /// Every row, through `read`.
+    public func map<T>(_ read: (PGRow) -> T) -> [T] { (0..<count).map { read(PGRow(rows: self, index: $0)) } }
+}
+
+/// One row of `PGRows`.
+public struct PGRow {
+    public let rows: PGRows
+    public let index: Int
+
+    public func text(_ column: Int) -> String? { rows[index, column] }
+    public func integer(_ column: Int) -> Int64 { rows.integer(index, column) }
+    public func isNull(_ column: Int) -> Bool { rows[index, column] == nil }
+}

@@ -1,0 +1,90 @@
+import PostgresKit
+
+/// The tables of a PlistSync store in PostgreSQL, shared by every server node. Text that is
+/// ordered or compared (ids, position keys, names) uses the "C" collation: byte order, as in
+/// the SQLite store and on the wire.
+enum PostgresSchema {
+    static let version = 1
+
+    static let tables = """
+        -- 'server_id' (made once: every node states it in HELLO), 'seq' (the last seq handed out:
+        -- the row every commit locks, so seq order is commit order), 'purged_seq',
+        -- 'accounts_epoch' (raised by each account change made outside a server).
+        CREATE TABLE IF NOT EXISTS meta (
+            key   text COLLATE "C" PRIMARY KEY,
+            value text NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS users (
+            name          text COLLATE "C" PRIMARY KEY,
+            password_hash text NOT NULL,
+            is_admin      boolean NOT NULL DEFAULT false,
+            created_at    bigint NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS tokens (
+            hash         text COLLATE "C" PRIMARY KEY,
+            user_name    text COLLATE "C" NOT NULL REFERENCES users(name) ON DELETE CASCADE,
+            label        text,
+            created_at   bigint NOT NULL,
+            last_used_at bigint,
+            made         bigserial
+        );
+        CREATE TABLE IF NOT EXISTS collections (
+            name       text COLLATE "C" PRIMARY KEY,
+            owner      text COLLATE "C" NOT NULL,
+            created_at bigint NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS members (
+            collection text COLLATE "C" NOT NULL REFERENCES collections(name) ON DELETE CASCADE ON UPDATE CASCADE,
+            user_name  text COLLATE "C" NOT NULL,
+            role       integer NOT NULL CHECK (role BETWEEN 1 AND 3),
+            PRIMARY KEY (collection, user_name)
+        );
+        -- One row a record, live or tombstone (fields NULL), as in the SQLite store.
+        CREATE TABLE IF NOT EXISTS records (
+            collection text COLLATE "C" NOT NULL,
+            id         text COLLATE "C" NOT NULL,
+            rev        bigint NOT NULL,
+            seq        bigint NOT NULL,
+            position   text COLLATE "C",
+            fields     text,
+            updated_at bigint NOT NULL,
+            PRIMARY KEY (collection, id)
+        );
+        CREATE INDEX IF NOT EXISTS records_by_seq ON records (collection, seq);
+        CREATE INDEX IF NOT EXISTS records_in_order ON records (collection, position, id) WHERE fields IS NOT NULL;
+        -- Every change in seq order, kept for an hour: nodes read the changes other nodes
+        -- committed from here, so every subscriber on every node gets the same feed.
+        CREATE TABLE IF NOT EXISTS change_log (
+            seq          bigint PRIMARY KEY,
+            collection   text COLLATE "C" NOT NULL,
+            id           text COLLATE "C" NOT NULL,
+            rev          bigint NOT NULL,
+            position     text COLLATE "C",
+            fields       text,
+            bytes_delta  bigint NOT NULL,
+            committed_at bigint NOT NULL
+        );
+        """
+
+    /// Makes the tables if they are missing, one node at a time (an advisory lock), and the
+    /// store's identity; refuses a store made by a newer PlistSync.
+    static func prepare(_ connection: PGConnection, serverID: String) throws(PGError) {
+        try connection.script("BEGIN; SELECT pg_advisory_xact_lock(7420)")
+        do throws(PGError) {
+            try connection.script(tables)
+            let found = try connection.query("SELECT value FROM meta WHERE key = 'schema_version'")
+            if found.count > 0, let stored = Int(found[0, 0] ?? ""), stored > version {
+                throw PGError(sqlState: nil, message: "the store has schema version \(stored), newer than this program knows")
+            }
+            try connection.query(
+                """
+                INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('server_id', $2), ('seq', '0'), ('purged_seq', '0'),
+                    ('accounts_epoch', '0') ON CONFLICT (key) DO NOTHING
+                """, [String(version), serverID])
+            try connection.script("COMMIT")
+        } catch {
+            _ = try? connection.script("ROLLBACK")
+            throw error
+        }
+    }
+}

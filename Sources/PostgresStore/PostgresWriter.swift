@@ -1,0 +1,332 @@
+import Foundation
+import PostgresKit
+import ServerKit
+import SyncCore
+import SyncProtocol
+
+/// Applies batches of writes in one PostgreSQL transaction each: the group commit, shared by
+/// every node. The first statement locks the `seq` row, so batches of all nodes commit one at
+/// a time and seq order is commit order, without gaps (a batch that fails takes its seqs back).
+///
+/// Record states are read for the whole batch in one query and the revision rules decided here
+/// (`RevisionRules`); the new rows go back in one statement, so a batch costs a handful of round
+/// trips whatever its size. Runs on the commit thread, one batch at a time.
+final class PostgresWriter {
+    private let connection: PGConnection
+    private let node: String
+    /// States read or written in this batch; a missing key has not been looked at yet.
+    private var known: [RecordKey: RecordState?] = [:]
+    /// The position key last handed out at the end of each collection in this batch.
+    private var endPositions: [String: String] = [:]
+    private var pendingRecords: [RecordKey: (seq: Int64, state: RecordState)] = [:]
+    private var pendingLog: [(change: Change, state: RecordState)] = []
+    private var seq: Int64 = 0
+    /// The batch's time (seconds since 1970), written as each row's `updated_at`.
+    private var timestamp: Int64 = 0
+
+    init(connection: PGConnection, node: String) {
+        self.connection = connection
+        self.node = node
+    }
+
+    /// Applies `operations` in order and commits; one outcome each. When this throws, nothing
+    /// of the batch was committed.
+    func commit(_ operations: [StoreOperation], now: Date = Date()) throws(PGError) -> [StoreOutcome] {
+        if connection.isBroken { try connection.reconnect() }
+        timestamp = Int64(now.timeIntervalSince1970)
+        known = [:]
+        endPositions = [:]
+        pendingRecords = [:]
+        pendingLog = []
+        do throws(PGError) {
+            let locked = try connection.script("BEGIN; SELECT value FROM meta WHERE key = 'seq' FOR UPDATE")
+            let startSeq = Int64(locked[0, 0] ?? "") ?? 0
+            seq = startSeq
+            try prefetch(operations)
+            var outcomes: [StoreOutcome] = []
+            outcomes.reserveCapacity(operations.count)
+            var events: [String] = []
+            for operation in operations {
+                let outcome = try apply(operation)
+                if outcome == .done, let event = ClusterEvent.after(operation, node: node) { events.append(event.payload) }
+                outcomes.append(outcome)
+            }
+            try flush()
+            if seq != startSeq { events.append(ClusterEvent(node: node, .committed(throughSeq: seq)).payload) }
+            try connection.query(
+                "WITH counter AS (UPDATE meta SET value = $1 WHERE key = 'seq') SELECT pg_notify('plistsync', p) FROM unnest($2::text[]) AS p",
+                [String(seq), PGArrayLiteral.text(events)])
+            try connection.script("COMMIT")
+            return outcomes
+        } catch {
+            if !connection.isBroken { _ = try? connection.script("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Reads, in one query, the state of every record the batch's PUTs and DELs name.
+    private func prefetch(_ operations: [StoreOperation]) throws(PGError) {
+        var collections: [String?] = []
+        var ids: [String?] = []
+        for operation in operations {
+            switch operation {
+            case .put(let collection, let id, _, _), .delete(let collection, let id, _):
+                let key = RecordKey(collection: collection, id: id)
+                guard known[key] == nil else { continue }
+                known[key] = .some(nil)
+                collections.append(collection)
+                ids.append(id)
+            default:
+                continue
+            }
+        }
+        guard !ids.isEmpty else { return }
+        let rows = try connection.query(
+            """
+            SELECT r.collection, r.id, r.rev, r.position, r.fields FROM records r
+            JOIN unnest($1::text[], $2::text[]) AS k(collection, id) ON r.collection = k.collection AND r.id = k.id
+            """, [PGArrayLiteral.text(collections), PGArrayLiteral.text(ids)])
+        for index in 0..<rows.count {
+            known[RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")] = .some(Self.state(rows, index, id: 1, rev: 2, position: 3, fields: 4))
+        }
+    }
+
+    private func apply(_ operation: StoreOperation) throws(PGError) -> StoreOutcome {
+        switch operation {
+        case .put(let collection, let id, let baseRev, let fieldsJSON):
+            let current = try state(collection, id)
+            switch RevisionRules.put(baseRev: baseRev, over: current) {
+            case .update(let rev, let position):
+                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
+            case .create(let rev):
+                let position = try key(between: try endPosition(collection), nil)
+                endPositions[collection] = position
+                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
+            case .conflict:
+                return .conflict(collection: collection, id: id, current: current)
+            }
+        case .delete(let collection, let id, let baseRev):
+            let current = try state(collection, id)
+            guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
+                return .conflict(collection: collection, id: id, current: current)
+            }
+            return record(collection, RecordState(id: id, rev: rev, body: .deleted), replacing: current)
+        case .move(let collection, let id, let baseRev, let placement):
+            // Neighbours are read from the table: what this batch wrote goes there first.
+            try flush()
+            return try move(collection, id, baseRev, placement)
+        default:
+            try flush()
+            known = [:]
+            endPositions = [:]
+            return try applyAdministrative(operation)
+        }
+    }
+
+    private func applyAdministrative(_ operation: StoreOperation) throws(PGError) -> StoreOutcome {
+        let now = String(timestamp)
+        switch operation {
+        case .createCollection(let name, let owner):
+            let made = try connection.query(
+                "INSERT INTO collections (name, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING", [name, owner, now])
+            guard made.affected == 1 else { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
+            try connection.query("INSERT INTO members (collection, user_name, role) VALUES ($1, $2, $3)", [name, owner, String(Role.admin.rawValue)])
+            return .done
+        case .dropCollection(let name):
+            let removed = try connection.query("DELETE FROM collections WHERE name = $1", [name])
+            guard removed.affected > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
+            try connection.query("DELETE FROM records WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
+            return .done
+        case .renameCollection(let from, let to):
+            let taken = try connection.query("SELECT 1 FROM collections WHERE name = $1", [to])
+            if taken.count > 0 { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
+            let renamed = try connection.query("UPDATE collections SET name = $2 WHERE name = $1", [from, to])
+            guard renamed.affected > 0 else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
+            try connection.query("UPDATE records SET collection = $2 WHERE collection = $1", [from, to])
+            try connection.query("UPDATE records SET collection = $2 WHERE collection = $1",
+                                 [Names.conflictsCollection(of: from), Names.conflictsCollection(of: to)])
+            return .done
+        case .grant(let collection, let user, let role):
+            let known = try connection.query("SELECT 1 FROM users WHERE name = $1", [user])
+            guard known.count > 0 else { return .refused(ProtocolError(.notFound, "no user \(user)")) }
+            if let role {
+                try connection.query(
+                    """
+                    INSERT INTO members (collection, user_name, role) VALUES ($1, $2, $3)
+                    ON CONFLICT (collection, user_name) DO UPDATE SET role = excluded.role
+                    """, [collection, user, String(role.rawValue)])
+            } else {
+                try connection.query("DELETE FROM members WHERE collection = $1 AND user_name = $2", [collection, user])
+            }
+            return .done
+        case .createToken(let hash, let user, let label):
+            try connection.query("INSERT INTO tokens (hash, user_name, label, created_at) VALUES ($1, $2, $3, $4)", [hash, user, label, now])
+            return .done
+        case .revokeToken(let hash, let user):
+            let removed = if let user {
+                try connection.query("DELETE FROM tokens WHERE hash = $1 AND user_name = $2", [hash, user])
+            } else {
+                try connection.query("DELETE FROM tokens WHERE hash = $1", [hash])
+            }
+            return removed.affected > 0 ? .done : .refused(ProtocolError(.notFound, "no such token"))
+        case .touchToken(let hash, let time):
+            try connection.query("UPDATE tokens SET last_used_at = $2 WHERE hash = $1", [hash, String(time)])
+            return .done
+        case .purgeTombstones(let cutoff):
+            try connection.query(
+                """
+                WITH gone AS (DELETE FROM records WHERE fields IS NULL AND updated_at < $1 RETURNING seq)
+                UPDATE meta SET value = greatest(value::bigint, (SELECT coalesce(max(seq), 0) FROM gone))::text WHERE key = 'purged_seq'
+                """, [String(cutoff)])
+            try connection.query("DELETE FROM change_log WHERE committed_at < $1", [String(timestamp - PostgresServerStore.changeLogSeconds)])
+            return .done
+        case .put, .delete, .move:
+            preconditionFailure("record operations are applied by apply(_:timestamp:)")
+        }
+    }
+
+    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement) throws(PGError) -> StoreOutcome {
+        let current = try state(collection, id)
+        guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else {
+            return .conflict(collection: collection, id: id, current: current)
+        }
+        let live = "collection = $1 AND fields IS NOT NULL AND id <> $2"
+        let lower: String?
+        let upper: String?
+        switch placement {
+        case .first:
+            lower = nil
+            upper = try firstText("SELECT position FROM records WHERE \(live) ORDER BY position, id LIMIT 1", [collection, id])
+        case .last:
+            lower = try firstText("SELECT position FROM records WHERE \(live) ORDER BY position DESC, id DESC LIMIT 1", [collection, id])
+            upper = nil
+        case .before(let anchor), .after(let anchor):
+            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
+            guard let anchorState = try state(collection, anchor), case .live(let anchorPosition, _) = anchorState.body else {
+                return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
+            }
+            if case .before = placement {
+                upper = anchorPosition
+                lower = try firstText("SELECT position FROM records WHERE \(live) AND position < $3 ORDER BY position DESC LIMIT 1",
+                                      [collection, id, anchorPosition])
+            } else {
+                lower = anchorPosition
+                upper = try firstText("SELECT position FROM records WHERE \(live) AND position > $3 ORDER BY position LIMIT 1",
+                                      [collection, id, anchorPosition])
+            }
+        }
+        let position = try key(between: lower, upper)
+        guard position.utf8.count <= PositionKey.maxLength else {
+            return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement)
+        }
+        endPositions[collection] = nil
+        return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
+    }
+
+    /// Gives every live record of the collection a fresh short key, in order, with the moved
+    /// record placed as asked; each re-keyed record is a change of its own (see `RecordWriter`).
+    private func rebalance(_ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement) throws(PGError) -> StoreOutcome {
+        let rows = try connection.query(
+            "SELECT id, rev, fields FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 ORDER BY position, id", [collection, id])
+        var others = rows.map { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
+        let index = placement.index(among: others.map(\.id))
+        others.insert((id, baseRev, fieldsJSON), at: index)
+        let keys = PositionKey.sequence(count: others.count)
+        var rekeyed: [Change] = []
+        for (entry, key) in zip(others, keys) where entry.id != id {
+            let state = RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields))
+            guard case .changed(let change) = record(collection, state, replacing: state) else { continue }
+            rekeyed.append(change)
+        }
+        endPositions[collection] = nil
+        let moved = RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))
+        let outcome = record(collection, moved, replacing: moved)
+        guard case .changed(let change) = outcome else { return outcome }
+        return .rebalanced(change, rekeyed: rekeyed)
+    }
+
+    private func firstText(_ sql: String, _ parameters: [String?]) throws(PGError) -> String? {
+        let rows = try connection.query(sql, parameters)
+        return rows.count > 0 ? rows[0, 0] : nil
+    }
+
+    /// The last live position key of the collection, as of this batch.
+    private func endPosition(_ collection: String) throws(PGError) -> String? {
+        if let known = endPositions[collection] { return known }
+        try flush()
+        return try firstText(
+            "SELECT position FROM records WHERE collection = $1 AND fields IS NOT NULL ORDER BY position DESC, id DESC LIMIT 1", [collection])
+    }
+
+    private func key(between lower: String?, _ upper: String?) throws(PGError) -> String {
+        do {
+            return try PositionKey.between(lower, upper)
+        } catch {
+            throw PGError(sqlState: nil, message: "position keys exhausted between \(lower ?? "start") and \(upper ?? "end")")
+        }
+    }
+
+    private func state(_ collection: String, _ id: String) throws(PGError) -> RecordState? {
+        let key = RecordKey(collection: collection, id: id)
+        if let known = known[key] { return known }
+        let rows = try connection.query("SELECT id, rev, position, fields FROM records WHERE collection = $1 AND id = $2", [collection, id])
+        let found = rows.count > 0 ? Self.state(rows, 0, id: 0, rev: 1, position: 2, fields: 3) : nil
+        known[key] = .some(found)
+        return found
+    }
+
+    static func state(_ rows: PGRows, _ index: Int, id: Int, rev: Int, position: Int, fields: Int) -> RecordState {
+        let body: RecordState.Body = rows[index, fields].map { .live(position: rows[index, position] ?? "", fieldsJSON: $0) } ?? .deleted
+        return RecordState(id: rows[index, id] ?? "", rev: rows.integer(index, rev), body: body)
+    }
+
+    /// Takes the next seq for a record's new state; written to the tables at the next flush.
+    private func record(_ collection: String, _ state: RecordState, replacing previous: RecordState?) -> StoreOutcome {
+        seq += 1
+        let key = RecordKey(collection: collection, id: state.id)
+        known[key] = .some(state)
+        pendingRecords[key] = (seq, state)
+        let change = Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - (previous?.storedFieldBytes ?? 0))
+        pendingLog.append((change, state))
+        return .changed(change)
+    }
+
+    /// Writes the records and change-log rows held so far, in one statement.
+    private func flush() throws(PGError) {
+        guard !pendingLog.isEmpty else { return }
+        let latest = pendingRecords.sorted { $0.value.seq < $1.value.seq }
+        let logged = pendingLog
+        pendingRecords = [:]
+        pendingLog = []
+        func columns(_ states: [(collection: String, seq: Int64, state: RecordState)]) -> [String?] {
+            [
+                PGArrayLiteral.text(states.map(\.collection)),
+                PGArrayLiteral.text(states.map(\.state.id)),
+                PGArrayLiteral.integers(states.map(\.state.rev)),
+                PGArrayLiteral.integers(states.map(\.seq)),
+                PGArrayLiteral.text(states.map { if case .live(let position, _) = $0.state.body { position } else { nil } }),
+                PGArrayLiteral.text(states.map { if case .live(_, let fields) = $0.state.body { fields } else { nil } }),
+            ]
+        }
+        let recordColumns = columns(latest.map { entry in (entry.key.collection, entry.value.seq, entry.value.state) })
+        let logColumns = columns(logged.map { ($0.change.collection, $0.change.seq, $0.state) })
+        try connection.query(
+            """
+            WITH latest AS (
+                INSERT INTO records (collection, id, rev, seq, position, fields, updated_at)
+                SELECT c, i, r, s, p, f, $13 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS t(c, i, r, s, p, f)
+                ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq, position = excluded.position,
+                    fields = excluded.fields, updated_at = excluded.updated_at)
+            INSERT INTO change_log (seq, collection, id, rev, position, fields, bytes_delta, committed_at)
+            SELECT s, c, i, r, p, f, d, $13
+            FROM unnest($7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $14::bigint[]) AS t(c, i, r, s, p, f, d)
+            """,
+            recordColumns + logColumns + [String(timestamp), PGArrayLiteral.integers(logged.map { Int64($0.change.storedBytesDelta) })])
+    }
+}
+
+/// A record's address in the store.
+struct RecordKey: Hashable {
+    let collection: String
+    let id: String
+}
