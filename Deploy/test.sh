@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# openssl: TLS tests replay a transcript through s_client; systemd: systemd-analyze checks the units.
-bash Deploy/install-deps.sh openssl systemd
+# openssl: TLS tests replay a transcript through s_client; systemd: systemd-analyze checks the units;
+# postgresql: the cluster tests start a throwaway PostgreSQL server (initdb in a temp folder).
+bash Deploy/install-deps.sh openssl systemd postgresql
 swift build --build-tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -32,9 +32,10 @@ final class TestAgent {
     }
 
     /// `login`: how the agent logs in (default: `--password-file` with the password).
-    func start(extra: [String] = [], login: [String]? = nil) throws {
+    /// `serverList`: `--server` as given (several servers sharing a store), else this agent's one.
+    func start(extra: [String] = [], login: [String]? = nil, serverList: String? = nil) throws {
         process = try PlistSyncBinary.launch(
-            ["agent", "--server", "127.0.0.1:\(serverPort())", "--user", user] + (login ?? ["--password-file", passwordFile])
+            ["agent", "--server", serverList ?? "127.0.0.1:\(serverPort())", "--user", user] + (login ?? ["--password-file", passwordFile])
                 + ["--dir", directory, "--device", device] + extra, log: logPath)
     }
 

@@ -76,9 +76,15 @@ final class TestServer {
     /// Adds an account with a low KDF work factor, so tests stay fast.
     func addUser(_ name: String, password: String, admin: Bool = false) throws {
         let (status, _, err) = try PlistSyncBinary.run(
-            ["user", "add", name, "--password-stdin", "--iterations", "1000", "--data", dataPath] + (admin ? ["--admin"] : []),
+            ["user", "add", name, "--password-stdin", "--iterations", "1000"] + storeArguments + (admin ? ["--admin"] : []),
             input: password + "\n")
         XCTAssertEqual(status, 0, err)
+    }
+
+    /// Where `plistsync user` finds this server's accounts: its `--store`, else its data folder.
+    var storeArguments: [String] {
+        if let index = extraArguments.firstIndex(of: "--store") { return ["--store", extraArguments[index + 1]] }
+        return ["--data", dataPath]
     }
 
     /// Starts the server (again, after a stop, on the same port) and waits until it listens.

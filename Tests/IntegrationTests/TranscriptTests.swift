@@ -19,6 +19,14 @@ final class TranscriptTests: XCTestCase {
         }
     }
 
+    /// The same transcripts on a server whose store is PostgreSQL: the two stores answer alike.
+    func testEveryTranscriptReplaysOnPostgreSQL() throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path).filter { $0.hasSuffix(".txt") }.sorted()
+        for file in files {
+            try replay(Self.folder.appendingPathComponent(file), serverArguments: ["--store", try TestPostgres.freshDatabase()])
+        }
+    }
+
     func testEveryVerbHasATranscript() throws {
         let text = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path)
             .map { try String(contentsOf: Self.folder.appendingPathComponent($0), encoding: .utf8) }.joined()
@@ -28,10 +36,10 @@ final class TranscriptTests: XCTestCase {
         }
     }
 
-    private func replay(_ url: URL) throws {
+    private func replay(_ url: URL, serverArguments: [String] = []) throws {
         let name = url.lastPathComponent
         let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
-        let server = try TestServer()
+        let server = try TestServer(extraArguments: serverArguments)
         for line in lines where line.hasPrefix("U: ") {
             let words = line.dropFirst(3).split(separator: " ").map(String.init)
             try server.addUser(words[0], password: words[1], admin: words.count > 2)
