@@ -63,11 +63,33 @@ public struct BenchTarget: Sendable {
     public var password: String
     /// TLS to the server (`bench --tls`).
     public var tls: TLSContext?
+    /// Servers sharing one store with `address` (`--server a,b,c`): put spreads its connections
+    /// over all of them; fan-out's writer talks to `address` and its subscribers to the others,
+    /// so every delivery crosses from one node to another.
+    public var otherNodes: [SocketAddress] = []
 
     public init(address: SocketAddress, user: String, password: String, tls: TLSContext? = nil) {
         self.address = address
         self.user = user
         self.password = password
         self.tls = tls
+    }
+
+    /// The target of connection number `index`: the nodes in turn.
+    func spread(_ index: Int) -> BenchTarget {
+        let nodes = [address] + otherNodes
+        var one = self
+        one.address = nodes[index % nodes.count]
+        one.otherNodes = []
+        return one
+    }
+
+    /// Where fan-out's subscribers go: the nodes other than the writer's, when there are any.
+    var subscriberNodes: BenchTarget {
+        guard let first = otherNodes.first else { return self }
+        var others = self
+        others.address = first
+        others.otherNodes = Array(otherNodes.dropFirst())
+        return others
     }
 }

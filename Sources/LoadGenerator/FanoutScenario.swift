@@ -85,7 +85,7 @@ public struct FanoutScenario {
                 let seq = String(Self.integer(in: Array(line.utf8), after: Array("\"seq\":".utf8)) ?? 0)
                 setup.connection.close()
                 group.open(
-                    count: subscribers, collection: collection, since: seq, loop: loop, target: target,
+                    count: subscribers, collection: collection, since: seq, loop: loop, target: target.subscriberNodes,
                     ready: { subscribed(since: seq) },
                     failed: {
                         failed = true

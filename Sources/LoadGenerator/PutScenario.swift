@@ -100,8 +100,8 @@ public struct PutScenario {
 
         func connectAll() {
             var ready = 0
-            for _ in 0..<clients {
-                BenchConnection.open(loop: loop, target: target) { client in
+            for index in 0..<clients {
+                BenchConnection.open(loop: loop, target: target.spread(index)) { client in
                     guard let client else {
                         failed = true
                         loop.stop()

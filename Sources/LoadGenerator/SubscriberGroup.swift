@@ -18,8 +18,8 @@ final class SubscriberGroup {
         ready: @escaping () -> Void, failed: @escaping () -> Void, complete: @escaping () -> Void
     ) {
         var subscribed = 0
-        for _ in 0..<count {
-            BenchConnection.open(loop: loop, target: target) { [self] client in
+        for index in 0..<count {
+            BenchConnection.open(loop: loop, target: target.spread(index)) { [self] client in
                 guard let client else { return failed() }
                 connections.append(client)
                 client.onLine = { [tally] line in

@@ -39,6 +39,9 @@ enum BenchCommand: Subcommand {
                              KEY, --folder-id ID, default plists) to rescan each saved file.
           --record FILE      Append the figures to FILE as tab-separated lines.
           --server HOST:PORT Use a running server instead of starting one (put, fanout).
+                             HOST:PORT,HOST:PORT,… names nodes sharing one store: put spreads
+                             its clients over them; fanout writes to the first and subscribes
+                             on the others (every delivery crosses nodes).
           --tls              (put, fanout, connections) Over TLS: the throwaway server gets a
                              self-signed certificate, pinned by the clients; with --server, the
                              system CAs, or --fingerprint SHA256 / --ca FILE.
@@ -74,9 +77,13 @@ enum BenchCommand: Subcommand {
         let throwaway: ThrowawayServer?
         var target: BenchTarget
         if let server = options.value("server") {
-            guard let address = SocketAddress(parsing: server) else { throw UsageError("--server must be HOST:PORT") }
+            let nodes = server.split(separator: ",").map { SocketAddress(parsing: String($0)) }
+            guard let address = nodes.first ?? nil, !nodes.contains(where: { $0 == nil }) else {
+                throw UsageError("--server must be HOST:PORT, or HOST:PORT,HOST:PORT,… for servers sharing one store")
+            }
             throwaway = nil
             target = BenchTarget(address: address, user: options.value("user") ?? "bench", password: options.value("password") ?? "bench")
+            target.otherNodes = nodes.dropFirst().compactMap { $0 }
             let trust: TLSContext.Trust? = options.value("fingerprint").map { .fingerprint($0) } ?? options.value("ca").map { .authority($0) }
                 ?? (options.flag("tls") ? .systemCAs : nil)
             target.tls = try trust.map { try TLSContext.client(trusting: $0) }
