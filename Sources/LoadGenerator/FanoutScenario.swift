@@ -35,13 +35,15 @@ public struct FanoutScenario {
         let group = SubscriberGroup(tally: DeliveryTally(expected: subscribers * messages))
         let padding = String(repeating: "x", count: 120)
 
-        func startWriting(_ writer: BenchConnection) {
+        /// `run`: this run's own record ids (the seq it started from), so a second run against
+        /// the same server writes new records instead of conflicting with the first's.
+        func startWriting(_ writer: BenchConnection, run: String) {
             var sent = 0
             var acked = 0
             func sendOne() {
                 let now = EventLoop.monotonicNanoseconds()
                 if firstSend == 0 { firstSend = now }
-                writer.send("w PUT \(collection) m\(sent) 0 {\"pad\":\"\(padding)\",\"t\":\(now)}")
+                writer.send("w PUT \(collection) m\(run)-\(sent) 0 {\"pad\":\"\(padding)\",\"t\":\(now)}")
                 sent += 1
             }
             writer.onLine = { line in
@@ -70,7 +72,7 @@ public struct FanoutScenario {
                     failed = true
                     return group.close()
                 }
-                startWriting(writer)
+                startWriting(writer, run: seq)
             }
         }
 

@@ -10,10 +10,15 @@ public final class PGConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     private var prepared: [String: String] = [:]
     public let url: String
+    /// Statements run after every connect (session settings).
+    private let setup: String
 
-    /// Connects to `url` (`postgresql://user@host:port/db`, or libpq's `key=value` form).
-    public init(url: String) throws(PGError) {
+    /// Connects to `url` (`postgresql://user@host:port/db`, or libpq's `key=value` form) and
+    /// runs `settings` (`SET …` statements), again after each reconnect.
+    public init(url: String, settings: [String] = []) throws(PGError) {
         self.url = url
+        // Notices ("relation … already exists, skipping") are not for the server's log.
+        setup = (["SET client_min_messages TO warning"] + settings).joined(separator: "; ")
         guard let connection = PQconnectdb(url) else { throw PGError(sqlState: nil, message: "out of memory", connectionLost: true) }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.trimmed(PQerrorMessage(connection))
@@ -21,8 +26,7 @@ public final class PGConnection: @unchecked Sendable {
             throw PGError(sqlState: nil, message: message, connectionLost: true)
         }
         handle = connection
-        // Notices ("relation … already exists, skipping") are not for the server's log.
-        PQclear(PQexec(connection, "SET client_min_messages TO warning"))
+        try script(setup)
     }
 
     deinit { PQfinish(handle) }
@@ -38,6 +42,7 @@ public final class PGConnection: @unchecked Sendable {
         prepared.removeAll()
         PQreset(handle)
         guard PQstatus(handle) == CONNECTION_OK else { throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: true) }
+        try script(setup)
     }
 
     /// Runs statements separated by `;` that take no parameters; the rows of the last one.

@@ -28,7 +28,9 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         self.url = url
         node = String(UUID().uuidString.lowercased().prefix(8))
         do {
-            let writing = try PGConnection(url: url)
+            // A node cut off mid-batch must not hold the seq row (every node's commits) for
+            // longer than this: PostgreSQL ends its transaction.
+            let writing = try PGConnection(url: url, settings: ["SET idle_in_transaction_session_timeout = '10s'"])
             try PostgresSchema.prepare(writing, serverID: UUID().uuidString.lowercased())
             writer = PostgresWriter(connection: writing, node: node)
             reader = try PGConnection(url: url)
