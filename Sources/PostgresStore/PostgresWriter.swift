@@ -190,30 +190,11 @@ final class PostgresWriter {
         guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else {
             return .conflict(collection: collection, id: id, current: current)
         }
-        let live = "collection = $1 AND fields IS NOT NULL AND id <> $2"
         let lower: String?
         let upper: String?
-        switch placement {
-        case .first:
-            lower = nil
-            upper = try firstText("SELECT position FROM records WHERE \(live) ORDER BY position, id LIMIT 1", [collection, id])
-        case .last:
-            lower = try firstText("SELECT position FROM records WHERE \(live) ORDER BY position DESC, id DESC LIMIT 1", [collection, id])
-            upper = nil
-        case .before(let anchor), .after(let anchor):
-            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
-            guard let anchorState = try state(collection, anchor), case .live(let anchorPosition, _) = anchorState.body else {
-                return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
-            }
-            if case .before = placement {
-                upper = anchorPosition
-                lower = try firstText("SELECT position FROM records WHERE \(live) AND position < $3 ORDER BY position DESC LIMIT 1",
-                                      [collection, id, anchorPosition])
-            } else {
-                lower = anchorPosition
-                upper = try firstText("SELECT position FROM records WHERE \(live) AND position > $3 ORDER BY position LIMIT 1",
-                                      [collection, id, anchorPosition])
-            }
+        switch try placement.bounds(moving: id, of: collection, in: Neighbours(writer: self, collection: collection, moving: id)) {
+        case .between(let below, let above): (lower, upper) = (below, above)
+        case .refused(let error): return .refused(error)
         }
         let position = try key(between: lower, upper)
         guard position.utf8.count <= PositionKey.maxLength else {
@@ -245,7 +226,29 @@ final class PostgresWriter {
         return .rebalanced(change, rekeyed: rekeyed)
     }
 
-    private func firstText(_ sql: String, _ parameters: [String?]) throws(PGError) -> String? {
+    /// A MOVE's questions about the other live records, in PostgreSQL (after a flush, so the
+    /// table has this batch's writes).
+    private struct Neighbours: NeighbourLookup {
+        let writer: PostgresWriter
+        let collection: String
+        let moving: String
+
+        private func key(_ condition: String, _ order: String, _ extra: String...) throws(PGError) -> String? {
+            try writer.firstText("SELECT position FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 \(condition) ORDER BY \(order) LIMIT 1",
+                                 [collection, moving] + extra)
+        }
+
+        func firstKey() throws(PGError) -> String? { try key("", "position, id") }
+        func lastKey() throws(PGError) -> String? { try key("", "position DESC, id DESC") }
+        func key(below key: String) throws(PGError) -> String? { try self.key("AND position < $3", "position DESC", key) }
+        func key(above key: String) throws(PGError) -> String? { try self.key("AND position > $3", "position", key) }
+        func key(of id: String) throws(PGError) -> String? {
+            guard let state = try writer.state(collection, id), case .live(let position, _) = state.body else { return nil }
+            return position
+        }
+    }
+
+    fileprivate func firstText(_ sql: String, _ parameters: [String?]) throws(PGError) -> String? {
         let rows = try connection.query(sql, parameters)
         return rows.count > 0 ? rows[0, 0] : nil
     }
@@ -266,7 +269,7 @@ final class PostgresWriter {
         }
     }
 
-    private func state(_ collection: String, _ id: String) throws(PGError) -> RecordState? {
+    fileprivate func state(_ collection: String, _ id: String) throws(PGError) -> RecordState? {
         let key = RecordKey(collection: collection, id: id)
         if let known = known[key] { return known }
         let rows = try connection.query("SELECT id, rev, position, fields FROM records WHERE collection = $1 AND id = $2", [collection, id])

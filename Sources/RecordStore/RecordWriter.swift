@@ -129,30 +129,11 @@ public final class RecordWriter: @unchecked Sendable {
         guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else {
             return .conflict(collection: collection, id: id, current: current)
         }
-        let live = "collection = ? AND fields IS NOT NULL AND id != ?"
         let lower: String?
         let upper: String?
-        switch placement {
-        case .first:
-            lower = nil
-            upper = try db.queryFirst("SELECT position FROM records WHERE \(live) ORDER BY position, id LIMIT 1", .text(collection), .text(id)) { $0.text(0) } ?? nil
-        case .last:
-            lower = try db.queryFirst("SELECT position FROM records WHERE \(live) ORDER BY position DESC, id DESC LIMIT 1", .text(collection), .text(id)) { $0.text(0) } ?? nil
-            upper = nil
-        case .before(let anchor), .after(let anchor):
-            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
-            guard let anchorState = try state(collection, anchor), case .live(let anchorPosition, _) = anchorState.body else {
-                return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
-            }
-            if case .before = placement {
-                upper = anchorPosition
-                lower = try db.queryFirst("SELECT position FROM records WHERE \(live) AND position < ? ORDER BY position DESC LIMIT 1",
-                                          .text(collection), .text(id), .text(anchorPosition)) { $0.text(0) } ?? nil
-            } else {
-                lower = anchorPosition
-                upper = try db.queryFirst("SELECT position FROM records WHERE \(live) AND position > ? ORDER BY position LIMIT 1",
-                                          .text(collection), .text(id), .text(anchorPosition)) { $0.text(0) } ?? nil
-            }
+        switch try placement.bounds(moving: id, of: collection, in: Neighbours(db: db, collection: collection, moving: id)) {
+        case .between(let below, let above): (lower, upper) = (below, above)
+        case .refused(let error): return .refused(error)
         }
         let position = try key(between: lower, upper)
         guard position.utf8.count <= PositionKey.maxLength else {
@@ -184,6 +165,28 @@ public final class RecordWriter: @unchecked Sendable {
         let outcome = try record(collection, moved, timestamp, replacing: moved)
         guard case .changed(let change) = outcome else { return outcome }
         return .rebalanced(change, rekeyed: rekeyed)
+    }
+
+    /// A MOVE's questions about the other live records, in SQLite.
+    private struct Neighbours: NeighbourLookup {
+        let db: SQLiteDatabase
+        let collection: String
+        let moving: String
+
+        private func key(_ condition: String, _ order: String, _ bound: String? = nil) throws(StoreError) -> String? {
+            let sql = "SELECT position FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? \(condition) ORDER BY \(order) LIMIT 1"
+            if let bound { return try db.queryFirst(sql, .text(collection), .text(moving), .text(bound)) { $0.text(0) } ?? nil }
+            return try db.queryFirst(sql, .text(collection), .text(moving)) { $0.text(0) } ?? nil
+        }
+
+        func firstKey() throws(StoreError) -> String? { try key("", "position, id") }
+        func lastKey() throws(StoreError) -> String? { try key("", "position DESC, id DESC") }
+        func key(below key: String) throws(StoreError) -> String? { try self.key("AND position < ?", "position DESC", key) }
+        func key(above key: String) throws(StoreError) -> String? { try self.key("AND position > ?", "position", key) }
+        func key(of id: String) throws(StoreError) -> String? {
+            guard let state = try RecordReader.state(in: db, collection, id), case .live(let position, _) = state.body else { return nil }
+            return position
+        }
     }
 
     private func positionAtEnd(_ collection: String, excluding id: String) throws(StoreError) -> String {

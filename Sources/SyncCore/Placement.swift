@@ -1,3 +1,5 @@
+import SyncProtocol
+
 /// Where a MOVE puts a record relative to the others.
 public enum Placement: Equatable, Sendable {
     case first
@@ -15,6 +17,46 @@ extension Placement {
         case .last: ids.count
         case .before(let anchor): ids.firstIndex(of: anchor) ?? 0
         case .after(let anchor): (ids.firstIndex(of: anchor) ?? ids.count - 1) + 1
+        }
+    }
+}
+
+/// What a MOVE asks of a store about the live records of one collection, the moved record left
+/// out, so each store answers in its own query language and the placement rules live here once.
+public protocol NeighbourLookup {
+    associatedtype Failure: Error
+    func firstKey() throws(Failure) -> String?
+    func lastKey() throws(Failure) -> String?
+    /// The greatest key below `key`.
+    func key(below key: String) throws(Failure) -> String?
+    /// The least key above `key`.
+    func key(above key: String) throws(Failure) -> String?
+    /// The key of the live record `id`; nil when there is none.
+    func key(of id: String) throws(Failure) -> String?
+}
+
+extension Placement {
+    /// Between which keys a record moved here goes (nil: the start or the end).
+    public enum Bounds: Equatable {
+        case between(lower: String?, upper: String?)
+        /// The anchor is the record itself, or not a live record.
+        case refused(ProtocolError)
+    }
+
+    /// The keys the record `id` of `collection` goes between, asked of `lookup`.
+    public func bounds<Lookup: NeighbourLookup>(moving id: String, of collection: String, in lookup: Lookup) throws(Lookup.Failure) -> Bounds {
+        switch self {
+        case .first:
+            return .between(lower: nil, upper: try lookup.firstKey())
+        case .last:
+            return .between(lower: try lookup.lastKey(), upper: nil)
+        case .before(let anchor), .after(let anchor):
+            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
+            guard let anchorKey = try lookup.key(of: anchor) else {
+                return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
+            }
+            if case .before = self { return .between(lower: try lookup.key(below: anchorKey), upper: anchorKey) }
+            return .between(lower: anchorKey, upper: try lookup.key(above: anchorKey))
         }
     }
 }

@@ -1,0 +1,39 @@
+import SyncCore
+import SyncProtocol
+import XCTest
+
+final class PlacementBoundsTests: XCTestCase {
+    /// Live records in order, key by id, as a store would answer.
+    private struct Ordered: NeighbourLookup {
+        let keys: [(id: String, key: String)]
+        func firstKey() -> String? { keys.first?.key }
+        func lastKey() -> String? { keys.last?.key }
+        func key(below key: String) -> String? { keys.last { $0.key < key }?.key }
+        func key(above key: String) -> String? { keys.first { $0.key > key }?.key }
+        func key(of id: String) -> String? { keys.first { $0.id == id }?.key }
+    }
+
+    private let others = Ordered(keys: [("a", "a0"), ("b", "a1"), ("c", "a2")])
+
+    func testEachPlacementNamesItsNeighbours() {
+        XCTAssertEqual(Placement.first.bounds(moving: "x", of: "c", in: others), .between(lower: nil, upper: "a0"))
+        XCTAssertEqual(Placement.last.bounds(moving: "x", of: "c", in: others), .between(lower: "a2", upper: nil))
+        XCTAssertEqual(Placement.before("b").bounds(moving: "x", of: "c", in: others), .between(lower: "a0", upper: "a1"))
+        XCTAssertEqual(Placement.after("b").bounds(moving: "x", of: "c", in: others), .between(lower: "a1", upper: "a2"))
+        XCTAssertEqual(Placement.after("c").bounds(moving: "x", of: "c", in: others), .between(lower: "a2", upper: nil))
+    }
+
+    func testAnchorsThatCannotBeUsedAreRefused() {
+        XCTAssertEqual(Placement.before("x").bounds(moving: "x", of: "list", in: others),
+                       .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")))
+        XCTAssertEqual(Placement.after("gone").bounds(moving: "x", of: "list", in: others),
+                       .refused(ProtocolError(.notFound, "no record \"gone\" in list")))
+    }
+
+    func testTheInsertionIndexFollowsTheAnchor() {
+        XCTAssertEqual(Placement.first.index(among: ["a", "b"]), 0)
+        XCTAssertEqual(Placement.last.index(among: ["a", "b"]), 2)
+        XCTAssertEqual(Placement.before("b").index(among: ["a", "b"]), 1)
+        XCTAssertEqual(Placement.after("a").index(among: ["a", "b"]), 1)
+    }
+}
