@@ -187,21 +187,17 @@ final class PostgresWriter {
 
     private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement) throws(PGError) -> StoreOutcome {
         let current = try state(collection, id)
-        guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else {
+        switch try placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: Neighbours(writer: self, collection: collection, moving: id)) {
+        case .conflict:
             return .conflict(collection: collection, id: id, current: current)
-        }
-        let lower: String?
-        let upper: String?
-        switch try placement.bounds(moving: id, of: collection, in: Neighbours(writer: self, collection: collection, moving: id)) {
-        case .between(let below, let above): (lower, upper) = (below, above)
-        case .refused(let error): return .refused(error)
-        }
-        let position = try key(between: lower, upper)
-        guard position.utf8.count <= PositionKey.maxLength else {
+        case .refused(let error):
+            return .refused(error)
+        case .rebalance(let fieldsJSON):
             return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement)
+        case .place(let state):
+            endPositions[collection] = nil
+            return record(collection, state, replacing: current)
         }
-        endPositions[collection] = nil
-        return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
     }
 
     /// Gives every live record of the collection a fresh short key, in order, with the moved

@@ -60,3 +60,33 @@ extension Placement {
         }
     }
 }
+
+/// What a MOVE comes to, decided from the record's state and its new neighbours.
+public enum MovePlan: Equatable {
+    /// The base revision is stale (or there is no live record).
+    case conflict
+    case refused(ProtocolError)
+    /// The record's new state, at its new key.
+    case place(RecordState)
+    /// No short key is left between the neighbours: re-key the collection (`fieldsJSON`: the
+    /// moved record's fields).
+    case rebalance(fieldsJSON: String)
+}
+
+extension Placement {
+    /// Plans moving the record `id` (now `current`) of `collection` here, asking `lookup`.
+    public func plan<Lookup: NeighbourLookup>(
+        moving id: String, of collection: String, baseRev: Int64, over current: RecordState?, in lookup: Lookup
+    ) throws(Lookup.Failure) -> MovePlan {
+        guard let current, let (rev, fieldsJSON) = RevisionRules.move(baseRev: baseRev, over: current) else { return .conflict }
+        switch try bounds(moving: id, of: collection, in: lookup) {
+        case .refused(let error):
+            return .refused(error)
+        case .between(let lower, let upper):
+            guard let position = try? PositionKey.between(lower, upper), position.utf8.count <= PositionKey.maxLength else {
+                return .rebalance(fieldsJSON: fieldsJSON)
+            }
+            return .place(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)))
+        }
+    }
+}

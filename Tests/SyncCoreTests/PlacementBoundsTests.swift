@@ -36,4 +36,16 @@ final class PlacementBoundsTests: XCTestCase {
         XCTAssertEqual(Placement.before("b").index(among: ["a", "b"]), 1)
         XCTAssertEqual(Placement.after("a").index(among: ["a", "b"]), 1)
     }
+
+    func testAPlanConflictsOnAStaleBaseAndRebalancesWhenNoShortKeyIsLeft() {
+        let live = RecordState(id: "x", rev: 3, body: .live(position: "a5", fieldsJSON: "{}"))
+        XCTAssertEqual(Placement.first.plan(moving: "x", of: "c", baseRev: 2, over: live, in: others), .conflict)
+        XCTAssertEqual(Placement.first.plan(moving: "x", of: "c", baseRev: 3, over: nil, in: others), .conflict)
+        guard case .place(let moved) = Placement.first.plan(moving: "x", of: "c", baseRev: 3, over: live, in: others),
+            case .live(let key, _) = moved.body else { return XCTFail("not placed") }
+        XCTAssertEqual(moved.rev, 4)
+        XCTAssertLessThan(key, "a0")
+        let crowded = Ordered(keys: [("a", "a0" + String(repeating: "0", count: PositionKey.maxLength)), ("b", "a0" + String(repeating: "0", count: PositionKey.maxLength) + "1")])
+        XCTAssertEqual(Placement.before("b").plan(moving: "x", of: "c", baseRev: 3, over: live, in: crowded), .rebalance(fieldsJSON: "{}"))
+    }
 }
