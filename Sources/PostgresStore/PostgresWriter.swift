@@ -205,21 +205,14 @@ final class PostgresWriter {
     private func rebalance(_ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement) throws(PGError) -> StoreOutcome {
         let rows = try connection.query(
             "SELECT id, rev, fields FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 ORDER BY position, id", [collection, id])
-        var others = rows.map { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        let index = placement.index(among: others.map(\.id))
-        others.insert((id, baseRev, fieldsJSON), at: index)
-        let keys = PositionKey.sequence(count: others.count)
-        var rekeyed: [Change] = []
-        for (entry, key) in zip(others, keys) where entry.id != id {
-            let state = RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields))
-            guard case .changed(let change) = record(collection, state, replacing: state) else { continue }
-            rekeyed.append(change)
-        }
+        let others = rows.map { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
         endPositions[collection] = nil
-        let moved = RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))
-        let outcome = record(collection, moved, replacing: moved)
-        guard case .changed(let change) = outcome else { return outcome }
-        return .rebalanced(change, rekeyed: rekeyed)
+        var changes: [Change] = []
+        for state in placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others) {
+            guard case .changed(let change) = record(collection, state, replacing: state) else { continue }
+            changes.append(change)
+        }
+        return .rebalanced(changes.removeLast(), rekeyed: changes)
     }
 
     /// A MOVE's questions about the other live records, in PostgreSQL (after a flush, so the

@@ -144,23 +144,16 @@ public final class RecordWriter: @unchecked Sendable {
     private func rebalance(
         _ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement, _ timestamp: Int64
     ) throws(StoreError) -> StoreOutcome {
-        var others = try db.query(
+        let others = try db.query(
             "SELECT id, rev, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position, id",
             .text(collection), .text(id)) { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        let index = placement.index(among: others.map(\.id))
-        others.insert((id, baseRev, fieldsJSON), at: index)
-        let keys = PositionKey.sequence(count: others.count)
-        var rekeyed: [Change] = []
-        for (entry, key) in zip(others, keys) where entry.id != id {
-            // Same fields, new key: the state replaces one of the same size.
-            let state = RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields))
+        var changes: [Change] = []
+        // Same fields, new key: each state replaces one of the same size.
+        for state in placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others) {
             guard case .changed(let change) = try record(collection, state, timestamp, replacing: state) else { continue }
-            rekeyed.append(change)
+            changes.append(change)
         }
-        let moved = RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))
-        let outcome = try record(collection, moved, timestamp, replacing: moved)
-        guard case .changed(let change) = outcome else { return outcome }
-        return .rebalanced(change, rekeyed: rekeyed)
+        return .rebalanced(changes.removeLast(), rekeyed: changes)
     }
 
     /// A MOVE's questions about the other live records, in SQLite.

@@ -90,3 +90,20 @@ extension Placement {
         }
     }
 }
+
+extension Placement {
+    /// A re-keyed collection: every other live record (`others`, in order: id, rev, fields) gets
+    /// a fresh short key and one more rev, and the moved record goes here; the new states in
+    /// order, the moved record's last.
+    public func rekeyed(moving id: String, baseRev: Int64, fieldsJSON: String, others: [(id: String, rev: Int64, fields: String)]) -> [RecordState] {
+        var entries = others
+        let index = self.index(among: others.map(\.id))
+        entries.insert((id, baseRev, fieldsJSON), at: index)
+        let keys = PositionKey.sequence(count: entries.count)
+        var states: [RecordState] = []
+        for (entry, key) in zip(entries, keys) where entry.id != id {
+            states.append(RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields)))
+        }
+        return states + [RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))]
+    }
+}

@@ -196,7 +196,15 @@ final class HardeningTests: XCTestCase {
 
     /// Alternating `MOVE … BEFORE` the same record used to grow position keys without bound.
     func testRepeatedMovesIntoOneGapKeepKeysShortAndOrderRight() throws {
-        let server = try server()
+        try repeatMovesIntoOneGap(on: try server())
+    }
+
+    /// The same on the PostgreSQL store (its writer re-keys through the same rules).
+    func testRepeatedMovesIntoOneGapOnPostgreSQL() throws {
+        try repeatMovesIntoOneGap(on: try server(["--store", try TestPostgres.freshDatabase()]))
+    }
+
+    private func repeatMovesIntoOneGap(on server: TestServer) throws {
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         for id in ["a", "b", "x", "z"] { try alice.expect("p PUT c \(id) 0 {}", prefix: "p OK PUT c \(id) 1 ") }
