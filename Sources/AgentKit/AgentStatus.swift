@@ -12,6 +12,8 @@ final class AgentStatus {
     private var dirty = false
 
     var connected = false
+    /// The server in use, when `--server` names several.
+    var server: SocketAddress?
     var pending = 0
     /// `collection/id` → why the file does not parse.
     var unparseable: [String: String] = [:]
@@ -117,7 +119,7 @@ final class AgentStatus {
         var document: [String: Value] = [
             "pid": .integer(Int64(getpid())),
             "connected": .bool(connected),
-            "server": .string(configuration.server.description),
+            "server": .string((server ?? configuration.server).description),
             "user": .string(configuration.user),
             "device": .string(configuration.device),
             "updated": .date(Date()),

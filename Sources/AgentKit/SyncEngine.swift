@@ -69,6 +69,7 @@ final class SyncEngine {
         creating.removeAll()
         inFlight.removeAll()
         status.connected = true
+        status.server = link.server
         link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
             for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {

@@ -223,7 +223,7 @@ final class ClusterTests: XCTestCase {
         try b.save("contacts", "ada", ["name": .string("Ada"), "phone": .string("3")])
         eventually(15, a.log()) { a.fields("contacts", "ada")?["phone"] == .string("3") }
         XCTAssertEqual(a.snapshot(), b.snapshot())
-        XCTAssertTrue(a.statusText().contains("127.0.0.1:\(ports[1])") || a.log().contains("127.0.0.1:\(ports[1])"), a.log())
+        eventually(5, a.statusText()) { a.statusText().contains("127.0.0.1:\(ports[1])") }
     }
 }
 
