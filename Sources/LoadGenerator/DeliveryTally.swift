@@ -7,6 +7,12 @@ final class DeliveryTally {
     private(set) var latencies = LatencyHistogram()
     private(set) var delivered = 0
     private(set) var lastDelivery: UInt64 = 0
+    /// Time from the writer's acknowledgement to each delivery (0 when the delivery came
+    /// first): with the writer on another node, the cross-node part of the path, commit to
+    /// delivery, without the commit itself.
+    private(set) var afterAcknowledgement = LatencyHistogram()
+    /// When the writer's acknowledgement came, by the send stamp the change carries.
+    private var acknowledgedAt: [UInt64: UInt64] = [:]
 
     init(expected: Int) {
         self.expected = expected
@@ -20,11 +26,17 @@ final class DeliveryTally {
             let now = EventLoop.monotonicNanoseconds()
             scanner.scan(bytes) { stamp in
                 latencies.add(now &- stamp)
+                afterAcknowledgement.add(acknowledgedAt[stamp].map { now > $0 ? now - $0 : 0 } ?? 0)
                 delivered += 1
             }
             lastDelivery = now
             return delivered >= expected
         }
+    }
+
+    /// The writer's change sent at `stamp` was acknowledged now.
+    func acknowledged(sentAt stamp: UInt64) {
+        acknowledgedAt[stamp] = EventLoop.monotonicNanoseconds()
     }
 }
 

@@ -21,6 +21,8 @@ public struct FanoutScenario {
         public var expected: Int
         public var seconds: Double
         public var latency: LatencySummary
+        /// From the writer's acknowledgement to delivery (this process's subscribers only).
+        public var afterAcknowledgement: LatencySummary? = nil
 
         public var deliveredPerSecond: Double { Double(delivered) / seconds }
     }
@@ -40,14 +42,18 @@ public struct FanoutScenario {
         func startWriting(_ writer: BenchConnection, run: String) {
             var sent = 0
             var acked = 0
+            var stamps: [UInt64] = []
             func sendOne() {
                 let now = EventLoop.monotonicNanoseconds()
                 if firstSend == 0 { firstSend = now }
+                stamps.append(now)
                 writer.send("w PUT \(collection) m\(run)-\(sent) 0 {\"pad\":\"\(padding)\",\"t\":\(now)}")
                 sent += 1
             }
             writer.onLine = { line in
                 guard line.hasPrefix("w ") else { return }
+                // Replies come in request order.
+                if acked < stamps.count { group.tally.acknowledged(sentAt: stamps[acked]) }
                 acked += 1
                 if rate == 0, sent < messages { sendOne() }
                 if acked == messages { writer.connection.close() }
@@ -113,7 +119,8 @@ public struct FanoutScenario {
             }
         }
         guard !failed, lastDelivery > firstSend else { return nil }
-        return Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary)
+        return Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary,
+                      afterAcknowledgement: group.tally.afterAcknowledgement.summary)
     }
 
     static func integer(in line: [UInt8], after marker: [UInt8]) -> UInt64? {

@@ -195,6 +195,10 @@ extension BenchCommand {
             line = String(format: "%@ fanout subscribers=%d rate=%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
                           system.name, subscribers, rate == 0 ? "blast" : "\(rate)/s", result.deliveredPerSecond, result.latency.text,
                           result.delivered, result.expected, result.seconds)
+                + (result.afterAcknowledgement.map { ", writer's ack->delivery \($0.text)" } ?? "")
+            if rate > 0, let after = result.afterAcknowledgement {
+                figures += [(shape + " ack->delivery p50", after.p50Milliseconds, "ms"), (shape + " ack->delivery p99", after.p99Milliseconds, "ms")]
+            }
             operations = result.delivered
         }
         print(line)
