@@ -152,7 +152,7 @@ final class ServerLink {
             guard case .ok = event else {
                 if case .error(_, let code, let message, _) = event {
                     lastError = "login refused: \(code) \(message)"
-                    if code == ErrorCode.authFailed.rawValue { refuseCredential() }
+                    if code == .authFailed { refuseCredential() }
                 }
                 log(lastError ?? "login refused")
                 tcp.close()

@@ -297,11 +297,11 @@ final class SyncEngine {
                 readOrderEdits(collection)
                 orderDirty.insert(collection)
                 batchEnded()
-            case .error(_, "EXPIRED", _, _):
+            case .error(_, .expired, _, _):
                 log("\(collection): changes since \(since) are no longer kept; resyncing in full")
                 try? state.setLastSeq(0, collection)
                 subscribe(collection)
-            case .error(_, "BAD_REQUEST", _, _) where isCompanion:
+            case .error(_, .badRequest, _, _) where isCompanion:
                 sharesConflicts = false
                 log("the server does not keep conflict copies (\(collection)); they stay on the machine that made them")
             case .error(_, let code, let message, _):
@@ -583,7 +583,7 @@ final class SyncEngine {
                 status.problems[key.description] = nil
                 status.notePushed()
                 status.noteSynced()
-            case .error(_, "CONFLICT", _, let current?):
+            case .error(_, .conflict, _, let current?):
                 applyRemote(key.collection, key.id, current, fromConflict: true)
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")

@@ -42,8 +42,9 @@ public enum ServerEvent: Equatable, Sendable {
     case renamed(from: String, to: String)
     /// `TAG OK <words…> [payload]`.
     case ok(tag: String, words: [String], payload: Fields?)
-    /// `TAG ERR <code> <words…>`; `conflict` is set for `ERR CONFLICT`.
-    case error(tag: String, code: String, message: String, conflict: RemoteState?)
+    /// `TAG ERR <code> <words…>`; `conflict` is set for `ERR CONFLICT`. A code this client does
+    /// not know (a newer server's) reads as `INTERNAL` with the code kept in front of the message.
+    case error(tag: String, code: ErrorCode, message: String, conflict: RemoteState?)
     /// An untagged line this client does not know (`* ERR …`, a newer server's line).
     case other(ServerLine)
 
@@ -84,10 +85,13 @@ public enum ServerEvent: Equatable, Sendable {
         if words.first == "OK" {
             self = .ok(tag: tag, words: Array(words.dropFirst()), payload: line.payload)
         } else {
-            let code = words.count > 1 ? words[1] : "INTERNAL"
+            let text = words.count > 1 ? words[1] : ErrorCode.internal.rawValue
+            var message = words.dropFirst(2).joined(separator: " ")
+            let code = ErrorCode(rawValue: text) ?? .internal
+            if code.rawValue != text { message = text + " " + message }
             var conflict: RemoteState?
-            if code == "CONFLICT", words.count >= 6 { conflict = RemoteState.parse(words[4...], payload: line.payload) }
-            self = .error(tag: tag, code: code, message: words.dropFirst(2).joined(separator: " "), conflict: conflict)
+            if code == .conflict, words.count >= 6 { conflict = RemoteState.parse(words[4...], payload: line.payload) }
+            self = .error(tag: tag, code: code, message: message, conflict: conflict)
         }
     }
 }

@@ -44,3 +44,8 @@ public struct ProtocolError: Error, Equatable, Sendable {
         self.message = message
     }
 }
+
+extension ErrorCode: CustomStringConvertible {
+    /// The wire spelling (`NOT_FOUND`), as logs and messages show it.
+    public var description: String { rawValue }
+}

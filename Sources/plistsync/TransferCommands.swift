@@ -108,7 +108,7 @@ enum TransferCommand: VerbSubcommand {
     /// not exist and `missingIsEmpty`).
     private static func records(_ collection: String, client: ScriptClient, missingIsEmpty: Bool) throws -> [(entry: CollectionFile.Entry, rev: Int64)] {
         var records: [(entry: CollectionFile.Entry, rev: Int64)] = []
-        var failure: (code: String, line: String)?
+        var failure: (code: ErrorCode, line: String)?
         try client.run([.list(collection: collection)], onUntagged: { text in
             guard let line = try? ServerLine.parse(Array(text.utf8)), case .record(_, let id, let state) = ServerEvent(line),
                 let fields = state.fields
@@ -118,7 +118,7 @@ enum TransferCommand: VerbSubcommand {
             if case .error(_, let code, _, _) = event { failure = (code, String(text.dropFirst(2))) }
             return true
         })
-        if let failure, !(missingIsEmpty && failure.code == "NOT_FOUND") { throw RuntimeError(failure.line) }
+        if let failure, !(missingIsEmpty && failure.code == .notFound) { throw RuntimeError(failure.line) }
         return records
     }
 
@@ -138,7 +138,7 @@ enum TransferCommand: VerbSubcommand {
         var failure: String?
         try client.run(requests, onReply: { text, event in
             // A collection made meanwhile (EXISTS on CREATE) is fine; any other refusal stops.
-            if case .error(_, let code, _, _) = event, code != "EXISTS" {
+            if case .error(_, let code, _, _) = event, code != .exists {
                 failure = String(text.dropFirst(2))
                 return false
             }

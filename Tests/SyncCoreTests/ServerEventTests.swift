@@ -16,10 +16,12 @@ final class ServerEventTests: XCTestCase {
 
     func testConflictRepliesCarryTheState() throws {
         XCTAssertEqual(try event(#"t ERR CONFLICT c Ada 2 a0 {"n":2}"#),
-                       .error(tag: "t", code: "CONFLICT", message: #"c Ada 2 a0"#, conflict: RemoteState(rev: 2, position: "a0", fields: ["n": .integer(2)])))
+                       .error(tag: "t", code: .conflict, message: #"c Ada 2 a0"#, conflict: RemoteState(rev: 2, position: "a0", fields: ["n": .integer(2)])))
         XCTAssertEqual(try event("t ERR CONFLICT c Ada 0 - MISSING"),
-                       .error(tag: "t", code: "CONFLICT", message: "c Ada 0 - MISSING", conflict: RemoteState(rev: 0, position: nil, fields: nil)))
-        XCTAssertEqual(try event("t ERR FORBIDDEN no"), .error(tag: "t", code: "FORBIDDEN", message: "no", conflict: nil))
+                       .error(tag: "t", code: .conflict, message: "c Ada 0 - MISSING", conflict: RemoteState(rev: 0, position: nil, fields: nil)))
+        XCTAssertEqual(try event("t ERR FORBIDDEN no"), .error(tag: "t", code: .forbidden, message: "no", conflict: nil))
+        // A code from a newer server is an INTERNAL error that keeps the code in its message.
+        XCTAssertEqual(try event("t ERR SHARD_MOVED try node 2"), .error(tag: "t", code: .internal, message: "SHARD_MOVED try node 2", conflict: nil))
     }
 
     func testCollectionsByeAndOk() throws {
