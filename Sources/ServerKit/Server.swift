@@ -128,6 +128,8 @@ public final class Server {
             }
         }
         store.cluster?.listen(on: loop, onEvent: { [unowned self] event in clusterEvent(event) }, onResync: { [unowned self] in resync() })
+        // Commits other nodes made between reading the seq and listening.
+        catchUpWithStore()
         purgeTombstones()
         let security = configuration.tls == nil ? "" : " (TLS)"
         let plaintext = (plaintextListener.map { ", plaintext on \($0.address)" } ?? "") + (metrics?.address.map { ", metrics on http://\($0)/metrics" } ?? "")
