@@ -146,13 +146,13 @@ public final class Server {
             }
         }
         guard !shuttingDown else {
-            connection.write("* BYE SHUTDOWN\n")
+            connection.write(ServerNotice.bye("SHUTDOWN").line)
             connection.closeAfterWriting()
             return
         }
         guard sessions.count < configuration.maxConnections else {
             ServerLog.info("refusing a connection from \(connection.peer?.host ?? "unknown"): --max-connections \(configuration.maxConnections) reached")
-            connection.write("* BYE BUSY\n")
+            connection.write(ServerNotice.bye("BUSY").line)
             connection.closeAfterWriting()
             return
         }

@@ -265,7 +265,7 @@ final class Session {
     /// subscription the user may no longer read (`* UNSUB <collection> REVOKED`).
     func collectionChanged(_ name: String, role: Role?, seq: Int64) {
         guard closeReason == nil, user != nil else { return }
-        if watchesCollections { send("* COLLECTION \(name) \(role?.name ?? "none") \(seq)\n") }
+        if watchesCollections { send(ServerNotice.collection(name: name, role: role, seq: seq).line) }
         if role == nil, !isAdmin {
             endSubscription(name)
             endSubscription(Names.conflictsCollection(of: name))
@@ -279,7 +279,7 @@ final class Session {
         let subscribed = dropSubscription(name)
         let companionSubscribed = dropSubscription(Names.conflictsCollection(of: name))
         let wasSubscribed = subscribed || companionSubscribed
-        if wasMember || isAdmin || wasSubscribed { send("* DROPPED \(name)\n") }
+        if wasMember || isAdmin || wasSubscribed { send(ServerNotice.dropped(name).line) }
     }
 
     /// The collection has a new name: `* RENAMED <old> <new>` for a member (or a server admin);
@@ -292,7 +292,7 @@ final class Session {
             subscriptions[new] = through
             subscribed = true
         }
-        if isMember || isAdmin || subscribed { send("* RENAMED \(from) \(to)\n") }
+        if isMember || isAdmin || subscribed { send(ServerNotice.renamed(from: from, to: to).line) }
     }
 
     /// Ends this session's subscription to `collection` if it may no longer read it.
@@ -304,7 +304,7 @@ final class Session {
     }
 
     private func endSubscription(_ collection: String) {
-        if dropSubscription(collection) { send("* UNSUB \(collection) REVOKED\n") }
+        if dropSubscription(collection) { send(ServerNotice.unsubscribedRevoked(collection).line) }
     }
 
     /// Stops sending `collection`'s changes; whether it was subscribed.
@@ -328,7 +328,7 @@ final class Session {
     /// Writes `* BYE <word>` and closes once it is sent.
     func sayGoodbye(_ word: String, reason: CloseReason) {
         guard closeReason == nil else { return }
-        send("* BYE \(word)\n")
+        send(ServerNotice.bye(word).line)
         close(reason)
     }
 
@@ -392,11 +392,7 @@ final class Session {
             }
         case .tokenList:
             let tokens = try server.store.tokens(of: user!)
-            for token in tokens {
-                let lastUsed = token.lastUsedAt.map { ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval($0))) } ?? "-"
-                send("* TOKEN \(token.id) \(ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval(token.createdAt)))) \(lastUsed) "
-                     + "\(token.hash == tokenHash ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n")
-            }
+            for token in tokens { send(ServerNotice.token(token, isThisConnection: token.hash == tokenHash).line) }
             send(ResponseLine.ok(tag, "TOKEN", "LIST", String(tokens.count)))
         case .tokenRevoke(let tokenOrID):
             let hash = try revocableTokenHash(tokenOrID)
@@ -433,7 +429,7 @@ final class Session {
         case .collections:
             watchesCollections = true
             let visible = server.directory.visible(to: user!, isAdmin: isAdmin)
-            for entry in visible { send("* COLLECTION \(entry.name) \(entry.role.name) \(entry.seq)\n") }
+            for entry in visible { send(ServerNotice.collection(name: entry.name, role: entry.role, seq: entry.seq).line) }
             send(ResponseLine.ok(tag, "COLLECTIONS", String(visible.count)))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
@@ -459,7 +455,7 @@ final class Session {
                 var output = ""
                 let end = min(records.count, next + Self.replayPageSize)
                 for record in records[next..<end] {
-                    output += "* RECORD \(collection) \(ResponseLine.argument(record.id)) \(record.wireTail)\n"
+                    output += ServerNotice.record(collection: collection, state: record).line
                 }
                 next = end
                 guard next == records.count else { return (output, false) }

@@ -1,0 +1,40 @@
+import Foundation
+import SyncProtocol
+
+/// Every untagged line a server sends besides CHANGE (`Change.line`), encoded in one place:
+/// the inverse of `ServerEvent`'s reading, round-trip tested.
+public enum ServerNotice: Equatable, Sendable {
+    /// `* COLLECTION <name> <role|none> <seq>`.
+    case collection(name: String, role: Role?, seq: Int64)
+    /// `* RECORD <collection> <id> <state>`, a LIST line.
+    case record(collection: String, state: RecordState)
+    /// `* DROPPED <collection>`.
+    case dropped(String)
+    /// `* RENAMED <old> <new>`.
+    case renamed(from: String, to: String)
+    /// `* UNSUB <collection> REVOKED`: the subscription ended because the role was taken away.
+    case unsubscribedRevoked(String)
+    /// `* BYE <reason>`: the server closes the connection.
+    case bye(String)
+    /// `* TOKEN <id> <created> <last-used|-> this|other <label>`, a TOKEN LIST line.
+    case token(TokenInfo, isThisConnection: Bool)
+
+    /// The line, with its LF.
+    public var line: String {
+        switch self {
+        case .collection(let name, let role, let seq): "* COLLECTION \(name) \(role?.name ?? "none") \(seq)\n"
+        case .record(let collection, let state): "* RECORD \(collection) \(ResponseLine.argument(state.id)) \(state.wireTail)\n"
+        case .dropped(let name): "* DROPPED \(name)\n"
+        case .renamed(let from, let to): "* RENAMED \(from) \(to)\n"
+        case .unsubscribedRevoked(let collection): "* UNSUB \(collection) REVOKED\n"
+        case .bye(let reason): "* BYE \(reason)\n"
+        case .token(let token, let isThisConnection):
+            "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
+                + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n"
+        }
+    }
+
+    private static func time(_ seconds: Int64) -> String {
+        ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+}

@@ -1,0 +1,30 @@
+import SyncProtocol
+import XCTest
+@testable import SyncCore
+
+/// Every server line the server encodes reads back as the event a client expects.
+final class ServerNoticeTests: XCTestCase {
+    private func read(_ notice: ServerNotice) throws -> ServerEvent {
+        let line = notice.line
+        XCTAssertTrue(line.hasSuffix("\n") && !line.dropLast().contains("\n"), line)
+        return ServerEvent(try ServerLine.parse(Array(line.dropLast().utf8)))
+    }
+
+    func testEveryNoticeReadsBackAsItsEvent() throws {
+        XCTAssertEqual(try read(.collection(name: "inv", role: .write, seq: 7)), .collection(name: "inv", role: .write, seq: 7))
+        XCTAssertEqual(try read(.collection(name: "inv", role: nil, seq: 0)), .collection(name: "inv", role: nil, seq: 0))
+        XCTAssertEqual(try read(.record(collection: "c", state: RecordState(id: "desk lamp", rev: 2, body: .live(position: "a0", fieldsJSON: #"{"n":1}"#)))),
+                       .record(collection: "c", id: "desk lamp", state: RemoteState(rev: 2, position: "a0", fields: ["n": .integer(1)])))
+        XCTAssertEqual(try read(.dropped("old")), .dropped("old"))
+        XCTAssertEqual(try read(.renamed(from: "a", to: "b")), .renamed(from: "a", to: "b"))
+        XCTAssertEqual(try read(.bye("REVOKED")), .bye("REVOKED"))
+    }
+
+    func testTheLinesWithoutADedicatedEventKeepTheirWords() throws {
+        guard case .other(let unsub) = try read(.unsubscribedRevoked("c")) else { return XCTFail("UNSUB") }
+        XCTAssertEqual(unsub.words, ["UNSUB", "c", "REVOKED"])
+        let token = TokenInfo(hash: String(repeating: "ab", count: 32), user: "alice", label: "alice's laptop", createdAt: 0, lastUsedAt: nil)
+        guard case .other(let listed) = try read(.token(token, isThisConnection: true)) else { return XCTFail("TOKEN") }
+        XCTAssertEqual(listed.words, ["TOKEN", "abababababab", "1970-01-01T00:00:00Z", "-", "this", "alice's laptop"])
+    }
+}
