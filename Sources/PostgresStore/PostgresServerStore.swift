@@ -23,6 +23,14 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     private var watcher: SocketWatcher?
     private var retryTimer: LoopTimer?
     private var stopped = false
+    /// Who hears the other nodes, from `listen` on.
+    private var audience: Audience?
+
+    private struct Audience {
+        let loop: EventLoop
+        let onEvent: (ClusterEvent) -> Void
+        let onResync: () -> Void
+    }
 
     public init(url: String) throws(StoreFailure) {
         self.url = url
@@ -94,7 +102,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     public func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState? {
         try read { connection throws(PGError) in
             let rows = try connection.query("SELECT id, rev, position, fields FROM records WHERE collection = $1 AND id = $2", [collection, id])
-            return rows.count > 0 ? PostgresWriter.state(rows, 0, id: 0, rev: 1, position: 2, fields: 3) : nil
+            return rows.count > 0 ? rows.recordState(0, id: 0, rev: 1, position: 2, fields: 3) : nil
         }
     }
 
@@ -109,7 +117,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
                 """, [collection])
             let seq = rows.count > 0 ? rows.integer(0, 0) : 0
             let records = (0..<rows.count).compactMap { index in
-                rows[index, 1] == nil ? nil : PostgresWriter.state(rows, index, id: 1, rev: 2, position: 3, fields: 4)
+                rows[index, 1] == nil ? nil : rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4)
             }
             return (records, seq)
         }
@@ -128,7 +136,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
             if since > 0, since < rows.integer(0, 1) { return nil }
             let changes = (0..<rows.count).compactMap { index -> Change? in
                 guard rows[index, 2] != nil else { return nil }
-                return Change(collection: collection, seq: rows.integer(index, 4), state: PostgresWriter.state(rows, index, id: 2, rev: 3, position: 5, fields: 6))
+                return Change(collection: collection, seq: rows.integer(index, 4), state: rows.recordState(index, id: 2, rev: 3, position: 5, fields: 6))
             }
             return (changes, rows.integer(0, 0))
         }
@@ -202,7 +210,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
                 if oldest.count == 0 || oldest[0, 0] == nil || oldest.integer(0, 0) > seqs.lowerBound { return nil }
             }
             return rows.map { row in
-                Change(collection: row.text(1) ?? "", seq: row.integer(0), state: PostgresWriter.state(rows, row.index, id: 2, rev: 3, position: 4, fields: 5),
+                Change(collection: row.text(1) ?? "", seq: row.integer(0), state: rows.recordState(row.index, id: 2, rev: 3, position: 4, fields: 5),
                        storedBytesDelta: Int(row.integer(6)))
             }
         }
@@ -210,20 +218,29 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
 
     public func listen(on loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void) {
         stopped = false
+        audience = Audience(loop: loop, onEvent: onEvent, onResync: onResync)
+        connectListener()
+    }
+
+    /// Opens the LISTEN connection and watches its socket; when that fails, tries again in a
+    /// second. Whether it is listening.
+    @discardableResult
+    private func connectListener() -> Bool {
+        guard let audience else { return false }
         do {
             let connection = try PGConnection(url: url)
             try connection.script("LISTEN plistsync")
+            watcher = try SocketWatcher(loop: audience.loop, socket: connection.socket) { [unowned self] in receive() }
             listener = connection
-            watcher = try SocketWatcher(loop: loop, socket: connection.socket) { [unowned self] in
-                receive(loop: loop, onEvent: onEvent, onResync: onResync)
-            }
+            return true
         } catch {
             ServerLog.error("cannot listen for other nodes' changes (\(error)); trying again in a second")
-            listenLater(loop: loop, onEvent: onEvent, onResync: onResync)
+            listenLater()
+            return false
         }
     }
 
-    private func receive(loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void) {
+    private func receive() {
         guard let listener else { return }
         do {
             for notification in try listener.notifications() {
@@ -231,29 +248,31 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
                     ServerLog.error("ignoring an unknown cluster event: \(notification.payload)")
                     continue
                 }
-                if event.node != node { onEvent(event) }
+                if event.node != node { audience?.onEvent(event) }
             }
         } catch {
             ServerLog.error("lost the cluster channel (\(error)); connecting again")
             watcher?.close()
             watcher = nil
             self.listener = nil
-            listenLater(loop: loop, onEvent: onEvent, onResync: onResync)
+            listenLater()
         }
     }
 
-    private func listenLater(loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void) {
-        guard !stopped, retryTimer == nil else { return }
+    /// Connects the channel again after a second; once it is back, what it may have missed is
+    /// re-read (`onResync`).
+    private func listenLater() {
+        guard !stopped, retryTimer == nil, let loop = audience?.loop else { return }
         retryTimer = LoopTimer.once(on: loop, after: 1_000) { [unowned self] in
             retryTimer = nil
-            guard !stopped else { return }
-            listen(on: loop, onEvent: onEvent, onResync: onResync)
-            if listener != nil { onResync() }
+            guard !stopped, connectListener() else { return }
+            audience?.onResync()
         }
     }
 
     public func stopListening() {
         stopped = true
+        audience = nil
         watcher?.close()
         watcher = nil
         retryTimer?.close()

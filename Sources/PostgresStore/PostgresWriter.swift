@@ -87,7 +87,7 @@ final class PostgresWriter {
             JOIN unnest($1::text[], $2::text[]) AS k(collection, id) ON r.collection = k.collection AND r.id = k.id
             """, [PGArrayLiteral.text(collections), PGArrayLiteral.text(ids)])
         for index in 0..<rows.count {
-            known[RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")] = .some(Self.state(rows, index, id: 1, rev: 2, position: 3, fields: 4))
+            known[RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")] = .some(rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4))
         }
     }
 
@@ -262,14 +262,9 @@ final class PostgresWriter {
         let key = RecordKey(collection: collection, id: id)
         if let known = known[key] { return known }
         let rows = try connection.query("SELECT id, rev, position, fields FROM records WHERE collection = $1 AND id = $2", [collection, id])
-        let found = rows.count > 0 ? Self.state(rows, 0, id: 0, rev: 1, position: 2, fields: 3) : nil
+        let found = rows.count > 0 ? rows.recordState(0, id: 0, rev: 1, position: 2, fields: 3) : nil
         known[key] = .some(found)
         return found
-    }
-
-    static func state(_ rows: PGRows, _ index: Int, id: Int, rev: Int, position: Int, fields: Int) -> RecordState {
-        let body: RecordState.Body = rows[index, fields].map { .live(position: rows[index, position] ?? "", fieldsJSON: $0) } ?? .deleted
-        return RecordState(id: rows[index, id] ?? "", rev: rows.integer(index, rev), body: body)
     }
 
     /// Takes the next seq for a record's new state; written to the tables at the next flush.

@@ -306,18 +306,23 @@ public final class Server {
 
     /// Hands this node's committed changes to the feed, and whatever is next in line out.
     private func sequence(_ changes: [Change]) {
-        guard var sequencer = feed else { return }
-        let ready = sequencer.add(changes)
-        feed = sequencer
-        if !ready.isEmpty { committed(ready) }
+        release(feed?.add(changes))
         fillFeedGaps()
+    }
+
+    /// Broadcasts the changes the feed let out; whether there were any.
+    @discardableResult
+    private func release(_ ready: [Change]?) -> Bool {
+        guard let ready, !ready.isEmpty else { return false }
+        committed(ready)
+        return true
     }
 
     /// Reads from the change log what other nodes committed before the changes held back, and
     /// broadcasts everything now in order.
     private func fillFeedGaps() {
         guard let cluster = store.cluster else { return }
-        while var sequencer = feed, let missing = sequencer.missing {
+        while let missing = feed?.missing {
             let fetched: [Change]?
             do {
                 fetched = try cluster.loggedChanges(missing)
@@ -329,17 +334,12 @@ public final class Server {
                 // Pruned from the log (this node was cut off too long): subscribers may have
                 // missed changes, so they are sent away to resume with SUB … SINCE.
                 ServerLog.error("changes \(missing.lowerBound)…\(missing.upperBound) are no longer in the change log; subscribers resume from the store")
-                let ready = sequencer.skip(through: missing.upperBound)
-                feed = sequencer
                 for session in sessions.values where session.isSubscribed { session.sayGoodbye("SLOW", reason: .slow) }
-                if !ready.isEmpty { committed(ready) }
+                release(feed?.skip(through: missing.upperBound))
                 continue
             }
-            let ready = sequencer.add(fetched)
-            feed = sequencer
-            if !ready.isEmpty { committed(ready) }
             // Not visible yet: the next event or the housekeeping tick tries again.
-            if ready.isEmpty { return }
+            guard release(feed?.add(fetched)) else { return }
         }
     }
 
