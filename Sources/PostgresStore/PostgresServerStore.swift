@@ -52,10 +52,17 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     }
 
     /// Runs a read on the loop thread's connection, connecting again first if it was lost.
+    /// A read that finds the connection lost (the database restarted, a proxy dropped it)
+    /// connects again and runs once more: reads change nothing, so that is always safe.
     private func read<T>(_ body: (PGConnection) throws(PGError) -> T) throws(StoreFailure) -> T {
         do {
             if reader.isBroken { try reader.reconnect() }
-            return try body(reader)
+            do {
+                return try body(reader)
+            } catch where error.connectionLost {
+                try reader.reconnect()
+                return try body(reader)
+            }
         } catch {
             throw Self.failure(error)
         }

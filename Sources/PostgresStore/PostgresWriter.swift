@@ -30,9 +30,21 @@ final class PostgresWriter {
     }
 
     /// Applies `operations` in order and commits; one outcome each. When this throws, nothing
-    /// of the batch was committed.
+    /// of the batch was committed — except when the connection was lost after COMMIT went out
+    /// (then it may have been). A connection found lost before COMMIT is made again and the
+    /// batch run once more: PostgreSQL rolled back whatever of it had reached the server.
     func commit(_ operations: [StoreOperation], now: Date = Date()) throws(PGError) -> [StoreOutcome] {
         if connection.isBroken { try connection.reconnect() }
+        var committing = false
+        do {
+            return try attempt(operations, now: now, committing: &committing)
+        } catch where error.connectionLost && !committing {
+            try connection.reconnect()
+            return try attempt(operations, now: now, committing: &committing)
+        }
+    }
+
+    private func attempt(_ operations: [StoreOperation], now: Date, committing: inout Bool) throws(PGError) -> [StoreOutcome] {
         timestamp = Int64(now.timeIntervalSince1970)
         known = [:]
         endPositions = [:]
@@ -56,6 +68,7 @@ final class PostgresWriter {
             try connection.query(
                 "WITH counter AS (UPDATE meta SET value = $1 WHERE key = 'seq') SELECT pg_notify('plistsync', p) FROM unnest($2::text[]) AS p",
                 [String(seq), PGArrayLiteral.text(events)])
+            committing = true
             try connection.script("COMMIT")
             return outcomes
         } catch {

@@ -9,8 +9,10 @@ final class ClusterTests: XCTestCase {
     private var nodes: [TestServer] = []
 
     /// `count` nodes on a fresh database, with the accounts made through the first.
+    private var url = ""
+
     private func startNodes(_ count: Int, users: [(String, String)] = [("alice", "pw")]) throws {
-        let url = try TestPostgres.freshDatabase()
+        url = try TestPostgres.freshDatabase()
         nodes = try (0..<count).map { _ in try TestServer(extraArguments: ["--store", url]) }
         for (name, password) in users { try nodes[0].addUser(name, password: password) }
         for node in nodes { try node.start() }
@@ -202,6 +204,25 @@ final class ClusterTests: XCTestCase {
             return try client.expect("h HELLO 1", prefix: "h OK HELLO 1 ").split(separator: " ")[4].description
         }
         XCTAssertEqual(Set(ids).count, 1, "every node states the same store id")
+    }
+
+    /// PostgreSQL restarted, or a proxy dropped every connection: the next write, read and
+    /// broadcast go on over new connections, with no error for the client.
+    func testConnectionsToTheDatabaseLostBetweenRequestsAreMadeAgain() throws {
+        try startNodes(2)
+        let writer = try nodes[0].login("alice", "pw")
+        try writer.expect("c CREATE inv", equals: "c OK CREATE inv")
+        let subscriber = try nodes[1].login("alice", "pw")
+        _ = try subscribe(subscriber, "inv")
+        try writer.expect("p PUT inv a 0 {}", prefix: "p OK PUT inv a 1 ")
+        XCTAssertTrue(try changes(subscriber, through: 1).last?.hasPrefix("* CHANGE inv 1 a 1 ") ?? false)
+
+        try TestPostgres.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", on: url)
+        try writer.expect("p2 PUT inv b 0 {}", prefix: "p2 OK PUT inv b 1 ")
+        try writer.expect("g GET inv a", prefix: "g OK GET inv a 1 ")
+        // The other node hears of it once its channel is back (within about a second).
+        XCTAssertTrue(try changes(subscriber, through: 2).last?.hasPrefix("* CHANGE inv 2 b 1 ") ?? false)
     }
 
     func testAgentsOnDifferentNodesConvergeAndFailOver() throws {

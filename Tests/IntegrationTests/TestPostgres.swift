@@ -22,6 +22,11 @@ enum TestPostgres {
         return base + name
     }
 
+    /// Runs `sql` on the database at `url` (as the tests' superuser).
+    static func execute(_ sql: String, on url: String) throws {
+        try run(binaries + "/psql", ["-q", "-d", url, "-c", sql])
+    }
+
     private static func server() throws -> String {
         lock.lock()
         defer { lock.unlock() }
