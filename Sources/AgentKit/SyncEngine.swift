@@ -810,10 +810,10 @@ final class SyncEngine {
         }
         status.unparseable[problemKey] = nil
         guard hash != base.hash else { return .unchanged }
-        // Rows whose files are not on the server yet cannot be placed: the edit is read once
-        // their creates are answered (each answer marks the order for a rewrite, which reads it).
-        guard !desired.contains(where: { state.entry(collection, $0) == nil && mirror.read(mirror.recordPath(collection, $0)) != nil })
-        else { return .unchanged }
+        // Rows the server has not placed yet (a create not answered, or answered but its change,
+        // which carries the position, not back yet) cannot be moved: the edit is read once
+        // they are placed (each placement marks the order for a rewrite, which reads it).
+        guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
         try? state.setOrderHash(hash, collection)
         guard desired != base.ids else { return .rewrite }
@@ -836,6 +836,13 @@ final class SyncEngine {
         }
         orderDirty.insert(collection)
         return .rewrite
+    }
+
+    /// Whether a row of the mirror is not in the synced order yet though it will be: its file
+    /// is there and its create is unanswered, or it is live here without a position.
+    private func isAwaitingPlacement(_ collection: String, _ id: String) -> Bool {
+        guard let entry = state.entry(collection, id) else { return mirror.read(mirror.recordPath(collection, id)) != nil }
+        return entry.isLive && entry.position == nil
     }
 
     /// What reading the order file found.

@@ -83,6 +83,28 @@ final class AgentOrderTests: TwoAgentTestCase {
 }
 
 extension AgentOrderTests {
+    /// A row added and placed in the order file is moved into place only once the server has
+    /// placed it: an order edit read after the create was answered but before its change came
+    /// back used to plan the moves without the new row and then count the edit as done, so the
+    /// row stayed where the server first put it (last).
+    func testANewRowPlacedAtTheTopStaysThereWhenItsChangeComesLate() throws {
+        let ids = try seed(3)
+        let proxy = try ChangeHoldingProxy(serverPort: server.port)
+        let late = try TestAgent(port: { proxy.port }, user: "alice", password: password, device: "tablet")
+        defer { late.stop() }
+        try late.start()
+        eventually(15, late.log()) { late.order("list") == ids }
+        proxy.hold()
+        try late.save("list", "top", ["name": .string("top")])
+        try writeOrder(late, ["top"] + ids)
+        // The create is answered meanwhile; its change waits at the proxy.
+        usleep(600_000)
+        proxy.release()
+        eventually(15, "B \(b.order("list"))\nlate \(late.order("list"))\n\(late.log())") {
+            b.order("list") == ["top"] + ids && late.order("list") == ["top"] + ids
+        }
+    }
+
     func testADeletedOrderFileIsWrittenAgainAndABrokenOneIsReportedNotOverwritten() throws {
         let ids = try seed(3)
         unlink(a.directory + "/list.order.plist")

@@ -110,7 +110,10 @@ final class AttachedFileTests: TwoAgentTestCase {
         try b.start()
         var expected = onA
         expected[1]["email"] = "grace@example.com"
-        eventually(10, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\n\(b.log())") {
+        func order(_ agent: TestAgent) -> String {
+            (try? String(contentsOfFile: agent.directory + "/.plistsync/files/contacts.order.plist", encoding: .utf8)) ?? "-"
+        }
+        eventually(10, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\nA order \(order(a))\nB order \(order(b))\n\(a.log())\n\(b.log())\n\(server.log())") {
             readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray
         }
     }
