@@ -47,36 +47,88 @@ public enum Command: Equatable, Sendable {
     }
 }
 
-/// One verb's entry in the dispatch table: its name, argument counts, and payload rule.
-struct VerbSpec {
+/// One verb's entry in the request table: its name, argument counts, payload rule, and the
+/// parser that makes its `Command`. A verb is added in one place; none can fall through to
+/// another's meaning.
+struct VerbSpec: Sendable {
+    typealias Parse = @Sendable (_ args: [String], _ payload: String?, _ usage: String) throws(ProtocolError) -> Command
+
     let verb: String
     let arguments: ClosedRange<Int>
     let takesPayload: Bool
     let usage: String
+    let parse: Parse
 }
 
 /// Turns a `RequestLine` into a `Command`, from one table, with uniform arity errors (redis'
 /// `commandTable`).
 public enum CommandParser {
     static let table: [String: VerbSpec] = Dictionary(uniqueKeysWithValues: [
-        VerbSpec(verb: "HELLO", arguments: 1...2, takesPayload: false, usage: "HELLO <version> [client-name]"),
-        VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>"),
-        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>"),
-        VerbSpec(verb: "CREATE", arguments: 1...1, takesPayload: false, usage: "CREATE <collection>"),
-        VerbSpec(verb: "DROP", arguments: 1...1, takesPayload: false, usage: "DROP <collection>"),
-        VerbSpec(verb: "RENAME", arguments: 2...2, takesPayload: false, usage: "RENAME <collection> <new-name>"),
-        VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS"),
-        VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none"),
-        VerbSpec(verb: "PUT", arguments: 3...3, takesPayload: true, usage: "PUT <collection> <id> <base-rev> {fields}"),
-        VerbSpec(verb: "MOVE", arguments: 4...5, takesPayload: false, usage: "MOVE <collection> <id> <base-rev> FIRST|LAST|BEFORE <id>|AFTER <id>"),
-        VerbSpec(verb: "DEL", arguments: 3...3, takesPayload: false, usage: "DEL <collection> <id> <base-rev>"),
-        VerbSpec(verb: "GET", arguments: 2...2, takesPayload: false, usage: "GET <collection> <id>"),
-        VerbSpec(verb: "LIST", arguments: 1...1, takesPayload: false, usage: "LIST <collection>"),
-        VerbSpec(verb: "SUB", arguments: 3...3, takesPayload: false, usage: "SUB <collection> SINCE <seq>"),
-        VerbSpec(verb: "UNSUB", arguments: 1...1, takesPayload: false, usage: "UNSUB <collection>"),
-        VerbSpec(verb: "PING", arguments: 0...0, takesPayload: false, usage: "PING"),
-        VerbSpec(verb: "STATS", arguments: 0...0, takesPayload: false, usage: "STATS"),
-        VerbSpec(verb: "QUIT", arguments: 0...0, takesPayload: false, usage: "QUIT"),
+        VerbSpec(verb: "HELLO", arguments: 1...2, takesPayload: false, usage: "HELLO <version> [client-name]") { args, _, _ in
+            .hello(version: args[0], clientName: args.count > 1 ? args[1] : nil)
+        },
+        VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>") { args, _, _ in
+            args[0].uppercased() == "TOKEN" ? .authToken(args[1]) : .auth(user: args[0], password: args[1])
+        },
+        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>") {
+            args, _, usage throws(ProtocolError) in
+            switch args[0].uppercased() {
+            case "NEW": return .tokenNew(label: args.count > 1 ? args[1] : nil)
+            case "REVOKE" where args.count == 2: return .tokenRevoke(args[1])
+            case "LIST" where args.count == 1: return .tokenList
+            default: throw ProtocolError(.badRequest, "usage: \(usage)")
+            }
+        },
+        VerbSpec(verb: "CREATE", arguments: 1...1, takesPayload: false, usage: "CREATE <collection>") { args, _, _ throws(ProtocolError) in
+            .create(collection: try collection(args[0]))
+        },
+        VerbSpec(verb: "DROP", arguments: 1...1, takesPayload: false, usage: "DROP <collection>") { args, _, _ throws(ProtocolError) in
+            .drop(collection: try collection(args[0]))
+        },
+        VerbSpec(verb: "RENAME", arguments: 2...2, takesPayload: false, usage: "RENAME <collection> <new-name>") { args, _, _ throws(ProtocolError) in
+            .rename(from: try collection(args[0]), to: try collection(args[1]))
+        },
+        VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS") { _, _, _ in .collections },
+        VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none") {
+            args, _, _ throws(ProtocolError) in
+            let role: Role?
+            if args[2].lowercased() == "none" {
+                role = nil
+            } else if let named = Role(name: args[2]) {
+                role = named
+            } else {
+                throw ProtocolError(.badRequest, "role must be read, write, admin or none")
+            }
+            guard Names.isValidUser(args[1]) else { throw ProtocolError(.badRequest, "invalid user name") }
+            return .grant(collection: try collection(args[0]), user: args[1], role: role)
+        },
+        VerbSpec(verb: "PUT", arguments: 3...3, takesPayload: true, usage: "PUT <collection> <id> <base-rev> {fields}") { args, payload, _ throws(ProtocolError) in
+            .put(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]), fieldsJSON: payload ?? "{}")
+        },
+        VerbSpec(verb: "MOVE", arguments: 4...5, takesPayload: false, usage: "MOVE <collection> <id> <base-rev> FIRST|LAST|BEFORE <id>|AFTER <id>") {
+            args, _, usage throws(ProtocolError) in
+            .move(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), placement: try placement(Array(args[3...]), usage: usage))
+        },
+        VerbSpec(verb: "DEL", arguments: 3...3, takesPayload: false, usage: "DEL <collection> <id> <base-rev>") { args, _, _ throws(ProtocolError) in
+            .delete(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]))
+        },
+        VerbSpec(verb: "GET", arguments: 2...2, takesPayload: false, usage: "GET <collection> <id>") { args, _, _ throws(ProtocolError) in
+            .get(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]))
+        },
+        VerbSpec(verb: "LIST", arguments: 1...1, takesPayload: false, usage: "LIST <collection>") { args, _, _ throws(ProtocolError) in
+            .list(collection: try collection(args[0], orConflicts: true))
+        },
+        VerbSpec(verb: "SUB", arguments: 3...3, takesPayload: false, usage: "SUB <collection> SINCE <seq>") { args, _, usage throws(ProtocolError) in
+            guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+            guard let since = Int64(args[2]), since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
+            return .subscribe(collection: try collection(args[0], orConflicts: true), since: since)
+        },
+        VerbSpec(verb: "UNSUB", arguments: 1...1, takesPayload: false, usage: "UNSUB <collection>") { args, _, _ throws(ProtocolError) in
+            .unsubscribe(collection: try collection(args[0], orConflicts: true))
+        },
+        VerbSpec(verb: "PING", arguments: 0...0, takesPayload: false, usage: "PING") { _, _, _ in .ping },
+        VerbSpec(verb: "STATS", arguments: 0...0, takesPayload: false, usage: "STATS") { _, _, _ in .stats },
+        VerbSpec(verb: "QUIT", arguments: 0...0, takesPayload: false, usage: "QUIT") { _, _, _ in .quit },
     ].map { ($0.verb, $0) })
 
     /// The verbs, for `UNKNOWN_COMMAND` replies and documentation checks.
@@ -96,62 +148,7 @@ public enum CommandParser {
         } else if line.payloadJSON != nil {
             throw ProtocolError(.badRequest, "\(spec.verb) takes no JSON payload")
         }
-
-        switch spec.verb {
-        case "HELLO":
-            return .hello(version: args[0], clientName: args.count > 1 ? args[1] : nil)
-        case "AUTH":
-            if args[0].uppercased() == "TOKEN" { return .authToken(args[1]) }
-            return .auth(user: args[0], password: args[1])
-        case "TOKEN":
-            switch args[0].uppercased() {
-            case "NEW": return .tokenNew(label: args.count > 1 ? args[1] : nil)
-            case "REVOKE" where args.count == 2: return .tokenRevoke(args[1])
-            case "LIST" where args.count == 1: return .tokenList
-            default: throw ProtocolError(.badRequest, "usage: \(spec.usage)")
-            }
-        case "CREATE":
-            return .create(collection: try collection(args[0]))
-        case "DROP":
-            return .drop(collection: try collection(args[0]))
-        case "RENAME":
-            return .rename(from: try collection(args[0]), to: try collection(args[1]))
-        case "COLLECTIONS":
-            return .collections
-        case "GRANT":
-            let role: Role?
-            if args[2].lowercased() == "none" {
-                role = nil
-            } else if let named = Role(name: args[2]) {
-                role = named
-            } else {
-                throw ProtocolError(.badRequest, "role must be read, write, admin or none")
-            }
-            guard Names.isValidUser(args[1]) else { throw ProtocolError(.badRequest, "invalid user name") }
-            return .grant(collection: try collection(args[0]), user: args[1], role: role)
-        case "PUT":
-            return .put(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]), fieldsJSON: line.payloadJSON!)
-        case "MOVE":
-            return .move(collection: try collection(args[0]), id: try recordID(args[1]), baseRev: try revision(args[2]), placement: try placement(Array(args[3...]), usage: spec.usage))
-        case "DEL":
-            return .delete(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]), baseRev: try revision(args[2]))
-        case "GET":
-            return .get(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]))
-        case "LIST":
-            return .list(collection: try collection(args[0], orConflicts: true))
-        case "SUB":
-            guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(spec.usage)") }
-            guard let since = Int64(args[2]), since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
-            return .subscribe(collection: try collection(args[0], orConflicts: true), since: since)
-        case "UNSUB":
-            return .unsubscribe(collection: try collection(args[0], orConflicts: true))
-        case "PING":
-            return .ping
-        case "STATS":
-            return .stats
-        default:
-            return .quit
-        }
+        return try spec.parse(args, line.payloadJSON, spec.usage)
     }
 
     /// `orConflicts`: the verb also takes a collection's conflicts companion (`<c>~conflicts`).

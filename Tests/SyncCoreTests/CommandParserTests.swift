@@ -39,6 +39,21 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t QUIT"), .quit)
     }
 
+    /// Each table entry parses into a command of its own verb (nothing falls through to
+    /// another verb's meaning), and a verb added to the table without a sample here fails.
+    func testEveryTableEntryMakesACommandOfItsOwnVerb() throws {
+        let samples = [
+            "HELLO": "HELLO 1", "AUTH": "AUTH alice pw", "TOKEN": "TOKEN LIST", "CREATE": "CREATE c", "DROP": "DROP c", "RENAME": "RENAME c d",
+            "COLLECTIONS": "COLLECTIONS", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
+            "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
+        ]
+        XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
+        for (verb, text) in samples {
+            let parsed = try command("t " + text)
+            XCTAssertEqual(parsed.requestText.split(separator: " ").first.map(String.init), verb, text)
+        }
+    }
+
     func testUniformErrors() {
         XCTAssertEqual(code("t FLY"), .unknownCommand)
         XCTAssertEqual(code("t PING extra"), .badRequest)
