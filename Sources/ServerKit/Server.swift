@@ -158,7 +158,13 @@ public final class Server {
         }
         ServerLog.event("connect", ["address": connection.peer?.host ?? "unknown", "tls": tls == nil ? "no" : "yes"])
         if preAuthCount >= configuration.maxUnauthenticated { evictOldestUnauthenticated() }
-        let session = Session(server: self, connection: connection)
+        open(TCPSessionTransport(connection))
+    }
+
+    /// Starts a session on `transport` (a socket that was accepted, or a buffer in tests).
+    @discardableResult
+    func open(_ transport: SessionTransport) -> Session {
+        let session = Session(server: self, transport: transport)
         let key = ObjectIdentifier(session)
         sessions[key] = session
         preAuthOrder.append(key)
@@ -168,10 +174,13 @@ public final class Server {
         while let oldest = preAuthOrder.first, sessions[oldest]?.user != nil || sessions[oldest] == nil {
             _ = preAuthOrder.popFirst()
         }
-        connection.onClose = { [unowned self] in
-            sessions[key] = nil
-            if shuttingDown, sessions.isEmpty { closeHandles() }
-        }
+        return session
+    }
+
+    /// The session's connection is closed: it is forgotten.
+    func sessionGone(_ session: Session) {
+        sessions[ObjectIdentifier(session)] = nil
+        if shuttingDown, sessions.isEmpty { closeHandles() }
     }
 
     /// Closes the longest-waiting connection that has not logged in and is not waiting for a
@@ -206,7 +215,7 @@ public final class Server {
         var pending = 0
         var pendingMax = 0
         for session in sessions.values {
-            let bytes = session.connection.pendingOutputBytes
+            let bytes = session.pendingOutputBytes
             pending += bytes
             pendingMax = max(pendingMax, bytes)
         }
@@ -460,7 +469,7 @@ public final class Server {
         plaintextListener = nil
         metrics?.close()
         metrics = nil
-        for session in sessions.values { session.connection.stopReading() }
+        for session in sessions.values { session.stopReading() }
         if committer.isIdle { finishShutdown() }
     }
 
@@ -472,7 +481,7 @@ public final class Server {
             // Clients that do not read their last bytes are cut off after a grace period.
             graceTimer = LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
                 graceTimer = nil
-                for session in sessions.values { session.connection.close() }
+                for session in sessions.values { session.abort() }
             }
         }
     }

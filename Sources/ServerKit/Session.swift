@@ -3,8 +3,11 @@ import Foundation
 import SyncCore
 import SyncProtocol
 
-/// One client connection's protocol state: framing, authentication, the ordered execution of
-/// its requests, and its subscriptions.
+/// One client connection's protocol state machine: framing, authentication, the ordered
+/// execution of its requests, and its subscriptions. Bytes, the end of input and output drains
+/// come in through its input methods; what it sends, and when reading pauses or the
+/// connection ends, goes out as `SessionAction`s to its `SessionTransport` — a socket when
+/// serving, a buffer when the transcripts are replayed in memory.
 ///
 /// Ordering: record writes (PUT, MOVE, DEL) are handed to the group committer as they arrive and
 /// keep a reply slot each, filled when their commit lands; every other request waits until the
@@ -19,7 +22,7 @@ import SyncProtocol
 /// per connection or while the committer's own queue is full.
 final class Session {
     private unowned let server: Server
-    let connection: TCPConnection
+    private let transport: SessionTransport
     let address: String
     private var framer: LineFramer
 
@@ -47,6 +50,8 @@ final class Session {
     private var processing = false
     private var inputEnded = false
     private var readingPaused = false
+    /// The server is shutting down: reading stopped for good.
+    private var readingStopped = false
     private(set) var closeReason: CloseReason?
     /// When the last complete request line arrived (bytes of an unfinished line do not count).
     private(set) var lastActivity: UInt64
@@ -77,40 +82,62 @@ final class Session {
         }
     }
 
-    init(server: Server, connection: TCPConnection) {
+    init(server: Server, transport: SessionTransport) {
         self.server = server
-        self.connection = connection
-        address = connection.peer?.host ?? "unknown"
+        self.transport = transport
+        address = transport.peerHost ?? "unknown"
         framer = LineFramer(maxLineBytes: server.configuration.preAuthMaxLineBytes)
-        connectedAt = connection.loop.nowMilliseconds
+        connectedAt = server.loop.nowMilliseconds
         lastActivity = connectedAt
-        connection.onData = { [unowned self] bytes in received(bytes) }
-        connection.onEnd = { [unowned self] end in
-            if case .failed(let reason) = end {
-                ServerLog.info("connection \(address): \(reason)")
-                close(.socketError)
-            } else {
-                // A half-close: the client is done sending but still reads what it asked for.
-                inputEnded = true
-                closeIfInputDone()
-            }
-        }
-        connection.onDrain = { [unowned self] in
-            resumeReadingIfPaused()
-            processInbox()
-        }
-        connection.startReading()
+        transport.attach(self)
     }
 
+    /// Bytes sent and not yet taken by the client.
+    var pendingOutputBytes: Int { transport.pendingOutputBytes }
 
     // MARK: - Input
 
-    private func received(_ bytes: [UInt8]) {
+    /// A half-close: the client is done sending but still reads what it asked for.
+    func endOfInput() {
+        inputEnded = true
+        closeIfInputDone()
+    }
+
+    /// The connection failed (reset, TLS error).
+    func inputFailed(_ reason: String) {
+        ServerLog.info("connection \(address): \(reason)")
+        close(.socketError)
+    }
+
+    /// The client took what was waiting to be sent.
+    func outputDrained() {
+        resumeReadingIfPaused()
+        processInbox()
+    }
+
+    /// The connection is gone, after `close`: the server forgets the session.
+    func closed() {
+        server.sessionGone(self)
+    }
+
+    /// Stops reading for good (the server is shutting down); what was asked is still answered.
+    func stopReading() {
+        guard !readingStopped else { return }
+        readingStopped = true
+        transport.perform(.pauseReading)
+    }
+
+    /// Ends the connection at once, sent or not (a client that does not read at shutdown).
+    func abort() {
+        transport.perform(.close(afterSending: false))
+    }
+
+    func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
         framer.append(bytes)
         do {
             while let line = try framer.nextLine() {
-                lastActivity = connection.loop.nowMilliseconds
+                lastActivity = server.loop.nowMilliseconds
                 let pending: Pending
                 do {
                     guard let request = try RequestParser.parse(line) else { continue }
@@ -145,7 +172,7 @@ final class Session {
             }
             guard !awaitingAsync, let next = inbox.first else { break }
             // Replies the client has not read yet: start nothing more until it reads (onDrain).
-            guard connection.pendingOutputBytes <= Self.pauseAtOutputBytes else { break }
+            guard transport.pendingOutputBytes <= Self.pauseAtOutputBytes else { break }
             let slotsEmpty = replySlotsHead == replySlots.count
             switch next {
             case .failure(.untagged(let error)):
@@ -184,25 +211,25 @@ final class Session {
 
     private var mustPauseReading: Bool {
         inbox.count > Self.maxQueuedRequests || inboxBytes > Self.maxQueuedRequestBytes
-            || connection.pendingOutputBytes > Self.pauseAtOutputBytes
+            || transport.pendingOutputBytes > Self.pauseAtOutputBytes
     }
 
     private func applyBackpressure() {
         if !readingPaused, mustPauseReading {
             readingPaused = true
-            connection.stopReading()
+            transport.perform(.pauseReading)
         } else if readingPaused {
             resumeReadingIfPaused()
         }
     }
 
     private func resumeReadingIfPaused() {
-        guard readingPaused, closeReason == nil, !inputEnded, !connection.isClosing else { return }
+        guard readingPaused, closeReason == nil, !inputEnded, !readingStopped else { return }
         if inbox.count <= Self.maxQueuedRequests / 2, inboxBytes <= Self.maxQueuedRequestBytes / 2,
-            connection.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
+            transport.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
         {
             readingPaused = false
-            connection.startReading()
+            transport.perform(.resumeReading)
         }
     }
 
@@ -213,7 +240,7 @@ final class Session {
 
     /// Sends pages of the reply in progress while the client keeps up.
     private func pumpReply() {
-        while let nextPage = reply, closeReason == nil, connection.pendingOutputBytes <= Self.pauseAtOutputBytes {
+        while let nextPage = reply, closeReason == nil, transport.pendingOutputBytes <= Self.pauseAtOutputBytes {
             let (text, done) = nextPage()
             send(text)
             if done { reply = nil }
@@ -223,7 +250,7 @@ final class Session {
     // MARK: - Output
 
     private func send(_ text: String) {
-        connection.write(text)
+        transport.perform(.send(text))
     }
 
     private func finishAsync(_ reply: String) {
@@ -255,9 +282,9 @@ final class Session {
     func deliver(_ changes: ChangeLines, collection: String) {
         guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
         subscriptions[collection] = changes.lastSeq
-        let budget = server.configuration.limits.maxPendingOutputBytes - connection.pendingOutputBytes
+        let budget = server.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
         let (lines, complete) = changes.lines(after: through, within: budget)
-        connection.write(lines)
+        transport.perform(.sendBytes(lines))
         if !complete { sayGoodbye("SLOW", reason: .slow) }
     }
 
@@ -341,11 +368,7 @@ final class Session {
         subscriptions.removeAll()
         reply = nil
         server.sessionClosing(self)
-        if reason == .socketError {
-            connection.close()
-        } else {
-            connection.closeAfterWriting()
-        }
+        transport.perform(.close(afterSending: reason != .socketError))
     }
 
     // MARK: - Requests

@@ -1,7 +1,19 @@
 import Foundation
 import XCTest
 
-/// Replays every Protocol/transcripts/*.txt against a fresh live server.
+/// A connection a transcript is replayed on: a socket to a live server, or a session's buffers.
+protocol TranscriptConnection {
+    func send(_ line: String) throws
+    /// The next line; nil once the server closed the connection.
+    func readLine() throws -> String?
+}
+
+extension LineClient: TranscriptConnection {
+    func readLine() throws -> String? { try readLine(timeout: nil) }
+}
+
+/// Replays every Protocol/transcripts/*.txt against a fresh server: a live one over TCP (on
+/// SQLite and on PostgreSQL), and one whose sessions run in memory, with no socket.
 ///
 /// Format: `U: user password` creates an account before the server starts; `C:` / `CN:` sends a
 /// line on connection 1 / N; `S:` / `SN:` reads the next line there and matches it. In `S` lines
@@ -11,20 +23,45 @@ final class TranscriptTests: XCTestCase {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Protocol/transcripts")
 
+    private static func transcripts() throws -> [URL] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".txt") }.sorted().map { folder.appendingPathComponent($0) }
+    }
+
     func testEveryTranscriptReplays() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path).filter { $0.hasSuffix(".txt") }.sorted()
+        let files = try Self.transcripts()
         XCTAssertGreaterThanOrEqual(files.count, 7)
         for file in files {
-            try replay(Self.folder.appendingPathComponent(file))
+            try replay(file) { users in try Self.liveServer(users: users, arguments: []) }
         }
     }
 
     /// The same transcripts on a server whose store is PostgreSQL: the two stores answer alike.
     func testEveryTranscriptReplaysOnPostgreSQL() throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path).filter { $0.hasSuffix(".txt") }.sorted()
-        for file in files {
-            try replay(Self.folder.appendingPathComponent(file), serverArguments: ["--store", try TestPostgres.freshDatabase()])
+        for file in try Self.transcripts() {
+            let database = try TestPostgres.freshDatabase()
+            try replay(file) { users in try Self.liveServer(users: users, arguments: ["--store", database]) }
         }
+    }
+
+    /// The same transcripts fed straight into sessions, no socket anywhere: the protocol is the
+    /// session's, and the TCP layer only carries bytes.
+    func testEveryTranscriptReplaysInMemory() throws {
+        for file in try Self.transcripts() {
+            var server: InMemoryServer?
+            try replay(file) { users in
+                let memory = try InMemoryServer(users: users)
+                server = memory
+                return { memory.connect() }
+            }
+            withExtendedLifetime(server) {}
+        }
+    }
+
+    private static func liveServer(users: [(name: String, password: String, admin: Bool)], arguments: [String]) throws -> () throws -> TranscriptConnection {
+        let server = try TestServer(extraArguments: arguments)
+        for user in users { try server.addUser(user.name, password: user.password, admin: user.admin) }
+        try server.start()
+        return { try server.connect() }
     }
 
     func testEveryVerbHasATranscript() throws {
@@ -36,16 +73,16 @@ final class TranscriptTests: XCTestCase {
         }
     }
 
-    private func replay(_ url: URL, serverArguments: [String] = []) throws {
+    /// `start`: makes the server with the transcript's accounts; gives a way to connect to it.
+    private func replay(_ url: URL, start: ([(name: String, password: String, admin: Bool)]) throws -> () throws -> TranscriptConnection) throws {
         let name = url.lastPathComponent
         let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
-        let server = try TestServer(extraArguments: serverArguments)
-        for line in lines where line.hasPrefix("U: ") {
+        let users = lines.filter { $0.hasPrefix("U: ") }.map { line in
             let words = line.dropFirst(3).split(separator: " ").map(String.init)
-            try server.addUser(words[0], password: words[1], admin: words.count > 2)
+            return (name: words[0], password: words[1], admin: words.count > 2)
         }
-        try server.start()
-        var clients: [Int: LineClient] = [:]
+        let connect = try start(users)
+        var clients: [Int: TranscriptConnection] = [:]
         var captures: [String: String] = [:]
         for (number, line) in lines.enumerated() where !line.hasPrefix("#") && !line.hasPrefix("U: ") {
             guard let colon = line.firstIndex(of: ":") else {
@@ -55,7 +92,7 @@ final class TranscriptTests: XCTestCase {
             let direction = line[..<colon]
             let text = String(line[line.index(colon, offsetBy: 2)...])
             let index = Int(direction.dropFirst()) ?? 1
-            if clients[index] == nil { clients[index] = try server.connect() }
+            if clients[index] == nil { clients[index] = try connect() }
             let client = clients[index]!
             if direction.hasPrefix("C") {
                 var request = text

@@ -1,0 +1,108 @@
+import EventLoop
+import Foundation
+import RecordStore
+@testable import ServerKit
+
+/// A server with no listener whose sessions talk over buffers: a request goes straight into a
+/// session's input, and its actions are read back as lines. The store is a real SQLite file;
+/// only the sockets are missing, so a transcript replayed here and over TCP checks that the
+/// protocol lives in the session, not in the connection.
+final class InMemoryServer {
+    let loop = EventLoop()
+    let folder = NSTemporaryDirectory() + "plistsync-memory-" + UUID().uuidString
+    private(set) var server: Server!
+    /// Keeps the loop alive between requests, as a listener does when serving: libuv runs no
+    /// end-of-turn work (the committer's batches) on a loop with nothing active.
+    private let heartbeat: LoopTimer
+
+    /// `users`: name, password, server admin.
+    init(users: [(name: String, password: String, admin: Bool)]) throws {
+        heartbeat = LoopTimer(loop: loop)
+        heartbeat.start(after: 1000, repeatEvery: 1000) {}
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let data = DataFolder(path: folder)
+        let store = try SQLiteServerStore(folder: data)
+        let accounts = try Accounts(folder: data)
+        for user in users {
+            _ = try accounts.addUser(user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1000), isAdmin: user.admin)
+        }
+        var configuration = ServerConfiguration()
+        configuration.dataPath = folder
+        server = try Server(configuration: configuration, store: store, loop: loop)
+    }
+
+    deinit {
+        heartbeat.close()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    func connect() -> BufferClient {
+        let transport = BufferTransport(loop: loop)
+        server.open(transport)
+        return BufferClient(transport: transport, loop: loop)
+    }
+}
+
+/// A session's connection made of two buffers: what the session sent, and whether it closed.
+final class BufferTransport: SessionTransport {
+    private let loop: EventLoop
+    fileprivate weak var session: Session?
+    fileprivate var output: [UInt8] = []
+    fileprivate private(set) var isClosed = false
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    var peerHost: String? { "memory" }
+    /// The client takes every byte as it is sent.
+    var pendingOutputBytes: Int { 0 }
+
+    func attach(_ session: Session) {
+        self.session = session
+    }
+
+    func perform(_ action: SessionAction) {
+        switch action {
+        case .send(let text): output += Array(text.utf8)
+        case .sendBytes(let bytes): output += bytes
+        case .pauseReading, .resumeReading: break
+        case .close:
+            guard !isClosed else { return }
+            isClosed = true
+            loop.atEndOfTurn { [weak self] in self?.session?.closed() }
+        }
+    }
+}
+
+/// The client end of a `BufferTransport`: sends request lines into the session and reads its
+/// replies, turning the loop while a commit or a login is being worked out.
+final class BufferClient: TranscriptConnection {
+    private let transport: BufferTransport
+    private let loop: EventLoop
+
+    fileprivate init(transport: BufferTransport, loop: EventLoop) {
+        self.transport = transport
+        self.loop = loop
+    }
+
+    func send(_ line: String) throws {
+        transport.session?.received(Array((line + "\n").utf8))
+    }
+
+    /// The next line, nil once the session closed with nothing more to read (or after 10 s).
+    func readLine() throws -> String? {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let newline = transport.output.firstIndex(of: 0x0A) {
+                let line = String(decoding: transport.output[..<newline], as: UTF8.self)
+                transport.output.removeFirst(newline + 1)
+                return line
+            }
+            if transport.isClosed { return nil }
+            loop.runOnce(wait: false)
+            usleep(100)
+        }
+        return nil
+    }
+}
