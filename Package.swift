@@ -27,9 +27,10 @@ let package = Package(
         .target(name: "CShims"),
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
-        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit"]),
+        .target(name: "SyncClient", dependencies: ["SyncCore", "SyncProtocol", "EventLoop", "TLSKit"]),
+        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
-        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "PlistFormat", "TLSKit"]),
+        .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),

@@ -1,6 +1,7 @@
 import EventLoop
 import TLSKit
 import Foundation
+import SyncCore
 
 /// Everything `plistsync agent` is told.
 public struct AgentConfiguration: Sendable {
@@ -8,6 +9,14 @@ public struct AgentConfiguration: Sendable {
     public enum Credential: Sendable {
         case password(String)
         case token(String)
+
+        /// The AUTH request that logs `user` in with this credential.
+        func login(user: String) -> Command {
+            switch self {
+            case .password(let password): .auth(user: user, password: password)
+            case .token(let token): .authToken(token)
+            }
+        }
     }
 
     public var server: SocketAddress

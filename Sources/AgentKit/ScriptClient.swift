@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import SyncCore
 import SyncProtocol
+import SyncClient
 import TLSKit
 
 /// A short-lived client for the command line (`login`, `ls`, `get`, `put`, `watch`…): logs in,
@@ -64,69 +65,44 @@ public final class ScriptClient {
         let loop = EventLoop()
         var failure: Failure?
         var queue = requests
-        var framer = LineFramer(maxLineBytes: 64 << 20)
-        let login: Command = switch credential {
-        case .password(let password): .auth(user: user, password: password)
-        case .token(let token): .authToken(token)
-        }
-        TCPConnection.connect(on: loop, to: server) { result in
-            guard case .success(let connection) = result else {
-                failure = Failure(description: "cannot connect to \(self.server): is the server running?")
-                return
-            }
-            if let tls = self.tls {
-                do {
-                    try tls.secure(connection, host: self.server.host)
-                } catch {
-                    failure = Failure(description: "\(error)")
-                    return connection.close()
+        ClientConnection.connect(on: loop, to: server, tls: tls) { [self] result in
+            guard case .success(let client) = result else {
+                if case .failure(let error) = result {
+                    failure = Failure(description: error.description.hasPrefix("cannot connect") ? "cannot connect to \(server): is the server running?" : error.description)
                 }
+                return
             }
             var loggedIn = false
             func sendNext() {
                 guard !queue.isEmpty else {
-                    if !stayOpen {
-                        connection.write("q " + Command.quit.requestText + "\n")
-                        connection.closeAfterWriting()
-                    }
+                    if !stayOpen { client.quit() }
                     return
                 }
-                connection.write("r \(queue.removeFirst().requestText)\n")
-            }
-            connection.onData = { bytes in
-                framer.append(bytes)
-                while let raw = try? framer.nextLine() {
-                    let text = String(decoding: raw, as: UTF8.self)
-                    guard let line = ServerLine.parseAnsweringTag(raw) else { continue }
-                    let event = ServerEvent(line)
-                    switch line.tag {
-                    case nil:
-                        if !loggedIn, text.hasPrefix("* BYE") {
-                            failure = Failure(description: "the server refused the connection: \(text.dropFirst(6))")
-                        }
-                        onUntagged(text)
-                    case "a":
-                        guard case .ok = event else {
-                            failure = Failure(description: "login refused: \(line.words.dropFirst().joined(separator: " "))")
-                            connection.close()
-                            return
-                        }
-                        loggedIn = true
-                        sendNext()
-                    case "r":
-                        if onReply(text, event) { sendNext() } else { connection.close() }
-                    default:
-                        break
-                    }
+                client.send(queue.removeFirst()) { line in
+                    if onReply(line.text, line.reply) { sendNext() } else { client.close() }
                 }
             }
-            connection.onEnd = { end in
-                if case .failed(let reason) = end, reason.hasPrefix("TLS"), failure == nil { failure = Failure(description: reason) }
-                if !loggedIn, failure == nil { failure = Failure(description: "the server closed the connection") }
-                connection.close()
+            client.onUntagged = { line in
+                let text = line.text
+                if !loggedIn, text.hasPrefix("* BYE") {
+                    failure = Failure(description: "the server refused the connection: \(text.dropFirst(6))")
+                }
+                onUntagged(text)
             }
-            connection.startReading()
-            connection.write("h \(Command.hello(version: "1", clientName: "plistsync-cli").requestText)\na \(login.requestText)\n")
+            client.onClosed = { reason in
+                if let reason, reason.hasPrefix("TLS"), failure == nil { failure = Failure(description: reason) }
+                if !loggedIn, failure == nil { failure = Failure(description: "the server closed the connection") }
+            }
+            client.logIn(client: "plistsync-cli", with: credential.login(user: user)) { event in
+                guard case .ok = event else {
+                    if case .error(_, let code, let message, _) = event {
+                        failure = Failure(description: "login refused: \(code) \(message)")
+                    }
+                    return client.close()
+                }
+                loggedIn = true
+                sendNext()
+            }
         }
         loop.run()
         loop.close()

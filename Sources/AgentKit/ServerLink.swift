@@ -1,21 +1,18 @@
 import EventLoop
-import TLSKit
 import Foundation
+import SyncClient
 import SyncCore
 import SyncProtocol
 
 /// The agent's connection to the server: connects, says HELLO, logs in, keeps alive with PING,
 /// and reconnects with exponential backoff and full jitter when the connection is lost.
 ///
-/// Requests get numbered tags and their reply callback; untagged lines go to `onEvent`.
-/// Loop-thread object.
+/// Requests go out on a `ClientConnection` with their reply callback; untagged lines go to
+/// `onEvent`. Loop-thread object.
 final class ServerLink {
     private let loop: EventLoop
     private let configuration: AgentConfiguration
-    private var connection: TCPConnection?
-    private var framer = LineFramer(maxLineBytes: 64 << 20)
-    private var pending: [String: (ServerEvent) -> Void] = [:]
-    private var nextTag = 0
+    private var connection: ClientConnection?
     private var attempts = 0
     /// Which of the configured servers is in use, and how many failed in a row since one worked.
     private var serverIndex = 0
@@ -24,7 +21,6 @@ final class ServerLink {
     var server: SocketAddress { configuration.servers[serverIndex] }
     private var reconnectTimer: LoopTimer?
     private var keepalive: LoopTimer?
-    private var lastHeard: UInt64 = 0
     private var stopped = false
 
     /// Called once per connection, after login.
@@ -79,10 +75,7 @@ final class ServerLink {
         credentialWatch = nil
         keepalive?.close()
         keepalive = nil
-        if let connection {
-            connection.write("q " + Command.quit.requestText + "\n")
-            connection.closeAfterWriting()
-        }
+        connection?.quit()
         connection = nil
     }
 
@@ -96,66 +89,46 @@ final class ServerLink {
     /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
     func send(_ command: Command, reply: @escaping (ServerEvent) -> Void = { _ in }) {
         guard let connection, isReady || command.allowedBeforeAuth else { return }
-        nextTag += 1
-        let tag = "t\(nextTag)"
-        pending[tag] = reply
-        connection.write(tag + " " + command.requestText + "\n")
+        connection.send(command) { line in reply(line.reply) }
     }
 
     private func connect() {
         guard !stopped, connection == nil else { return }
         let server = self.server
-        TCPConnection.connect(on: loop, to: server) { [self] result in
+        ClientConnection.connect(on: loop, to: server, tls: configuration.tls) { [self] result in
             switch result {
-            case .failure(let error):
-                lastError = "cannot connect to \(server): \(error)"
+            case .failure(let failure):
+                lastError = failure.description
                 tryNextServer()
-            case .success(let tcp):
-                guard !stopped else { return tcp.close() }
-                if let tls = configuration.tls {
-                    do {
-                        try tls.secure(tcp, host: server.host)
-                    } catch {
-                        lastError = "\(error)"
-                        tcp.close()
-                        return tryNextServer()
-                    }
-                }
-                attach(tcp)
+            case .success(let client):
+                guard !stopped else { return client.close() }
+                attach(client)
             }
         }
     }
 
-    private func attach(_ tcp: TCPConnection) {
-        connection = tcp
-        framer = LineFramer(maxLineBytes: 64 << 20)
-        lastHeard = loop.nowMilliseconds
-        tcp.onData = { [self] bytes in received(bytes) }
-        tcp.onEnd = { [self] end in
+    private func attach(_ client: ClientConnection) {
+        connection = client
+        client.onBatch = { [self] starting in onBatch(starting) }
+        client.onUntagged = { [self] line in untagged(line) }
+        client.onClosed = { [self] failure in
             // A refused certificate or handshake is the reason the user needs to see.
-            if case .failed(let reason) = end, reason.hasPrefix("TLS") { lastError = reason }
-            tcp.close()
+            if let failure, failure.hasPrefix("TLS") { lastError = failure }
+            lost(client)
         }
-        tcp.onClose = { [self] in lost(tcp) }
-        tcp.startReading()
-        send(.hello(version: "1", clientName: "plistsync-agent")) { [self] event in
+        client.logIn(client: "plistsync-agent", with: credential.login(user: configuration.user), onHello: { [self] event in
             guard case .ok(_, let words, let limits?) = event else { return }
             if words.count >= 3 { onServerID(words[2]) }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
-        }
-        let login: Command = switch credential {
-        case .password(let password): .auth(user: configuration.user, password: password)
-        case .token(let token): .authToken(token)
-        }
-        send(login) { [self] event in
+        }) { [self] event in
             guard case .ok = event else {
                 if case .error(_, let code, let message, _) = event {
                     lastError = "login refused: \(code) \(message)"
                     if code == .authFailed { refuseCredential() }
                 }
                 log(lastError ?? "login refused")
-                tcp.close()
+                client.close()
                 return
             }
             lastError = nil
@@ -168,33 +141,20 @@ final class ServerLink {
         }
     }
 
-    private func received(_ bytes: [UInt8]) {
-        lastHeard = loop.nowMilliseconds
-        framer.append(bytes)
-        onBatch(true)
-        defer { onBatch(false) }
-        while let line = try? framer.nextLine() {
-            guard let parsed = ServerLine.parseAnsweringTag(line) else {
-                log("unreadable line from the server: \(String(decoding: line.prefix(200), as: UTF8.self))")
-                continue
-            }
-            let event = ServerEvent(parsed)
-            if let tag = parsed.tag {
-                pending.removeValue(forKey: tag)?(event)
-            } else {
-                if case .bye(let reason) = event {
-                    log("server closed the connection: \(reason)")
-                    if reason.hasPrefix("REVOKED") { refuseCredential() }
-                }
-                onEvent(event)
-            }
+    private func untagged(_ line: ReceivedLine) {
+        guard let event = line.event else {
+            return log("unreadable line from the server: \(String(decoding: line.bytes.prefix(200), as: UTF8.self))")
         }
+        if case .bye(let reason) = event {
+            log("server closed the connection: \(reason)")
+            if reason.hasPrefix("REVOKED") { refuseCredential() }
+        }
+        onEvent(event)
     }
 
-    private func lost(_ tcp: TCPConnection) {
-        guard connection === tcp else { return }
+    private func lost(_ client: ClientConnection) {
+        guard connection === client else { return }
         connection = nil
-        pending.removeAll()
         keepalive?.close()
         keepalive = nil
         let wasReady = isReady
@@ -286,9 +246,9 @@ final class ServerLink {
         keepalive = timer
         let period = configuration.keepaliveSeconds * 1000
         timer.start(after: period, repeatEvery: period) { [self] in
-            if loop.nowMilliseconds - lastHeard > 3 * period {
+            if let connection, loop.nowMilliseconds - connection.lastHeard > 3 * period {
                 log("no answer from the server for \(3 * period / 1000) s; reconnecting")
-                connection?.close()
+                connection.close()
                 return
             }
             send(.ping)

@@ -1,4 +1,7 @@
 import EventLoop
+import SyncClient
+import SyncCore
+import SyncProtocol
 import Foundation
 
 /// `bench connections`: K authenticated, subscribed, idle connections; the server's memory per
@@ -20,7 +23,7 @@ public struct ConnectionsScenario {
     /// `measure` is called once every connection is subscribed (to read the server's memory).
     public func run(against target: BenchTarget, measure: () -> Void) throws -> Result {
         let loop = EventLoop()
-        var connections: [BenchConnection] = []
+        var connections: [ClientConnection] = []
         var subscribed = 0
         var delivered = 0
         var failure: String?
@@ -33,39 +36,35 @@ public struct ConnectionsScenario {
             var ready = 0
             let waveSize = end - opened
             for _ in opened..<end {
-                BenchConnection.open(loop: loop, target: target) { client in
+                target.open(on: loop) { client in
                     guard let client else {
                         failure = "connection \(connections.count + 1) could not log in (open-file limit?)"
                         return loop.stop()
                     }
                     connections.append(client)
-                    client.onLine = { line in
-                        if line.hasPrefix("s OK SUB") {
-                            subscribed += 1
-                            ready += 1
-                            if ready == waveSize {
-                                if subscribed == count { loop.stop() } else { openWave() }
-                            }
-                        } else if line.hasPrefix("* CHANGE") {
-                            delivered += 1
-                            if delivered == count { loop.stop() }
+                    client.onUntagged = { line in
+                        guard line.bytes.starts(with: "* CHANGE".utf8) else { return }
+                        delivered += 1
+                        if delivered == count { loop.stop() }
+                    }
+                    client.send(.subscribe(collection: collection, since: 0)) { _ in
+                        subscribed += 1
+                        ready += 1
+                        if ready == waveSize {
+                            if subscribed == count { loop.stop() } else { openWave() }
                         }
                     }
-                    client.send("s SUB \(collection) SINCE 0")
                 }
             }
             opened = end
         }
 
-        BenchConnection.open(loop: loop, target: target) { setup in
+        target.open(on: loop) { setup in
             guard let setup else {
                 failure = "cannot log in"
                 return loop.stop()
             }
-            setup.onLine = { line in
-                if line.hasPrefix("c ") { openWave() }
-            }
-            setup.send("c CREATE \(collection)")
+            setup.send(.create(collection: collection)) { _ in openWave() }
             connections.append(setup)
         }
         loop.run()
@@ -73,12 +72,12 @@ public struct ConnectionsScenario {
         let setupSeconds = Date().timeIntervalSince(started)
         measure()
         // One change must reach every idle subscriber.
-        connections[0].send("w PUT \(collection) ping 0 {\"t\":1}")
+        connections[0].send(.put(collection: collection, id: "ping", baseRev: 0, fieldsJSON: ValueJSON.encode(.dictionary(["t": .integer(1)]))), tag: "w")
         let deadline = LoopTimer(loop: loop)
         deadline.start(after: 30_000) { loop.stop() }
         loop.run()
         deadline.close()
-        for connection in connections { connection.connection.close() }
+        for connection in connections { connection.close() }
         loop.runOnce(wait: false)
         loop.close()
         return Result(connections: subscribed, delivered: delivered, setupSeconds: setupSeconds)

@@ -1,4 +1,7 @@
 import EventLoop
+import SyncClient
+import SyncCore
+import SyncProtocol
 import Foundation
 
 /// `bench fanout`: one writer, M subscribers; write-to-delivery latency of every change at every
@@ -39,7 +42,7 @@ public struct FanoutScenario {
 
         /// `run`: this run's own record ids (the seq it started from), so a second run against
         /// the same server writes new records instead of conflicting with the first's.
-        func startWriting(_ writer: BenchConnection, run: String) {
+        func startWriting(_ writer: ClientConnection, run: String) {
             var sent = 0
             var acked = 0
             var stamps: [UInt64] = []
@@ -47,16 +50,16 @@ public struct FanoutScenario {
                 let now = EventLoop.monotonicNanoseconds()
                 if firstSend == 0 { firstSend = now }
                 stamps.append(now)
-                writer.send("w PUT \(collection) m\(run)-\(sent) 0 {\"pad\":\"\(padding)\",\"t\":\(now)}")
+                let fields = ValueJSON.encode(.dictionary(["pad": .string(padding), "t": .integer(Int64(now))]))
+                writer.send(.put(collection: collection, id: "m\(run)-\(sent)", baseRev: 0, fieldsJSON: fields), tag: "w")
                 sent += 1
             }
-            writer.onLine = { line in
-                guard line.hasPrefix("w ") else { return }
+            writer.onReply = { _ in
                 // Replies come in request order.
                 if acked < stamps.count { group.tally.acknowledged(sentAt: stamps[acked]) }
                 acked += 1
                 if rate == 0, sent < messages { sendOne() }
-                if acked == messages { writer.connection.close() }
+                if acked == messages { writer.close() }
             }
             if rate == 0 {
                 for _ in 0..<min(64, messages) { sendOne() }
@@ -73,7 +76,7 @@ public struct FanoutScenario {
                 helperFailure = error
                 return group.close()
             }
-            BenchConnection.open(loop: loop, target: target) { writer in
+            target.open(on: loop) { writer in
                 guard let writer else {
                     failed = true
                     return group.close()
@@ -82,16 +85,20 @@ public struct FanoutScenario {
             }
         }
 
-        BenchConnection.open(loop: loop, target: target) { setup in
+        target.open(on: loop) { setup in
             guard let setup else {
                 failed = true
                 return
             }
+            setup.send(.create(collection: collection)) { _ in }
             // Subscribe from the current seq, so earlier runs' changes are not replayed.
-            setup.onLine = { line in
-                guard line.hasPrefix("s OK STATS") else { return }
-                let seq = String(Self.integer(in: Array(line.utf8), after: Array("\"seq\":".utf8)) ?? 0)
-                setup.connection.close()
+            setup.send(.stats) { line in
+                guard case .ok(_, _, let stats?) = line.reply, case .integer(let current)? = stats["seq"] else {
+                    failed = true
+                    return setup.close()
+                }
+                let seq = String(current)
+                setup.close()
                 group.open(
                     count: subscribers, collection: collection, since: seq, loop: loop, target: target.subscriberNodes,
                     ready: { subscribed(since: seq) },
@@ -100,8 +107,6 @@ public struct FanoutScenario {
                         group.close()
                     }, complete: group.close)
             }
-            setup.send("c CREATE \(collection)")
-            setup.send("s STATS")
         }
         loop.run()
         loop.close()
@@ -121,23 +126,5 @@ public struct FanoutScenario {
         guard !failed, lastDelivery > firstSend else { return nil }
         return Result(delivered: delivered, expected: expected, seconds: Double(lastDelivery - firstSend) / 1e9, latency: latencies.summary,
                       afterAcknowledgement: group.tally.afterAcknowledgement.summary)
-    }
-
-    static func integer(in line: [UInt8], after marker: [UInt8]) -> UInt64? {
-        guard line.count > marker.count else { return nil }
-        var index = 0
-        while index + marker.count <= line.count {
-            if line[index] == marker[0], Array(line[index..<(index + marker.count)]) == marker {
-                var value: UInt64 = 0
-                var cursor = index + marker.count
-                while cursor < line.count, line[cursor] >= 0x30, line[cursor] <= 0x39 {
-                    value = value * 10 + UInt64(line[cursor] - 0x30)
-                    cursor += 1
-                }
-                return value
-            }
-            index += 1
-        }
-        return nil
     }
 }

@@ -1,4 +1,7 @@
 import EventLoop
+import SyncClient
+import SyncCore
+import SyncProtocol
 import Foundation
 
 /// Fills a collection with `count` small records over one pipelined connection (for measuring
@@ -7,24 +10,21 @@ public enum Populate {
     public static func run(against target: BenchTarget, collection: String, count: Int) throws {
         let loop = EventLoop()
         var failure: String?
-        BenchConnection.open(loop: loop, target: target) { client in
+        target.open(on: loop) { client in
             guard let client else {
                 failure = "cannot log in to \(target.address)"
                 return
             }
             var answered = 0
-            client.onLine = { line in
-                if line.hasPrefix("c ") {
-                    return
-                }
-                guard line.hasPrefix("p ") else { return }
-                if !line.hasPrefix("p OK") { failure = line }
+            client.onReply = { line in
+                if !line.bytes.starts(with: "p OK".utf8) { failure = line.text }
                 answered += 1
-                if answered == count { client.connection.close() }
+                if answered == count { client.close() }
             }
-            client.send("c CREATE \(collection)")
+            client.send(.create(collection: collection)) { _ in }
             for index in 0..<count {
-                client.send("p PUT \(collection) r\(index) 0 {\"name\":\"Record \(index)\",\"serial\":\"SN-\(index)\",\"value\":\(index)}")
+                let fields = ValueJSON.encode(.dictionary(["name": .string("Record \(index)"), "serial": .string("SN-\(index)"), "value": .integer(Int64(index))]))
+                client.send(.put(collection: collection, id: "r\(index)", baseRev: 0, fieldsJSON: fields), tag: "p")
             }
         }
         loop.run()

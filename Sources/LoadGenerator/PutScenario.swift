@@ -1,4 +1,7 @@
 import EventLoop
+import SyncClient
+import SyncCore
+import SyncProtocol
 import Foundation
 
 /// `bench put`: N connections, each keeping `window` PUTs of ~200-byte records in flight,
@@ -27,7 +30,7 @@ public struct PutScenario {
 
     public func run(against target: BenchTarget) -> Result? {
         let loop = EventLoop()
-        var connections: [BenchConnection] = []
+        var connections: [ClientConnection] = []
         var latencies = LatencyHistogram()
         var acknowledged = 0
         var errors = 0
@@ -46,17 +49,19 @@ public struct PutScenario {
                 var revs = [Int](repeating: 0, count: window)
                 var pendingSlots: [Int] = []
                 func put(_ slot: Int) {
-                    // Keys in canonical (sorted) order, as PlistSync's own clients send them.
-                    let fields = "{\"name\":\"record \(slot)\",\"pad\":\"\(padding)\",\"serial\":\"SN-\(clientIndex)-\(slot)\",\"value\":\(revs[slot])}"
-                    client.send("p PUT \(collection) c\(clientIndex)-\(slot) \(revs[slot]) \(fields)")
+                    let fields = ValueJSON.encode(.dictionary([
+                        "name": .string("record \(slot)"), "pad": .string(padding), "serial": .string("SN-\(clientIndex)-\(slot)"),
+                        "value": .integer(Int64(revs[slot])),
+                    ]))
+                    client.send(.put(collection: collection, id: "c\(clientIndex)-\(slot)", baseRev: Int64(revs[slot]), fieldsJSON: fields), tag: "p")
                     sentAt.append(EventLoop.monotonicNanoseconds())
                     pendingSlots.append(slot)
                 }
                 // Replies are read as raw bytes, as the peer clients read theirs, so the client
                 // costs the same per reply whatever it measures. Only this client writes its
                 // records, so an OK means the next base rev is one more.
-                var partial: [UInt8] = []
-                func reply(_ line: ArraySlice<UInt8>, at now: UInt64) {
+                var now: UInt64 = 0
+                func reply(_ line: ArraySlice<UInt8>) {
                     let slot = pendingSlots[head]
                     let started = sentAt[head]
                     head += 1
@@ -76,18 +81,10 @@ public struct PutScenario {
                         let words = String(decoding: line, as: UTF8.self).split(separator: " ")
                         if words.count > 5, words[2] == "CONFLICT", let rev = Int(words[5]) { revs[slot] = rev }
                     }
-                    if measuring { put(slot) } else if head == sentAt.count { client.connection.close() }
+                    if measuring { put(slot) } else if head == sentAt.count { client.close() }
                 }
-                client.connection.onData = { bytes in
-                    let now = EventLoop.monotonicNanoseconds()
-                    let data = partial.isEmpty ? bytes : partial + bytes
-                    var lineStart = 0
-                    for index in data.indices where data[index] == 0x0A {
-                        reply(data[lineStart..<index], at: now)
-                        lineStart = index + 1
-                    }
-                    partial = Array(data[lineStart...])
-                }
+                client.onBatch = { starting in if starting { now = EventLoop.monotonicNanoseconds() } }
+                client.onReply = { line in reply(line.bytes) }
                 for slot in 0..<window { put(slot) }
             }
             let timer = LoopTimer(loop: loop)
@@ -101,7 +98,7 @@ public struct PutScenario {
         func connectAll() {
             var ready = 0
             for index in 0..<clients {
-                BenchConnection.open(loop: loop, target: target.spread(index)) { client in
+                target.spread(index).open(on: loop) { client in
                     guard let client else {
                         failed = true
                         loop.stop()
@@ -115,20 +112,18 @@ public struct PutScenario {
         }
 
         // The first connection makes sure the collection exists.
-        BenchConnection.open(loop: loop, target: target) { setup in
+        target.open(on: loop) { setup in
             guard let setup else {
                 failed = true
                 return
             }
-            setup.onLine = { line in
-                guard line.hasPrefix("c ") else { return }
-                setup.connection.close()
+            setup.send(.create(collection: collection)) { _ in
+                setup.close()
                 connectAll()
             }
-            setup.send("c CREATE \(collection)")
         }
         loop.run()
-        for connection in connections { connection.connection.close() }
+        for connection in connections { connection.close() }
         loop.runOnce(wait: false)
         loop.close()
         guard !failed, endNanos > startNanos else { return nil }

@@ -1,9 +1,12 @@
 import EventLoop
+import SyncClient
+import SyncCore
+import SyncProtocol
 
 /// PlistSync subscriber connections of one fan-out run in this process: each logs in,
 /// subscribes from a seq, then has its raw bytes counted by a shared `DeliveryTally`.
 final class SubscriberGroup {
-    private(set) var connections: [BenchConnection] = []
+    private(set) var connections: [ClientConnection] = []
     let tally: DeliveryTally
 
     init(tally: DeliveryTally) {
@@ -19,34 +22,33 @@ final class SubscriberGroup {
     ) {
         var subscribed = 0
         for index in 0..<count {
-            BenchConnection.open(loop: loop, target: target.spread(index)) { [self] client in
+            target.spread(index).open(on: loop) { [self] client in
                 guard let client else { return failed() }
                 connections.append(client)
-                client.onLine = { [tally] line in
-                    if line.hasPrefix("s OK SUB") {
-                        // From here on, read raw bytes the way the peer clients do, so the
-                        // client's cost per message is the same for every system measured.
-                        let read = tally.subscriberReader()
-                        client.connection.onData = { bytes in
-                            if read(bytes) { complete() }
-                        }
-                        subscribed += 1
-                        if subscribed == count { ready() }
-                    } else if line.hasPrefix("* BYE") || line.hasPrefix("s ERR") {
-                        failed()
-                    }
+                client.onUntagged = { line in
+                    if line.bytes.starts(with: "* BYE".utf8) { failed() }
                 }
                 // A subscriber the server drops (e.g. * BYE SLOW) fails the run instead of hanging it.
-                client.onClosed = failed
-                client.send("s SUB \(collection) SINCE \(since)")
+                client.onClosed = { _ in failed() }
+                client.send(.subscribe(collection: collection, since: Int64(since) ?? 0)) { [tally] line in
+                    guard case .ok = line.reply else { return failed() }
+                    // From here on, read raw bytes the way the peer clients do, so the client's
+                    // cost per message is the same for every system measured.
+                    let read = tally.subscriberReader()
+                    client.readRaw { bytes in
+                        if read(bytes) { complete() }
+                    }
+                    subscribed += 1
+                    if subscribed == count { ready() }
+                }
             }
         }
     }
 
     func close() {
         for client in connections {
-            client.onClosed = {}
-            client.connection.close()
+            client.onClosed = { _ in }
+            client.close()
         }
     }
 }

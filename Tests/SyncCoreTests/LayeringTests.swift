@@ -16,4 +16,23 @@ final class LayeringTests: XCTestCase {
             }
         }
     }
+
+    /// Issue 12, item 3: the agent, the command line and the bench talk to the server through
+    /// `SyncClient.ClientConnection` only, and write requests through `Command.requestText`:
+    /// none of them frames lines or writes a protocol verb of its own.
+    func testClientsTalkThroughTheOneClientConnection() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        let verbs = ["HELLO", "AUTH", "PUT", "DEL", "MOVE", "SUB", "LIST", "CREATE", "STATS", "QUIT"]
+        for module in ["AgentKit", "LoadGenerator", "plistsync"] {
+            let folder = sources.appendingPathComponent(module)
+            for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+                XCTAssertFalse(text.contains("LineFramer("), "\(module)/\(file) frames server lines itself")
+                for verb in verbs {
+                    XCTAssertNil(text.range(of: "\"[A-Za-z0-9]+ \(verb) ", options: .regularExpression), "\(module)/\(file) writes \(verb) by hand")
+                }
+            }
+        }
+    }
 }
