@@ -49,10 +49,11 @@ public struct PutScenario {
                 var revs = [Int](repeating: 0, count: window)
                 var pendingSlots: [Int] = []
                 func put(_ slot: Int) {
-                    let fields = ValueJSON.encode(.dictionary([
-                        "name": .string("record \(slot)"), "pad": .string(padding), "serial": .string("SN-\(clientIndex)-\(slot)"),
-                        "value": .integer(Int64(revs[slot])),
-                    ]))
+                    // The record's fields, formatted here in canonical key order rather than
+                    // by ValueJSON (1.5 µs a request, a quarter of this client's cost per
+                    // acknowledgement): the client's share of the cores stays what it is when
+                    // the same shape runs against a peer.
+                    let fields = "{\"name\":\"record \(slot)\",\"pad\":\"\(padding)\",\"serial\":\"SN-\(clientIndex)-\(slot)\",\"value\":\(revs[slot])}"
                     client.send(.put(collection: collection, id: "c\(clientIndex)-\(slot)", baseRev: Int64(revs[slot]), fieldsJSON: fields), tag: "p")
                     sentAt.append(EventLoop.monotonicNanoseconds())
                     pendingSlots.append(slot)
