@@ -4,10 +4,11 @@ import SyncCore
 import SyncProtocol
 
 /// One client connection's protocol state machine: framing, authentication, the ordered
-/// execution of its requests, and its subscriptions. Bytes, the end of input and output drains
-/// come in through its input methods; what it sends, and when reading pauses or the
-/// connection ends, goes out as `SessionAction`s to its `SessionTransport` — a socket when
-/// serving, a buffer when the transcripts are replayed in memory.
+/// execution of its requests, and its subscriptions. Bytes, the end of input, output drains
+/// and commit outcomes come in through its input methods; everything it decides goes out as
+/// `SessionAction`s (send, commit, subscribe, pause reading, close with a reason) through
+/// `perform`: the connection's part to its `SessionTransport` (a socket when serving, a buffer
+/// when the transcripts are replayed in memory), the rest to the server's committer and hub.
 ///
 /// Ordering: record writes (PUT, MOVE, DEL) are handed to the group committer as they arrive and
 /// keep a reply slot each, filled when their commit lands; every other request waits until the
@@ -23,6 +24,8 @@ import SyncProtocol
 final class Session {
     private unowned let server: Server
     private let transport: SessionTransport
+    /// Carries out each action the session decides on; a test may wrap it to watch them.
+    var perform: (SessionAction) -> Void = { _ in }
     let address: String
     private var framer: LineFramer
 
@@ -89,7 +92,17 @@ final class Session {
         framer = LineFramer(maxLineBytes: server.configuration.preAuthMaxLineBytes)
         connectedAt = server.loop.nowMilliseconds
         lastActivity = connectedAt
+        perform = { [unowned self] action in carryOut(action) }
         transport.attach(self)
+    }
+
+    private func carryOut(_ action: SessionAction) {
+        switch action {
+        case .commit(let operation, let completion): server.committer.submit(operation, completion: completion)
+        case .subscribe(let collection): server.hub.subscribe(self, to: collection)
+        case .unsubscribe(let collection): server.hub.unsubscribe(self, from: collection)
+        default: transport.perform(action)
+        }
     }
 
     /// Bytes sent and not yet taken by the client.
@@ -124,12 +137,12 @@ final class Session {
     func stopReading() {
         guard !readingStopped else { return }
         readingStopped = true
-        transport.perform(.pauseReading)
+        perform(.pauseReading)
     }
 
     /// Ends the connection at once, sent or not (a client that does not read at shutdown).
     func abort() {
-        transport.perform(.close(afterSending: false))
+        perform(.closeNow)
     }
 
     func received(_ bytes: [UInt8]) {
@@ -217,7 +230,7 @@ final class Session {
     private func applyBackpressure() {
         if !readingPaused, mustPauseReading {
             readingPaused = true
-            transport.perform(.pauseReading)
+            perform(.pauseReading)
         } else if readingPaused {
             resumeReadingIfPaused()
         }
@@ -229,7 +242,7 @@ final class Session {
             transport.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
         {
             readingPaused = false
-            transport.perform(.resumeReading)
+            perform(.resumeReading)
         }
     }
 
@@ -250,7 +263,7 @@ final class Session {
     // MARK: - Output
 
     private func send(_ text: String) {
-        transport.perform(.send(text))
+        perform(.send(text))
     }
 
     private func finishAsync(_ reply: String) {
@@ -284,7 +297,7 @@ final class Session {
         subscriptions[collection] = changes.lastSeq
         let budget = server.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
         let (lines, complete) = changes.lines(after: through, within: budget)
-        transport.perform(.sendBytes(lines))
+        perform(.sendBytes(lines))
         if !complete { sayGoodbye("SLOW", reason: .slow) }
     }
 
@@ -338,7 +351,7 @@ final class Session {
     @discardableResult
     private func dropSubscription(_ collection: String) -> Bool {
         guard subscriptions.removeValue(forKey: collection) != nil else { return false }
-        server.hub.unsubscribe(self, from: collection)
+        perform(.unsubscribe(collection))
         return true
     }
 
@@ -364,11 +377,11 @@ final class Session {
         guard closeReason == nil else { return }
         closeReason = reason
         ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])
-        for collection in subscriptions.keys { server.hub.unsubscribe(self, from: collection) }
+        for collection in subscriptions.keys { perform(.unsubscribe(collection)) }
         subscriptions.removeAll()
         reply = nil
         server.sessionClosing(self)
-        transport.perform(.close(afterSending: reason != .socketError))
+        perform(.close(reason))
     }
 
     // MARK: - Requests
@@ -404,7 +417,7 @@ final class Session {
                 case .success(let (account, hash)):
                     loggedIn(tag, account, tokenHash: hash)
                     // For the devices list; nobody waits for it.
-                    server.committer.submit(.touchToken(hash: hash, at: Int64(Date().timeIntervalSince1970))) { _ in }
+                    perform(.commit(.touchToken(hash: hash, at: Int64(Date().timeIntervalSince1970)), completion: { _ in }))
                 case .failure(let refusal): refuseLogin(tag, refusal, user: nil)
                 }
             }
@@ -526,7 +539,7 @@ final class Session {
             }
             let through = max(page.seq, page.changes.last?.seq ?? 0)
             subscriptions[collection] = through
-            server.hub.subscribe(self, to: collection)
+            perform(.subscribe(collection))
             return (output + ResponseLine.ok(tag, "SUB", collection, String(through)), true)
         }
     }
@@ -580,9 +593,9 @@ final class Session {
             fillSlot(slot, with: ResponseLine.error(tag, error))
             return
         }
-        server.committer.submit(operation) { [self] result in
+        perform(.commit(operation, completion: { [self] result in
             fillSlot(slot, with: Self.writeReply(tag, verb, result))
-        }
+        }))
     }
 
     /// With `--max-bytes-per-user`, a PUT into a collection whose owner is at the quota is
@@ -620,7 +633,7 @@ final class Session {
     /// Runs a non-record store operation as a barrier: later requests wait for its reply.
     private func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> String) {
         awaitingAsync = true
-        server.committer.submit(operation) { [self] result in
+        perform(.commit(operation, completion: { [self] result in
             switch result {
             case .success(.done):
                 finishAsync(onDone(.done))
@@ -631,7 +644,7 @@ final class Session {
             default:
                 finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "the change could not be committed; retry")))
             }
-        }
+        }))
     }
 
     /// The hash of the token `TOKEN REVOKE` names: the token itself, or its id from TOKEN LIST

@@ -28,8 +28,9 @@ final class TCPSessionTransport: SessionTransport {
         case .sendBytes(let bytes): connection.write(bytes)
         case .pauseReading: connection.stopReading()
         case .resumeReading: connection.startReading()
-        case .close(afterSending: true): connection.closeAfterWriting()
-        case .close(afterSending: false): connection.close()
+        case .close(.socketError), .closeNow: connection.close()
+        case .close: connection.closeAfterWriting()
+        case .commit, .subscribe, .unsubscribe: break
         }
     }
 }

@@ -38,8 +38,8 @@ final class InMemoryServer {
 
     func connect() -> BufferClient {
         let transport = BufferTransport(loop: loop)
-        server.open(transport)
-        return BufferClient(transport: transport, loop: loop)
+        let session = server.open(transport)
+        return BufferClient(transport: transport, session: session, loop: loop)
     }
 }
 
@@ -66,8 +66,8 @@ final class BufferTransport: SessionTransport {
         switch action {
         case .send(let text): output += Array(text.utf8)
         case .sendBytes(let bytes): output += bytes
-        case .pauseReading, .resumeReading: break
-        case .close:
+        case .pauseReading, .resumeReading, .commit, .subscribe, .unsubscribe: break
+        case .close, .closeNow:
             guard !isClosed else { return }
             isClosed = true
             loop.atEndOfTurn { [weak self] in self?.session?.closed() }
@@ -80,10 +80,22 @@ final class BufferTransport: SessionTransport {
 final class BufferClient: TranscriptConnection {
     private let transport: BufferTransport
     private let loop: EventLoop
+    /// The session behind this client (its `perform` can be wrapped to watch its actions).
+    private(set) weak var session: Session?
 
-    fileprivate init(transport: BufferTransport, loop: EventLoop) {
+    fileprivate init(transport: BufferTransport, session: Session, loop: EventLoop) {
         self.transport = transport
+        self.session = session
         self.loop = loop
+    }
+
+    /// Turns the loop for `seconds` (commits and logins finish meanwhile).
+    func turnLoop(for seconds: Double) {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            loop.runOnce(wait: false)
+            usleep(100)
+        }
     }
 
     func send(_ line: String) throws {

@@ -1,0 +1,96 @@
+import Foundation
+import XCTest
+@testable import ServerKit
+import SyncCore
+
+/// The session as a state machine: requests in, actions out. Each test watches the actions a
+/// session on buffers decides on (`Session.perform`), holding a commit back where the order of
+/// replies depends on it.
+final class SessionActionTests: XCTestCase {
+    private var memory: InMemoryServer!
+    private var client: BufferClient!
+    private var actions: [String] = []
+    /// Commits held back by the test, with what carries them out.
+    private var heldCommits: [() -> Void] = []
+    private var holdCommits = false
+
+    override func setUpWithError() throws {
+        memory = try InMemoryServer(users: [(name: "alice", password: "pw", admin: false)])
+        client = memory.connect()
+        let session = try XCTUnwrap(client.session)
+        let carryOut = session.perform
+        session.perform = { [unowned self] action in
+            actions.append(Self.describe(action))
+            if case .commit = action, holdCommits {
+                heldCommits.append { carryOut(action) }
+            } else {
+                carryOut(action)
+            }
+        }
+        try client.send("h HELLO 1")
+        try client.send("a AUTH alice pw")
+        try client.send("c CREATE notes")
+        XCTAssertTrue(try client.readLine()?.hasPrefix("h OK HELLO 1 ") ?? false)
+        XCTAssertEqual(try client.readLine(), "a OK AUTH alice")
+        XCTAssertEqual(try client.readLine(), "c OK CREATE notes")
+        actions.removeAll()
+    }
+
+    override func tearDown() {
+        client = nil
+        memory = nil
+    }
+
+    private static func describe(_ action: SessionAction) -> String {
+        switch action {
+        case .send(let text): "send " + text.trimmingCharacters(in: .newlines)
+        case .sendBytes(let bytes): "sendBytes " + String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+        case .pauseReading: "pauseReading"
+        case .resumeReading: "resumeReading"
+        case .commit(let operation, _): "commit \(operation)".prefix(40).description
+        case .subscribe(let collection): "subscribe \(collection)"
+        case .unsubscribe(let collection): "unsubscribe \(collection)"
+        case .close(let reason): "close \(reason.rawValue)"
+        case .closeNow: "closeNow"
+        }
+    }
+
+    func testAReadWaitsForTheConnectionsEarlierWriteToCommit() throws {
+        holdCommits = true
+        try client.send(#"p PUT notes n1 0 {"text":"hi"}"#)
+        try client.send("g GET notes n1")
+        client.turnLoop(for: 0.2)
+        // The write went to the committer; the read waits behind it, so nothing is sent yet.
+        XCTAssertEqual(actions.count, 1, "\(actions)")
+        XCTAssertTrue(actions.first?.hasPrefix("commit put") ?? false, "\(actions)")
+        holdCommits = false
+        heldCommits.forEach { $0() }
+        XCTAssertEqual(try client.readLine(), "p OK PUT notes n1 1 1")
+        XCTAssertEqual(try client.readLine(), #"g OK GET notes n1 1 a0 {"text":"hi"}"#)
+        XCTAssertEqual(actions.dropFirst().filter { $0.hasPrefix("send") }, ["send p OK PUT notes n1 1 1", #"send g OK GET notes n1 1 a0 {"text":"hi"}"#])
+    }
+
+    func testSubscribingReplaysThenSubscribesAndUnsubscribingStops() throws {
+        try client.send("s SUB notes SINCE 0")
+        XCTAssertEqual(try client.readLine(), "s OK SUB notes 0")
+        try client.send("u UNSUB notes")
+        XCTAssertEqual(try client.readLine(), "u OK UNSUB notes")
+        XCTAssertEqual(actions, ["subscribe notes", "send s OK SUB notes 0", "unsubscribe notes", "send u OK UNSUB notes"])
+    }
+
+    func testAnUnknownVerbIsAnErrorAndOnlyQuitCloses() throws {
+        try client.send("f FLY")
+        XCTAssertEqual(try client.readLine(), #"f ERR UNKNOWN_COMMAND unknown verb "FLY""#)
+        try client.send("q QUIT")
+        XCTAssertEqual(try client.readLine(), "q OK BYE")
+        XCTAssertNil(try client.readLine())
+        XCTAssertEqual(actions, [#"send f ERR UNKNOWN_COMMAND unknown verb "FLY""#, "send q OK BYE", "close quit"])
+    }
+
+    func testALineOverTheLimitIsSaidGoodbyeToAndClosed() throws {
+        try client.send("x " + String(repeating: "y", count: 2 << 20))
+        XCTAssertEqual(try client.readLine(), "* BYE TOO_LARGE")
+        XCTAssertNil(try client.readLine())
+        XCTAssertEqual(actions, ["send * BYE TOO_LARGE", "close lineTooLong"])
+    }
+}
