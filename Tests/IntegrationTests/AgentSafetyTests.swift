@@ -133,34 +133,26 @@ final class RogueServer: @unchecked Sendable {
     }
 
     private func talk(_ connection: Int32) {
-        var buffer: [UInt8] = []
         func send(_ text: String) {
             let bytes = Array((text + "\n").utf8)
             _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = recv(connection, &chunk, chunk.count, 0)
-            guard count > 0 else { break }
-            buffer += chunk[0..<count]
-            while let newline = buffer.firstIndex(of: 0x0A) {
-                let words = String(decoding: buffer[..<newline], as: UTF8.self).split(separator: " ").map(String.init)
-                buffer.removeFirst(newline + 1)
-                guard words.count >= 2 else { continue }
-                let tag = words[0]
-                switch words[1] {
-                case "HELLO": send("\(tag) OK HELLO 1 rogue {\"max_line_bytes\":1048576,\"max_record_bytes\":262144}")
-                case "AUTH": send("\(tag) OK AUTH alice")
-                case "COLLECTIONS":
-                    for name in collections { send("* COLLECTION \(name) admin 3") }
-                    send("\(tag) OK COLLECTIONS \(collections.count)")
-                case "SUB" where words.count > 2 && words[2] == "c":
-                    for change in changes { send(change) }
-                    send("\(tag) OK SUB c 3")
-                case "SUB": send("\(tag) OK SUB \(words[2]) 0")
-                case "PING": send("\(tag) OK PONG")
-                default: send("\(tag) ERR FORBIDDEN not here")
-                }
+        forEachLine(of: connection) { line in
+            let words = String(decoding: line.dropLast(), as: UTF8.self).split(separator: " ").map(String.init)
+            guard words.count >= 2 else { return }
+            let tag = words[0]
+            switch words[1] {
+            case "HELLO": send("\(tag) OK HELLO 1 rogue {\"max_line_bytes\":1048576,\"max_record_bytes\":262144}")
+            case "AUTH": send("\(tag) OK AUTH alice")
+            case "COLLECTIONS":
+                for name in collections { send("* COLLECTION \(name) admin 3") }
+                send("\(tag) OK COLLECTIONS \(collections.count)")
+            case "SUB" where words.count > 2 && words[2] == "c":
+                for change in changes { send(change) }
+                send("\(tag) OK SUB c 3")
+            case "SUB": send("\(tag) OK SUB \(words[2]) 0")
+            case "PING": send("\(tag) OK PONG")
+            default: send("\(tag) ERR FORBIDDEN not here")
             }
         }
         close(connection)

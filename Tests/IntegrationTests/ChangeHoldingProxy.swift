@@ -78,24 +78,31 @@ final class ChangeHoldingProxy: @unchecked Sendable {
     }
 
     private func relay(from source: Int32, to destination: Int32, holdingChanges: Bool) {
-        var pending: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = recv(source, &chunk, chunk.count, 0)
-            guard count > 0 else { break }
-            pending += chunk[0..<count]
-            while let newline = pending.firstIndex(of: 0x0A) {
-                let line = Array(pending[...newline])
-                pending.removeFirst(newline + 1)
-                lock.withLock {
-                    if holdingChanges, holding, line.starts(with: Array("* CHANGE ".utf8)) {
-                        held.append((destination, line))
-                    } else {
-                        Self.sendAll(destination, line)
-                    }
+        forEachLine(of: source) { line in
+            lock.withLock {
+                if holdingChanges, holding, line.starts(with: Array("* CHANGE ".utf8)) {
+                    held.append((destination, line))
+                } else {
+                    Self.sendAll(destination, line)
                 }
             }
         }
         shutdown(destination, Int32(SHUT_WR))
+    }
+}
+
+/// Reads `descriptor` until the peer closes, handing each line (with its LF) to `handle`: the
+/// test servers' blocking read loop.
+func forEachLine(of descriptor: Int32, _ handle: ([UInt8]) -> Void) {
+    var pending: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = recv(descriptor, &chunk, chunk.count, 0)
+        guard count > 0 else { return }
+        pending += chunk[0..<count]
+        while let newline = pending.firstIndex(of: 0x0A) {
+            handle(Array(pending[...newline]))
+            pending.removeFirst(newline + 1)
+        }
     }
 }
