@@ -301,7 +301,7 @@ final class FileMirror {
         guard mirror.read(target).map(ContentHash.of) != hash else { return remember(collection, entries, bytes, byApp: false) }
         let expected = knownHash[collection]
         do {
-            try mirror.writeAtomically(bytes, to: target, guard: .init(stillExpected: { MirrorFolder.diskHash(target) == expected }))
+            try mirror.writeAtomically(bytes, to: target, guard: .init(expectedHash: expected))
             remember(collection, entries, bytes, byApp: false)
         } catch MirrorError.superseded {
             // The app saved meanwhile: read that first; the file is rebuilt after its changes.

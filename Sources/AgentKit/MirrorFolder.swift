@@ -15,15 +15,18 @@ final class MirrorFolder {
     let root: String
     private var pending: [String: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
 
-    /// Keeps a write from replacing a file someone saved after the write was decided: asked
-    /// just before the rename (in a batch: at its end, after the sync).
+    /// Keeps a write from replacing a file someone saved after the write was decided (in a
+    /// batch: checked at its end, after the sync).
     struct WriteGuard {
-        /// Whether the file on disk is still the one the write was decided on.
-        var stillExpected: () -> Bool
-        /// Called when it is not; the write is dropped.
+        /// The hash of the file the write was decided on; nil: there was no file.
+        var expectedHash: String?
+        /// Called when the file is no longer that one; the write is dropped.
         var onSuperseded: () -> Void = {}
     }
     private var batchDepth = 0
+    /// Runs between a guarded write's last look at the file and its replacing it: a test stands
+    /// a save in that window.
+    var beforeGuardedReplace: (() -> Void)?
 
     init(root: String) {
         self.root = root
@@ -160,9 +163,8 @@ final class MirrorFolder {
         let batch = pending
         pending.removeAll()
         for (path, entry) in batch {
-            if let writeGuard = entry.guard, !writeGuard.stillExpected() {
-                unlink(entry.temp)
-                writeGuard.onSuperseded()
+            if let writeGuard = entry.guard {
+                if !replace(entry.temp, onto: path, expecting: writeGuard.expectedHash) { writeGuard.onSuperseded() }
             } else if rename(entry.temp, path) != 0 {
                 AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(errno)))")
                 unlink(entry.temp)
@@ -248,15 +250,73 @@ final class MirrorFolder {
         }
         fsync(descriptor)
         close(descriptor)
-        if let writeGuard, !writeGuard.stillExpected() {
-            unlink(temp)
-            writeGuard.onSuperseded()
-            throw MirrorError.superseded(path)
+        if let writeGuard {
+            guard replace(temp, onto: path, expecting: writeGuard.expectedHash) else {
+                writeGuard.onSuperseded()
+                throw MirrorError.superseded(path)
+            }
+            return
         }
         guard rename(temp, path) == 0 else {
             unlink(temp)
             throw MirrorError.io("cannot rename onto \(path): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Puts `temp` in place of `path` unless the file there is no longer the one with
+    /// `expected` hash; false (temp removed, nothing replaced) when it is not. Linux has no
+    /// compare-and-rename, so a save landing between the last look and the rename would be
+    /// lost: the files are swapped instead (RENAME_EXCHANGE; RENAME_NOREPLACE when there was no
+    /// file), and what comes out is checked; a file that is not the expected one goes back.
+    private func replace(_ temp: String, onto path: String, expecting expected: String?) -> Bool {
+        guard Self.diskHash(path) == expected else {
+            unlink(temp)
+            return false
+        }
+        beforeGuardedReplace?()
+        guard let expected else {
+            if plistsync_rename_noreplace(temp, path) == 0 { return true }
+            let failure = errno
+            if failure == EEXIST {
+                unlink(temp)
+                return false
+            }
+            return failure == EINVAL || failure == ENOSYS ? renameOrRemove(temp, onto: path) : cannotRename(temp, path, failure)
+        }
+        guard plistsync_rename_exchange(temp, path) == 0 else {
+            let failure = errno
+            if failure == ENOENT {
+                // Deleted meanwhile: a delete is a change too; the write waits for it to be read.
+                unlink(temp)
+                return false
+            }
+            return failure == EINVAL || failure == ENOSYS ? renameOrRemove(temp, onto: path) : cannotRename(temp, path, failure)
+        }
+        // `temp` now holds what was in place: the expected file, or a save that came just now.
+        if Self.diskHash(temp) == expected {
+            unlink(temp)
+            return true
+        }
+        // Put the save back. Should yet another save have replaced the written file meanwhile,
+        // the swap brings out that one: swapped again, the newest save is in place.
+        let written = Self.diskHash(path)
+        if plistsync_rename_exchange(temp, path) == 0, Self.diskHash(temp) != written {
+            _ = plistsync_rename_exchange(temp, path)
+        }
+        unlink(temp)
+        return false
+    }
+
+    /// The plain rename where the file system cannot swap (the check above is then the guard).
+    private func renameOrRemove(_ temp: String, onto path: String) -> Bool {
+        guard rename(temp, path) == 0 else { return cannotRename(temp, path, errno) }
+        return true
+    }
+
+    private func cannotRename(_ temp: String, _ path: String, _ failure: Int32) -> Bool {
+        AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(failure)))")
+        unlink(temp)
+        return false
     }
 
     func remove(_ path: String) {

@@ -549,7 +549,7 @@ final class SyncEngine {
         do {
             var restored = entry
             let path = mirror.recordPath(collection, id)
-            restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(stillExpected: { MirrorFolder.diskHash(path) == nil }))
+            restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(expectedHash: nil))
             try? state.set(restored, collection, id)
         } catch {
             log("cannot bring back \(collection)/\(id): \(error)")
@@ -630,7 +630,7 @@ final class SyncEngine {
         var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
         // A save made while this change is written wins the race: the change is then not
         // recorded, and the save goes up against the old revision, to be merged (CONFLICT).
-        let writeGuard = MirrorFolder.WriteGuard(stillExpected: { MirrorFolder.diskHash(path) == fileHash }) { [self] in
+        let writeGuard = MirrorFolder.WriteGuard(expectedHash: fileHash) { [self] in
             try? state.set(entry, collection, id)
             log("\(collection)/\(id): saved here while a change from the server was being written; merging the two")
             schedule(0) { [self] in reconcile(collection, id) }
@@ -647,6 +647,9 @@ final class SyncEngine {
                     mirror.remove(path)
                 }
             } else if let bytes, let remoteFields = remote.fields {
+                // The merge may drop what the file held (a field the other side removed): the
+                // file is kept first, like any file a remote change replaces.
+                mirror.keepVersion(collection, id)
                 try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path, guard: writeGuard)
                 // The merged file may hold local changes the server lacks: make reconcile compare
                 // its fields with the server's rather than trust its hash.
@@ -741,7 +744,7 @@ final class SyncEngine {
         let expected = orderBase[collection]?.hash
         if mirror.read(path).map(ContentHash.of) != hash {
             do {
-                try mirror.writeAtomically(bytes, to: path, guard: .init(stillExpected: { MirrorFolder.diskHash(path) == expected }))
+                try mirror.writeAtomically(bytes, to: path, guard: .init(expectedHash: expected))
                 onOrderFileWritten(collection)
             } catch MirrorError.superseded {
                 // Saved by someone just now: read that edit; the file is written after its moves.

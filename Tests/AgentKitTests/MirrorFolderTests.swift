@@ -58,3 +58,65 @@ final class UniqueKeptFilesTests: XCTestCase {
         for path in kept { XCTAssertTrue(FileManager.default.fileExists(atPath: path), path) }
     }
 }
+
+/// A remote change written over a record file must never replace a save made after the write
+/// was decided, even one that lands between the last look at the file and the rename (a busy
+/// machine can pause the agent there for milliseconds: the chaos test lost typed values so).
+final class GuardedWriteRaceTests: XCTestCase {
+    private func run(inBatch: Bool) throws {
+        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mirror = MirrorFolder(root: root)
+        try mirror.ensureFolder(mirror.folder("c"))
+        let path = mirror.recordPath("c", "r")
+        try mirror.writeAtomically(Array("synced".utf8), to: path)
+        let expected = MirrorFolder.diskHash(path)
+        var superseded = false
+        // The user's editor saves (temp file + rename) right after the agent's last look.
+        mirror.beforeGuardedReplace = {
+            _ = FileManager.default.createFile(atPath: path + ".editor", contents: Data("typed by the user".utf8))
+            rename(path + ".editor", path)
+        }
+        let writeGuard = MirrorFolder.WriteGuard(expectedHash: expected) { superseded = true }
+        if inBatch { mirror.beginWrites() }
+        do {
+            try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: writeGuard)
+        } catch MirrorError.superseded {}
+        if inBatch { mirror.endWrites() }
+        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "typed by the user")
+        XCTAssertTrue(superseded)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")).filter { $0 != "r.plist" }
+        XCTAssertEqual(leftovers, [], "temp files left behind")
+    }
+
+    func testASaveInTheRaceWindowSurvivesADirectWrite() throws {
+        try run(inBatch: false)
+    }
+
+    func testASaveInTheRaceWindowSurvivesABatchedWrite() throws {
+        try run(inBatch: true)
+    }
+
+    func testAGuardedWriteOfANewFileDoesNotReplaceOneMadeMeanwhile() throws {
+        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mirror = MirrorFolder(root: root)
+        try mirror.ensureFolder(mirror.folder("c"))
+        let path = mirror.recordPath("c", "r")
+        mirror.beforeGuardedReplace = { _ = FileManager.default.createFile(atPath: path, contents: Data("made by the user".utf8)) }
+        XCTAssertThrowsError(try mirror.writeAtomically(Array("restored".utf8), to: path, guard: .init(expectedHash: nil)))
+        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "made by the user")
+    }
+
+    func testAGuardedWriteWithNoSaveMeanwhileReplacesTheFile() throws {
+        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let mirror = MirrorFolder(root: root)
+        try mirror.ensureFolder(mirror.folder("c"))
+        let path = mirror.recordPath("c", "r")
+        try mirror.writeAtomically(Array("synced".utf8), to: path)
+        try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: .init(expectedHash: MirrorFolder.diskHash(path)))
+        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "from the server")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
+    }
+}

@@ -35,6 +35,7 @@ final class ChaosTests: XCTestCase {
         for agent in agents { try agent.start() }
         let kept = (0..<6).map { "k\($0)" }
         var typed: [String] = []
+        var typedInto: [String: String] = [:]
         var counter = 0
         var serverKills = 0
 
@@ -59,6 +60,7 @@ final class ChaosTests: XCTestCase {
                     fields["f\(counter)"] = .string(token)
                     try agent.save("chaos", id, fields)
                     typed.append(token)
+                    typedInto[token] = id
                 case 6..<8:
                     try agent.save("chaos", "t\(counter)", ["v": .string(token)])
                 case 8:
@@ -123,7 +125,7 @@ final class ChaosTests: XCTestCase {
             }
         }
         let lost = typed.filter { !everything.contains($0) }
-        XCTAssertEqual(lost, [], "seed \(seed): \(lost.count) of \(typed.count) typed values exist nowhere\n"
+        XCTAssertEqual(lost, [], "seed \(seed): \(lost.count) of \(typed.count) typed values exist nowhere (typed into \(lost.map { typedInto[$0] ?? "?" }))\n"
             + agents.map { "\($0.device):\n\($0.log())" }.joined(separator: "\n"))
         print("chaos seed \(seed): \(typed.count) values typed, \(lost.count) lost; \(serverKills) server kills; \(agents[0].conflictCopies("chaos").count) conflict copies")
     }

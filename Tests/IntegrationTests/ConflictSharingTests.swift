@@ -120,4 +120,28 @@ final class ConflictSharingTests: TwoAgentTestCase {
         XCTAssertEqual(missing, 1)
         XCTAssertTrue(missingError.contains("no kept version 19990101-000000"), missingError)
     }
+
+    /// A merge of a local edit with a remote change that removed a field writes the file
+    /// without that field: the file as it was is kept first, as for any remote change (the
+    /// chaos test lost typed values when the last copy of one went in a merge).
+    func testAMergeThatDropsAFieldKeepsTheFileAsItWas() throws {
+        try a.start()
+        try a.save("contacts", "Ada", ["name": .string("Ada"), "note": .string("typed on the laptop")])
+        let alice = try server.login("alice", "wonderland")
+        var rev = ""
+        eventually(10, a.log()) {
+            guard (try? alice.send("g GET contacts Ada")) != nil, let line = try? alice.readLine() else { return false }
+            rev = line.split(separator: " ").dropFirst(5).first.map(String.init) ?? ""
+            return line.hasPrefix("g OK GET contacts Ada ")
+        }
+        a.stop()
+        // Elsewhere the note is removed; here, meanwhile, a phone is added to the old file.
+        _ = try alice.expect(#"p PUT contacts Ada \#(rev) {"name":"Ada"}"#, prefix: "p OK PUT contacts Ada ")
+        try a.save("contacts", "Ada", ["name": .string("Ada"), "note": .string("typed on the laptop"), "phone": .string("555-0100")])
+        try a.start()
+        eventually(10, a.log()) { a.fields("contacts", "Ada") == ["name": .string("Ada"), "phone": .string("555-0100")] }
+        let folder = a.directory + "/.plistsync/versions/contacts"
+        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).compactMap { FileManager.default.contents(atPath: folder + "/" + $0) }
+        XCTAssertTrue(kept.contains { String(decoding: $0, as: UTF8.self).contains("typed on the laptop") }, "kept: \(kept.count) files")
+    }
 }

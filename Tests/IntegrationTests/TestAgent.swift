@@ -118,6 +118,8 @@ final class TestAgent {
 
     deinit {
         stop(signal: SIGKILL)
+        // PLISTSYNC_KEEP_TEST_FILES=1 leaves the folders and logs for a look after a failure.
+        guard ProcessInfo.processInfo.environment["PLISTSYNC_KEEP_TEST_FILES"] == nil else { return }
         try? FileManager.default.removeItem(atPath: directory)
         try? FileManager.default.removeItem(atPath: passwordFile)
         try? FileManager.default.removeItem(atPath: logPath)

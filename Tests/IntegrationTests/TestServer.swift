@@ -150,6 +150,8 @@ final class TestServer {
 
     deinit {
         stop(signal: SIGKILL)
+        // PLISTSYNC_KEEP_TEST_FILES=1 leaves the folders and logs for a look after a failure.
+        guard ProcessInfo.processInfo.environment["PLISTSYNC_KEEP_TEST_FILES"] == nil else { return }
         try? FileManager.default.removeItem(atPath: dataPath)
         try? FileManager.default.removeItem(atPath: logPath)
         try? FileManager.default.removeItem(atPath: logPath + ".port")

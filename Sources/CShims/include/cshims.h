@@ -5,4 +5,11 @@
 /// declares it only under _GNU_SOURCE, which Swift's Glibc module does not set.
 int plistsync_syncfs(int fd);
 
+/// renameat2(2) with RENAME_EXCHANGE: swaps the two paths atomically (both must exist).
+/// -1 with errno EINVAL or ENOSYS where the file system or kernel cannot.
+int plistsync_rename_exchange(const char *from, const char *to);
+
+/// renameat2(2) with RENAME_NOREPLACE: renames unless `to` exists (then -1, errno EEXIST).
+int plistsync_rename_noreplace(const char *from, const char *to);
+
 #endif
