@@ -63,30 +63,38 @@ final class UniqueKeptFilesTests: XCTestCase {
 /// was decided, even one that lands between the last look at the file and the rename (a busy
 /// machine can pause the agent there for milliseconds: the chaos test lost typed values so).
 final class GuardedWriteRaceTests: XCTestCase {
-    private func run(inBatch: Bool) throws {
+    private var mirror: MirrorFolder!
+    private var path: String!
+
+    override func setUpWithError() throws {
         let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let mirror = MirrorFolder(root: root)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: root) }
+        mirror = MirrorFolder(root: root)
         try mirror.ensureFolder(mirror.folder("c"))
-        let path = mirror.recordPath("c", "r")
+        path = mirror.recordPath("c", "r")
+    }
+
+    private func contents() -> String? {
+        FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    private func run(inBatch: Bool) throws {
         try mirror.writeAtomically(Array("synced".utf8), to: path)
-        let expected = MirrorFolder.diskHash(path)
         var superseded = false
         // The user's editor saves (temp file + rename) right after the agent's last look.
-        mirror.beforeGuardedReplace = {
-            _ = FileManager.default.createFile(atPath: path + ".editor", contents: Data("typed by the user".utf8))
-            rename(path + ".editor", path)
+        mirror.beforeGuardedReplace = { [path] in
+            _ = FileManager.default.createFile(atPath: path! + ".editor", contents: Data("typed by the user".utf8))
+            rename(path! + ".editor", path!)
         }
-        let writeGuard = MirrorFolder.WriteGuard(expectedHash: expected) { superseded = true }
+        let writeGuard = MirrorFolder.WriteGuard(expectedHash: MirrorFolder.diskHash(path)) { superseded = true }
         if inBatch { mirror.beginWrites() }
         do {
             try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: writeGuard)
         } catch MirrorError.superseded {}
         if inBatch { mirror.endWrites() }
-        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "typed by the user")
+        XCTAssertEqual(contents(), "typed by the user")
         XCTAssertTrue(superseded)
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")).filter { $0 != "r.plist" }
-        XCTAssertEqual(leftovers, [], "temp files left behind")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"], "temp files left behind")
     }
 
     func testASaveInTheRaceWindowSurvivesADirectWrite() throws {
@@ -98,25 +106,15 @@ final class GuardedWriteRaceTests: XCTestCase {
     }
 
     func testAGuardedWriteOfANewFileDoesNotReplaceOneMadeMeanwhile() throws {
-        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let mirror = MirrorFolder(root: root)
-        try mirror.ensureFolder(mirror.folder("c"))
-        let path = mirror.recordPath("c", "r")
-        mirror.beforeGuardedReplace = { _ = FileManager.default.createFile(atPath: path, contents: Data("made by the user".utf8)) }
+        mirror.beforeGuardedReplace = { [path] in _ = FileManager.default.createFile(atPath: path!, contents: Data("made by the user".utf8)) }
         XCTAssertThrowsError(try mirror.writeAtomically(Array("restored".utf8), to: path, guard: .init(expectedHash: nil)))
-        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "made by the user")
+        XCTAssertEqual(contents(), "made by the user")
     }
 
     func testAGuardedWriteWithNoSaveMeanwhileReplacesTheFile() throws {
-        let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let mirror = MirrorFolder(root: root)
-        try mirror.ensureFolder(mirror.folder("c"))
-        let path = mirror.recordPath("c", "r")
         try mirror.writeAtomically(Array("synced".utf8), to: path)
         try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: .init(expectedHash: MirrorFolder.diskHash(path)))
-        XCTAssertEqual(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }, "from the server")
+        XCTAssertEqual(contents(), "from the server")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
     }
 }
