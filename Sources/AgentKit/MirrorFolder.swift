@@ -193,6 +193,12 @@ final class MirrorFolder {
         return true
     }
 
+    /// A temp file's path beside `path` (`.<name>.plistsync-XXXXXXXX`).
+    private func temporaryPath(for path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
+    }
+
     /// Whether a file name is one of this agent's temp files (`.<name>.plistsync-XXXXXXXX`).
     static func isTempFile(_ name: String) -> Bool {
         guard name.hasPrefix("."), let marker = name.range(of: ".plistsync-", options: .backwards) else { return false }
@@ -225,8 +231,7 @@ final class MirrorFolder {
     func writeAtomically(_ bytes: [UInt8], to path: String, guard writeGuard: WriteGuard? = nil) throws {
         noteWrite(path)
         guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
-        let directory = (path as NSString).deletingLastPathComponent
-        let temp = directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
+        let temp = temporaryPath(for: path)
         let descriptor = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw MirrorError.io("cannot create \(temp): \(String(cString: strerror(errno)))") }
         var written = 0
@@ -323,6 +328,36 @@ final class MirrorFolder {
         noteWrite(path)
         if let waiting = pending.removeValue(forKey: path) { unlink(waiting.temp) }
         unlink(path)
+    }
+
+    /// Removes the file the removal was decided on, and only that one: the file is renamed aside
+    /// and looked at, and a save that landed meanwhile is put back (throws
+    /// `MirrorError.superseded`). A write of the path waiting in the batch is dropped; its guard,
+    /// decided on the file on disk, is the one that counts.
+    func remove(_ path: String, guard writeGuard: WriteGuard) throws {
+        noteWrite(path)
+        let waiting = pending.removeValue(forKey: path)
+        if let waiting { unlink(waiting.temp) }
+        let removalGuard = waiting.map { $0.guard ?? writeGuard } ?? writeGuard
+        guard takeAway(path, expecting: removalGuard.expectedHash) else {
+            removalGuard.onSuperseded()
+            throw MirrorError.superseded(path)
+        }
+    }
+
+    /// Removes `path` if it is the file with `expected` hash; false (nothing removed) if not.
+    private func takeAway(_ path: String, expecting expected: String?) -> Bool {
+        guard Self.diskHash(path) == expected else { return false }
+        beforeGuardedReplace?()
+        let aside = temporaryPath(for: path)
+        guard rename(path, aside) == 0 else { return errno == ENOENT }
+        if Self.diskHash(aside) == expected {
+            unlink(aside)
+            return true
+        }
+        // A save came just now: it goes back, unless a newer one is in place already.
+        if plistsync_rename_noreplace(aside, path) != 0 { unlink(aside) }
+        return false
     }
 
     /// Keeps the current file of a record in `.plistsync/versions/` before it is overwritten or

@@ -318,7 +318,8 @@ final class SyncEngine {
             let path = mirror.recordPath(collection, id)
             if entry.isLive, let bytes = mirror.read(path), ContentHash.of(bytes) == entry.fileHash {
                 mirror.keepVersion(collection, id)
-                mirror.remove(path)
+                // A save landing meanwhile stays, and goes up as a new record.
+                try? mirror.remove(path, guard: .init(expectedHash: entry.fileHash))
             }
             try? state.set(nil, collection, id)
         }
@@ -644,7 +645,7 @@ final class SyncEngine {
                     next.fileHash = try writeRecord(fields, format, path, guard: writeGuard)
                 } else if bytes != nil {
                     mirror.keepVersion(collection, id)
-                    mirror.remove(path)
+                    try mirror.remove(path, guard: writeGuard)
                 }
             } else if let bytes, let remoteFields = remote.fields {
                 // The merge may drop what the file held (a field the other side removed): the

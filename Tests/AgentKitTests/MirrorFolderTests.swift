@@ -117,4 +117,24 @@ final class GuardedWriteRaceTests: XCTestCase {
         XCTAssertEqual(contents(), "from the server")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
     }
+
+    func testARemoteDeleteLeavesASaveMadeInTheRaceWindow() throws {
+        try mirror.writeAtomically(Array("synced".utf8), to: path)
+        mirror.beforeGuardedReplace = { [path] in
+            _ = FileManager.default.createFile(atPath: path! + ".editor", contents: Data("typed by the user".utf8))
+            rename(path! + ".editor", path!)
+        }
+        var superseded = false
+        XCTAssertThrowsError(try mirror.remove(path, guard: .init(expectedHash: MirrorFolder.diskHash(path)) { superseded = true }))
+        XCTAssertEqual(contents(), "typed by the user")
+        XCTAssertTrue(superseded)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
+    }
+
+    func testARemoteDeleteRemovesTheFileItWasDecidedOn() throws {
+        try mirror.writeAtomically(Array("synced".utf8), to: path)
+        try mirror.remove(path, guard: .init(expectedHash: MirrorFolder.diskHash(path)))
+        XCTAssertNil(contents())
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), [])
+    }
 }
