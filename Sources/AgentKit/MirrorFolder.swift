@@ -164,7 +164,7 @@ final class MirrorFolder {
         pending.removeAll()
         for (path, entry) in batch {
             if let writeGuard = entry.guard {
-                if !replace(entry.temp, onto: path, expecting: writeGuard.expectedHash) { writeGuard.onSuperseded() }
+                if !replace(entry.temp, holding: entry.bytes, onto: path, expecting: writeGuard.expectedHash) { writeGuard.onSuperseded() }
             } else if rename(entry.temp, path) != 0 {
                 AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(errno)))")
                 unlink(entry.temp)
@@ -256,7 +256,7 @@ final class MirrorFolder {
         fsync(descriptor)
         close(descriptor)
         if let writeGuard {
-            guard replace(temp, onto: path, expecting: writeGuard.expectedHash) else {
+            guard replace(temp, holding: bytes, onto: path, expecting: writeGuard.expectedHash) else {
                 writeGuard.onSuperseded()
                 throw MirrorError.superseded(path)
             }
@@ -268,12 +268,12 @@ final class MirrorFolder {
         }
     }
 
-    /// Puts `temp` in place of `path` unless the file there is no longer the one with
-    /// `expected` hash; false (temp removed, nothing replaced) when it is not. Linux has no
+    /// Puts `temp` (holding `bytes`) in place of `path` unless the file there is no longer the
+    /// one with `expected` hash; false (temp removed, nothing replaced) when it is not. Linux has no
     /// compare-and-rename, so a save landing between the last look and the rename would be
     /// lost: the files are swapped instead (RENAME_EXCHANGE; RENAME_NOREPLACE when there was no
     /// file), and what comes out is checked; a file that is not the expected one goes back.
-    private func replace(_ temp: String, onto path: String, expecting expected: String?) -> Bool {
+    private func replace(_ temp: String, holding bytes: [UInt8], onto path: String, expecting expected: String?) -> Bool {
         guard Self.diskHash(path) == expected else {
             unlink(temp)
             return false
@@ -303,9 +303,8 @@ final class MirrorFolder {
             return true
         }
         // Put the save back. Should yet another save have replaced the written file meanwhile,
-        // the swap brings out that one: swapped again, the newest save is in place.
-        let written = Self.diskHash(path)
-        if plistsync_rename_exchange(temp, path) == 0, Self.diskHash(temp) != written {
+        // the swap brings out that one instead: swapped again, the newest save is in place.
+        if plistsync_rename_exchange(temp, path) == 0, Self.diskHash(temp) != ContentHash.of(bytes) {
             _ = plistsync_rename_exchange(temp, path)
         }
         unlink(temp)
@@ -356,7 +355,9 @@ final class MirrorFolder {
             return true
         }
         // A save came just now: it goes back, unless a newer one is in place already.
-        if plistsync_rename_noreplace(aside, path) != 0 { unlink(aside) }
+        if plistsync_rename_noreplace(aside, path) != 0 {
+            if errno == EINVAL || errno == ENOSYS { rename(aside, path) } else { unlink(aside) }
+        }
         return false
     }
 
