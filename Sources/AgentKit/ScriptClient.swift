@@ -1,8 +1,8 @@
 import EventLoop
 import Foundation
+import SyncClient
 import SyncCore
 import SyncProtocol
-import SyncClient
 import TLSKit
 
 /// A short-lived client for the command line (`login`, `ls`, `get`, `put`, `watch`…): logs in,
@@ -68,7 +68,7 @@ public final class ScriptClient {
         ClientConnection.connect(on: loop, to: server, tls: tls) { [self] result in
             guard case .success(let client) = result else {
                 if case .failure(let error) = result {
-                    failure = Failure(description: error.description.hasPrefix("cannot connect") ? "cannot connect to \(server): is the server running?" : error.description)
+                    failure = Failure(description: error.kind == .unreachable ? "cannot connect to \(server): is the server running?" : error.description)
                 }
                 return
             }

@@ -11,8 +11,20 @@ import TLSKit
 public final class ClientConnection {
     /// Why a connection could not be made: one line for the user.
     public struct Failure: Error, CustomStringConvertible, Sendable {
+        public enum Kind: Sendable {
+            /// Nothing answered at the address (refused, unreachable, timed out).
+            case unreachable
+            /// The connection was made but TLS could not be set up on it.
+            case tls
+        }
+
+        public let kind: Kind
         public let description: String
-        public init(_ description: String) { self.description = description }
+
+        public init(_ kind: Kind, _ description: String) {
+            self.kind = kind
+            self.description = description
+        }
     }
 
     public let server: SocketAddress
@@ -60,14 +72,14 @@ public final class ClientConnection {
         TCPConnection.connect(on: loop, to: server) { result in
             switch result {
             case .failure(let error):
-                completion(.failure(Failure("cannot connect to \(server): \(error)")))
+                completion(.failure(Failure(.unreachable, "cannot connect to \(server): \(error)")))
             case .success(let tcp):
                 if let tls {
                     do {
                         try tls.secure(tcp, host: server.host)
                     } catch {
                         tcp.close()
-                        return completion(.failure(Failure("\(error)")))
+                        return completion(.failure(Failure(.tls, "\(error)")))
                     }
                 }
                 completion(.success(ClientConnection(server: server, tcp: tcp)))
