@@ -220,12 +220,9 @@ final class PostgresWriter {
             "SELECT id, rev, fields FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 ORDER BY position, id", [collection, id])
         let others = rows.map { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
         endPositions[collection] = nil
-        var changes: [Change] = []
-        for state in placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others) {
-            guard case .changed(let change) = record(collection, state, replacing: state) else { continue }
-            changes.append(change)
+        return .rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) { state in
+            record(collection, state, replacing: state)
         }
-        return .rebalanced(changes.removeLast(), rekeyed: changes)
     }
 
     /// A MOVE's questions about the other live records, in PostgreSQL (after a flush, so the

@@ -147,13 +147,10 @@ public final class RecordWriter: @unchecked Sendable {
         let others = try db.query(
             "SELECT id, rev, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position, id",
             .text(collection), .text(id)) { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        var changes: [Change] = []
         // Same fields, new key: each state replaces one of the same size.
-        for state in placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others) {
-            guard case .changed(let change) = try record(collection, state, timestamp, replacing: state) else { continue }
-            changes.append(change)
+        return try .rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) {
+            state throws(StoreError) in try record(collection, state, timestamp, replacing: state)
         }
-        return .rebalanced(changes.removeLast(), rekeyed: changes)
     }
 
     /// A MOVE's questions about the other live records, in SQLite.

@@ -27,7 +27,6 @@ public final class ClientConnection {
         }
     }
 
-    public let server: SocketAddress
     private let tcp: TCPConnection
     private var framer = LineFramer(maxLineBytes: 64 << 20)
     private var replies: [String: (ReceivedLine) -> Void] = [:]
@@ -46,8 +45,7 @@ public final class ClientConnection {
     /// When the server was last heard from (loop milliseconds).
     public private(set) var lastHeard: UInt64
 
-    private init(server: SocketAddress, tcp: TCPConnection) {
-        self.server = server
+    private init(tcp: TCPConnection) {
         self.tcp = tcp
         lastHeard = tcp.loop.nowMilliseconds
         tcp.onData = { [unowned self] bytes in received(bytes) }
@@ -82,7 +80,7 @@ public final class ClientConnection {
                         return completion(.failure(Failure(.tls, "\(error)")))
                     }
                 }
-                completion(.success(ClientConnection(server: server, tcp: tcp)))
+                completion(.success(ClientConnection(tcp: tcp)))
             }
         }
     }

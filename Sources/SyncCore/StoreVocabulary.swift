@@ -42,6 +42,18 @@ extension StoreOutcome {
         default: []
         }
     }
+
+    /// A MOVE that re-keyed its collection: `states` (`Placement.rekeyed`, the moved record
+    /// last) written one by one by the store's `write`, as one outcome.
+    public static func rebalanced<Failure: Error>(
+        writing states: [RecordState], with write: (RecordState) throws(Failure) -> StoreOutcome
+    ) throws(Failure) -> StoreOutcome {
+        var changes: [Change] = []
+        for state in states {
+            if case .changed(let change) = try write(state) { changes.append(change) }
+        }
+        return .rebalanced(changes.removeLast(), rekeyed: changes)
+    }
 }
 
 /// What one operation of a batch came to.
