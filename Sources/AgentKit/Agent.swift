@@ -41,11 +41,20 @@ public final class Agent {
         state = try AgentState(path: mirror.stateFolder + "/state.sqlite")
         link = ServerLink(loop: loop, configuration: configuration)
         status = AgentStatus(loop: loop, configuration: configuration)
+        let files: [AttachedFile]
         do {
-            fileMirror = FileMirror(mirror: mirror, files: try AttachedFiles.load(directory: configuration.directory), status: status)
+            files = try AttachedFiles.load(directory: configuration.directory)
         } catch {
             throw AgentError.badAttachments(error.description)
         }
+        let remirrored = try state.noteAttached(Set(files.map(\.collection))) { [mirror] in
+            Set(files.map(\.collection).filter { MirrorFolder.kind(at: mirror.shadowFolder($0)) == .other })
+        }
+        for collection in remirrored.sorted() {
+            let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
+            AgentLog.info("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
+        }
+        fileMirror = FileMirror(mirror: mirror, files: files, status: status)
         engine = SyncEngine(configuration: configuration, link: link, state: state, mirror: mirror, status: status)
     }
 

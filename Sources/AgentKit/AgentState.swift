@@ -1,6 +1,7 @@
 import Foundation
 import PlistFormat
 import SQLiteKit
+import SyncCore
 
 /// What the agent knows it last agreed on with the server, kept in `DIR/.plistsync/state.sqlite`:
 /// per record the synced rev, position, fields and the hash of the file as last seen or written;
@@ -52,7 +53,8 @@ final class AgentState {
         ALTER TABLE collections ADD COLUMN order_hash TEXT;
         """,
         """
-        -- Facts about the mirror: 'server_id', the store this mirror was last synced with.
+        -- Facts about the mirror: 'server_id', the store this mirror was last synced with;
+        -- 'attached', the collections mirrored through an app file (comma-separated).
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -97,6 +99,28 @@ final class AgentState {
         serverID = id
         try db.execute("INSERT INTO meta (key, value) VALUES ('server_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(id))
         return changed
+    }
+
+    /// Notes which collections are mirrored through an attached app file (the rest as folders);
+    /// the collections whose way of being mirrored changed since the last start, each forgotten
+    /// here: its synced state names files in the place it is no longer mirrored in, which the
+    /// engine would read as deleted (a collection attached after it was a folder here lost every
+    /// record that way). Forgotten, it is downloaded afresh into its new place and merged with
+    /// what that place holds. `attachedBefore` answers for a state written before this was
+    /// noted (the collections whose shadow folders exist).
+    func noteAttached(_ attached: Set<String>, attachedBefore: () -> Set<String>) throws(StoreError) -> Set<String> {
+        let saved = try db.queryFirst("SELECT value FROM meta WHERE key = 'attached'") { $0.text(0) } ?? nil
+        let before = saved.map { Set($0.split(separator: ",").map(String.init)) } ?? attachedBefore()
+        let changed = attached.symmetricDifference(before).filter { records[$0] != nil || lastSeq[$0] != nil }
+        for collection in changed {
+            try forget(collection)
+            try forget(Names.conflictsCollection(of: collection))
+        }
+        let value = attached.sorted().joined(separator: ",")
+        if saved != value {
+            try db.execute("INSERT INTO meta (key, value) VALUES ('attached', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(value))
+        }
+        return Set(changed)
     }
 
     func entry(_ collection: String, _ id: String) -> Entry? {

@@ -186,4 +186,40 @@ final class AttachedFileTests: TwoAgentTestCase {
             readList(a, "contacts.plist") == contacts as NSArray && readList(b, "contacts.plist") == contacts as NSArray
         }
     }
+
+    /// Issue 18 item 9: attaching an app file to a collection the agent already mirrors as a
+    /// folder (made here on A, downloaded on B) adopts the collection's records into the file;
+    /// nothing is deleted on the server or on any mirror, and the file syncs from then on.
+    func testAttachingACollectionAlreadyMirroredAsAFolderAdoptsItsRecords() throws {
+        try a.start()
+        try b.start()
+        try a.save("people", "Ada", ["name": .string("Ada"), "phone": .string("555-0100")])
+        eventually(10, b.log()) { b.fields("people", "Ada") != nil }
+        let client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
+        func serverIDs() throws -> String { try PlistSyncBinary.run(["ls", "people", "--json"] + client).1 }
+
+        // A attaches a file it does not have yet; B, whose folder came from the server, too.
+        for agent in [a!, b!] {
+            agent.stop()
+            let (code, _, error) = try PlistSyncBinary.run(
+                ["attach", "people.plist", "--collection", "people", "--id-key", "name", "--dir", agent.directory, "--format", "binary"])
+            XCTAssertEqual(code, 0, error)
+            try agent.start()
+        }
+        let ada: [[String: Any]] = [["name": "Ada", "phone": "555-0100"]]
+        for agent in [a!, b!] {
+            eventually(10, "\(String(describing: readList(agent, "people.plist")))\n\(agent.log())") { readList(agent, "people.plist") == ada as NSArray }
+        }
+        let listed = try serverIDs()
+        XCTAssertTrue(listed.contains("\"id\":\"Ada\""), listed)
+        // The folder that mirrored the collection before is left as it was.
+        XCTAssertNotNil(a.fields("people", "Ada"))
+
+        // From now on the file is the collection: a save on A reaches B's file and the server.
+        let edited: [[String: Any]] = [["name": "Ada", "phone": "555-0199"], ["name": "Grace", "phone": "555-0142"]]
+        try writeList(a, "people.plist", edited)
+        eventually(10, "\(String(describing: readList(b, "people.plist")))\n\(b.log())") { readList(b, "people.plist") == edited as NSArray }
+        let relisted = try serverIDs()
+        XCTAssertTrue(relisted.contains("555-0199"), relisted)
+    }
 }
