@@ -6,9 +6,11 @@ import SyncProtocol
 /// times a second, only when something changed) to `DIR/.plistsync/status.json`.
 final class AgentStatus {
     private let path: String
-    private let loop: EventLoop
+    private let clock: any AgentClock
     private let configuration: AgentConfiguration
-    private var timer: LoopTimer?
+    /// Whether status.json is read at start and written (not in the simulation tests).
+    private let persistent: Bool
+    private var writeScheduled = false
     private var dirty = false
 
     var connected = false
@@ -35,10 +37,12 @@ final class AgentStatus {
     var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
     var lastError: () -> String? = { nil }
 
-    init(loop: EventLoop, configuration: AgentConfiguration) {
-        self.loop = loop
+    init(clock: any AgentClock, configuration: AgentConfiguration, persistent: Bool = true) {
+        self.clock = clock
         self.configuration = configuration
+        self.persistent = persistent
         path = configuration.directory + "/.plistsync/status.json"
+        guard persistent else { return }
         if let bytes = FileManager.default.contents(atPath: path), case .dictionary(let previous)? = try? ValueJSON.decode(Array(bytes)) {
             if case .date(let date)? = previous["last_sync"] { lastSync = date }
             carriedProblems = Self.strings(previous["problems"])
@@ -73,7 +77,7 @@ final class AgentStatus {
     }
 
     func noteSynced() {
-        lastSync = Date()
+        lastSync = clock.now
     }
 
     func noteApplied() {
@@ -99,18 +103,16 @@ final class AgentStatus {
     /// Marks the status as changed; it is written within 200 ms.
     func changed() {
         dirty = true
-        guard timer == nil else { return }
-        let timer = LoopTimer(loop: loop)
-        self.timer = timer
-        timer.start(after: 200) { [self] in
-            timer.close()
-            self.timer = nil
+        guard !writeScheduled else { return }
+        writeScheduled = true
+        clock.after(200) { [self] in
+            writeScheduled = false
             writeNow()
         }
     }
 
     func writeNow() {
-        guard dirty else { return }
+        guard dirty, persistent else { return }
         dirty = false
         var collections: [String: Value] = [:]
         for (name, info) in collectionsProvider() {
@@ -183,8 +185,6 @@ final class AgentStatus {
     }
 
     func close() {
-        timer?.close()
-        timer = nil
         dirty = true
         writeNow()
     }

@@ -1,4 +1,3 @@
-import EventLoop
 import Foundation
 import PlistFormat
 import SyncProtocol
@@ -49,11 +48,13 @@ final class FileMirror {
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
     var onRecord: (String, String) -> Void = { _, _ in }
     var onOrder: (String) -> Void = { _ in }
-    var schedule: (UInt64, @escaping () -> Void) -> Void = { _, body in body() }
     var log: (String) -> Void = { _ in }
 
-    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus) {
+    private let clock: any AgentClock
+
+    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus, clock: any AgentClock) {
         self.mirror = mirror
+        self.clock = clock
         self.files = files
         self.status = status
         mirror.attachedCollections = Set(files.map(\.collection))
@@ -90,10 +91,10 @@ final class FileMirror {
         // most those seconds of history.
         historyVersionCount[collection, default: 0] += 1
         let count = historyVersionCount[collection]!
-        if historyUnsavedSince[collection] == nil { historyUnsavedSince[collection] = EventLoop.monotonicNanoseconds() / 1_000_000 }
-        schedule(Self.historySaveDelayMilliseconds) { [self] in
+        if historyUnsavedSince[collection] == nil { historyUnsavedSince[collection] = clock.milliseconds }
+        clock.after(Self.historySaveDelayMilliseconds) { [self] in
             guard let unsavedSince = historyUnsavedSince[collection] else { return }
-            let waited = EventLoop.monotonicNanoseconds() / 1_000_000 - unsavedSince
+            let waited = clock.milliseconds - unsavedSince
             if historyVersionCount[collection] == count || waited >= Self.historySaveMaxDelayMilliseconds { saveHistory(collection) }
         }
     }
@@ -273,7 +274,7 @@ final class FileMirror {
         if let collection { dirty.insert(collection) }
         guard !dirty.isEmpty, !rebuildScheduled else { return }
         rebuildScheduled = true
-        schedule(Self.rebuildDelayMilliseconds) { [self] in
+        clock.after(Self.rebuildDelayMilliseconds) { [self] in
             rebuildScheduled = false
             for file in files where dirty.remove(file.collection) != nil { rebuild(file) }
         }

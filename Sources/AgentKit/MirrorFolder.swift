@@ -1,4 +1,3 @@
-import CShims
 import Foundation
 import PlistFormat
 import SyncCore
@@ -13,6 +12,10 @@ import SyncProtocol
 /// otherwise spend most of its time in fsync), then renamed. Reads see the pending content.
 final class MirrorFolder {
     let root: String
+    /// Where the files live: the real file system, or a simulated one under test.
+    let fileSystem: any FileSystem
+    /// The time that stamps conflict copies, kept versions and dropped folders.
+    let now: () -> Date
     private var pending: [String: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
 
     /// Keeps a write from replacing a file someone saved after the write was decided (in a
@@ -28,8 +31,10 @@ final class MirrorFolder {
     /// a save in that window.
     var beforeGuardedReplace: (() -> Void)?
 
-    init(root: String) {
+    init(root: String, fileSystem: any FileSystem = PosixFileSystem(), now: @escaping () -> Date = Date.init) {
         self.root = root
+        self.fileSystem = fileSystem
+        self.now = now
     }
 
     var stateFolder: String { root + "/.plistsync" }
@@ -88,7 +93,7 @@ final class MirrorFolder {
     /// The record ids that have files in a collection's folder.
     /// (For a conflicts companion: the conflict copies in its collection's folder.)
     func recordIDs(in collection: String) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder(collection))) ?? []
+        let names = fileSystem.names(in: folder(collection)) ?? []
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         return names.compactMap(isCompanion ? Self.conflictCopyID(forFileName:) : Self.recordID(forFileName:))
     }
@@ -96,8 +101,8 @@ final class MirrorFolder {
     /// Subfolders of the root that can be collections (a link to a folder elsewhere is not one:
     /// the mirror never reaches outside its root).
     func collectionFolders() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && Self.kind(at: folder($0)) != .link }
+        let names = fileSystem.names(in: root) ?? []
+        return names.filter { Self.collectionName(forEntry: $0) != nil && hasFolder($0) && kind(at: folder($0)) != .link }
     }
 
     /// What stands at a path of the mirror, the path itself (a link is not followed).
@@ -109,30 +114,28 @@ final class MirrorFolder {
     }
 
     /// One `lstat` of `path`.
-    static func kind(at path: String) -> EntryKind {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return .missing }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return .file
-        case S_IFLNK: return .link
-        default: return .other
+    func kind(at path: String) -> EntryKind {
+        switch fileSystem.kind(at: path) {
+        case .missing: .missing
+        case .file: .file
+        case .link: .link
+        case .folder, .special: .other
         }
     }
 
     /// Whether the collection's folder exists (and is a folder).
     func hasFolder(_ collection: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: folder(collection), isDirectory: &isDirectory) && isDirectory.boolValue
+        fileSystem.isFolder(folder(collection))
     }
 
     /// The hash of the file on disk now (not of a write waiting in the batch); nil when none.
-    static func diskHash(_ path: String) -> String? {
-        FileManager.default.contents(atPath: path).map { ContentHash.of(Array($0)) }
+    func diskHash(_ path: String) -> String? {
+        fileSystem.contents(at: path).map(ContentHash.of)
     }
 
     func read(_ path: String) -> [UInt8]? {
         if let waiting = pending[path] { return waiting.bytes }
-        return FileManager.default.contents(atPath: path).map { Array($0) }
+        return fileSystem.contents(at: path)
     }
 
     func beginWrites() {
@@ -140,34 +143,23 @@ final class MirrorFolder {
     }
 
     /// Makes the batch's files durable with one sync, then renames them into place.
-    /// Batches of at most this many files are synced file by file instead of with syncfs.
-    static let fsyncEachLimit = 4
-
     func endWrites() {
         guard batchDepth > 0 else { return }
         batchDepth -= 1
         guard batchDepth == 0, !pending.isEmpty else { return }
-        // A few files are synced one by one: syncfs also waits for everything else written to
-        // the file system (a server's log on the same disk), which costs more than they do.
-        let descriptor = pending.count <= Self.fsyncEachLimit ? -1 : open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if descriptor < 0 || plistsync_syncfs(descriptor) != 0 {
-            for entry in pending.values {
-                let file = open(entry.temp, O_RDONLY | O_CLOEXEC)
-                if file >= 0 {
-                    fsync(file)
-                    close(file)
-                }
-            }
-        }
-        if descriptor >= 0 { close(descriptor) }
+        fileSystem.makeDurable(pending.values.map(\.temp), under: root)
         let batch = pending
         pending.removeAll()
         for (path, entry) in batch {
             if let writeGuard = entry.guard {
                 if !replace(entry.temp, holding: entry.bytes, onto: path, expecting: writeGuard.expectedHash) { writeGuard.onSuperseded() }
-            } else if rename(entry.temp, path) != 0 {
-                AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(errno)))")
-                unlink(entry.temp)
+            } else {
+                do {
+                    try fileSystem.rename(entry.temp, to: path)
+                } catch {
+                    AgentLog.info("cannot rename onto \(path): \(error)")
+                    fileSystem.removeFile(entry.temp)
+                }
             }
         }
     }
@@ -175,21 +167,22 @@ final class MirrorFolder {
     /// Moves a collection's folder and order file out of the way, to
     /// `.plistsync/dropped/<collection>-<stamp>/`; the folder it went to, or nil when there was
     /// nothing to move or it could not be moved.
-    func archive(_ collection: String, now: Date = Date()) -> String? {
+    func archive(_ collection: String) -> String? {
         guard hasFolder(collection) else { return nil }
         let parent = stateFolder + "/dropped"
-        let target = unusedPath { counter in parent + "/" + collection + "-" + Self.stamp(now) + (counter > 1 ? "-\(counter)" : "") }
-        guard (try? ensureFolder(parent)) != nil, rename(folder(collection), target) == 0 else { return nil }
-        _ = rename(orderPath(collection), target + "/" + collection + ".order.plist")
+        let stamp = Self.stamp(now())
+        let target = unusedPath { counter in parent + "/" + collection + "-" + stamp + (counter > 1 ? "-\(counter)" : "") }
+        guard (try? ensureFolder(parent)) != nil, (try? fileSystem.rename(folder(collection), to: target)) != nil else { return nil }
+        try? fileSystem.rename(orderPath(collection), to: target + "/" + collection + ".order.plist")
         return target
     }
 
     /// Gives a collection's folder and order file a new name; false when the new name is taken
     /// here (a folder of that name the agent has not synced) or the rename fails.
     func renameCollection(_ from: String, to: String) -> Bool {
-        guard hasFolder(from), Self.kind(at: folder(to)) == .missing else { return false }
-        guard rename(folder(from), folder(to)) == 0 else { return false }
-        if Self.kind(at: orderPath(from)) == .file, Self.kind(at: orderPath(to)) == .missing { _ = rename(orderPath(from), orderPath(to)) }
+        guard hasFolder(from), kind(at: folder(to)) == .missing else { return false }
+        guard (try? fileSystem.rename(folder(from), to: folder(to))) != nil else { return false }
+        if kind(at: orderPath(from)) == .file, kind(at: orderPath(to)) == .missing { try? fileSystem.rename(orderPath(from), to: orderPath(to)) }
         return true
     }
 
@@ -210,16 +203,16 @@ final class MirrorFolder {
     /// the versions): only this agent writes them, and it holds the folder's lock.
     func removeStaleTempFiles() {
         let folders = [root] + collectionFolders().map(folder) + [stateFolder]
-            + ((try? FileManager.default.contentsOfDirectory(atPath: stateFolder + "/versions")) ?? []).map { stateFolder + "/versions/" + $0 }
+            + (fileSystem.names(in: stateFolder + "/versions") ?? []).map { stateFolder + "/versions/" + $0 }
         for folder in folders {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where Self.isTempFile(name) {
-                unlink(folder + "/" + name)
+            for name in fileSystem.names(in: folder) ?? [] where Self.isTempFile(name) {
+                fileSystem.removeFile(folder + "/" + name)
             }
         }
     }
 
-    func ensureFolder(_ path: String) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    func ensureFolder(_ path: String) throws(FileSystemError) {
+        try fileSystem.makeFolder(path)
     }
 
     /// Writes `bytes` to `path` atomically and durably. Throws, having changed nothing, when the
@@ -230,31 +223,21 @@ final class MirrorFolder {
     /// it is (outside a batch the write then throws `MirrorError.superseded`).
     func writeAtomically(_ bytes: [UInt8], to path: String, guard writeGuard: WriteGuard? = nil) throws {
         noteWrite(path)
-        guard Self.kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
+        guard kind(at: path) != .other else { throw MirrorError.io("\(path) is a folder or special file, not a record file") }
         let temp = temporaryPath(for: path)
-        let descriptor = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw MirrorError.io("cannot create \(temp): \(String(cString: strerror(errno)))") }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            guard result > 0 else {
-                close(descriptor)
-                unlink(temp)
-                throw MirrorError.io("cannot write \(temp): \(String(cString: strerror(errno)))")
-            }
-            written += result
+        do {
+            try fileSystem.writeFile(temp, bytes, durable: batchDepth == 0)
+        } catch {
+            throw MirrorError.io("cannot write \(temp): \(error)")
         }
         if batchDepth > 0 {
-            close(descriptor)
             // A second write of one path in a batch keeps the first one's guard: that one was
             // decided on the file that is on disk.
             let replaced = pending[path]
             pending[path] = (temp, bytes, replaced.map(\.guard) ?? writeGuard)
-            if let replaced { unlink(replaced.temp) }
+            if let replaced { fileSystem.removeFile(replaced.temp) }
             return
         }
-        fsync(descriptor)
-        close(descriptor)
         if let writeGuard {
             guard replace(temp, holding: bytes, onto: path, expecting: writeGuard.expectedHash) else {
                 writeGuard.onSuperseded()
@@ -262,9 +245,11 @@ final class MirrorFolder {
             }
             return
         }
-        guard rename(temp, path) == 0 else {
-            unlink(temp)
-            throw MirrorError.io("cannot rename onto \(path): \(String(cString: strerror(errno)))")
+        do {
+            try fileSystem.rename(temp, to: path)
+        } catch {
+            fileSystem.removeFile(temp)
+            throw MirrorError.io("cannot rename onto \(path): \(error)")
         }
     }
 
@@ -274,59 +259,69 @@ final class MirrorFolder {
     /// lost: the files are swapped instead (RENAME_EXCHANGE; RENAME_NOREPLACE when there was no
     /// file), and what comes out is checked; a file that is not the expected one goes back.
     private func replace(_ temp: String, holding bytes: [UInt8], onto path: String, expecting expected: String?) -> Bool {
-        guard Self.diskHash(path) == expected else {
-            unlink(temp)
+        guard diskHash(path) == expected else {
+            fileSystem.removeFile(temp)
             return false
         }
         beforeGuardedReplace?()
         guard let expected else {
-            if plistsync_rename_noreplace(temp, path) == 0 { return true }
-            let failure = errno
-            if failure == EEXIST {
-                unlink(temp)
+            do {
+                try fileSystem.renameWithoutReplacing(temp, to: path)
+                return true
+            } catch .exists {
+                fileSystem.removeFile(temp)
                 return false
+            } catch .unsupported {
+                return renameOrRemove(temp, onto: path)
+            } catch {
+                return cannotRename(temp, path, error)
             }
-            return failure == EINVAL || failure == ENOSYS ? renameOrRemove(temp, onto: path) : cannotRename(temp, path, failure)
         }
-        guard plistsync_rename_exchange(temp, path) == 0 else {
-            let failure = errno
-            if failure == ENOENT {
-                // Deleted meanwhile: a delete is a change too; the write waits for it to be read.
-                unlink(temp)
-                return false
-            }
-            return failure == EINVAL || failure == ENOSYS ? renameOrRemove(temp, onto: path) : cannotRename(temp, path, failure)
+        do {
+            try fileSystem.exchange(temp, path)
+        } catch .notFound {
+            // Deleted meanwhile: a delete is a change too; the write waits for it to be read.
+            fileSystem.removeFile(temp)
+            return false
+        } catch .unsupported {
+            return renameOrRemove(temp, onto: path)
+        } catch {
+            return cannotRename(temp, path, error)
         }
         // `temp` now holds what was in place: the expected file, or a save that came just now.
-        if Self.diskHash(temp) == expected {
-            unlink(temp)
+        if diskHash(temp) == expected {
+            fileSystem.removeFile(temp)
             return true
         }
         // Put the save back. Should yet another save have replaced the written file meanwhile,
         // the swap brings out that one instead: swapped again, the newest save is in place.
-        if plistsync_rename_exchange(temp, path) == 0, Self.diskHash(temp) != ContentHash.of(bytes) {
-            _ = plistsync_rename_exchange(temp, path)
+        if (try? fileSystem.exchange(temp, path)) != nil, diskHash(temp) != ContentHash.of(bytes) {
+            try? fileSystem.exchange(temp, path)
         }
-        unlink(temp)
+        fileSystem.removeFile(temp)
         return false
     }
 
     /// The plain rename where the file system cannot swap (the check above is then the guard).
     private func renameOrRemove(_ temp: String, onto path: String) -> Bool {
-        guard rename(temp, path) == 0 else { return cannotRename(temp, path, errno) }
-        return true
+        do {
+            try fileSystem.rename(temp, to: path)
+            return true
+        } catch {
+            return cannotRename(temp, path, error)
+        }
     }
 
-    private func cannotRename(_ temp: String, _ path: String, _ failure: Int32) -> Bool {
-        AgentLog.info("cannot rename onto \(path): \(String(cString: strerror(failure)))")
-        unlink(temp)
+    private func cannotRename(_ temp: String, _ path: String, _ failure: FileSystemError) -> Bool {
+        AgentLog.info("cannot rename onto \(path): \(failure)")
+        fileSystem.removeFile(temp)
         return false
     }
 
     func remove(_ path: String) {
         noteWrite(path)
-        if let waiting = pending.removeValue(forKey: path) { unlink(waiting.temp) }
-        unlink(path)
+        if let waiting = pending.removeValue(forKey: path) { fileSystem.removeFile(waiting.temp) }
+        fileSystem.removeFile(path)
     }
 
     /// Removes the file the removal was decided on, and only that one: the file is renamed aside
@@ -336,7 +331,7 @@ final class MirrorFolder {
     func remove(_ path: String, guard writeGuard: WriteGuard) throws {
         noteWrite(path)
         let waiting = pending.removeValue(forKey: path)
-        if let waiting { unlink(waiting.temp) }
+        if let waiting { fileSystem.removeFile(waiting.temp) }
         let removalGuard = waiting.map { $0.guard ?? writeGuard } ?? writeGuard
         guard takeAway(path, expecting: removalGuard.expectedHash) else {
             removalGuard.onSuperseded()
@@ -346,17 +341,25 @@ final class MirrorFolder {
 
     /// Removes `path` if it is the file with `expected` hash; false (nothing removed) if not.
     private func takeAway(_ path: String, expecting expected: String?) -> Bool {
-        guard Self.diskHash(path) == expected else { return false }
+        guard diskHash(path) == expected else { return false }
         beforeGuardedReplace?()
         let aside = temporaryPath(for: path)
-        guard rename(path, aside) == 0 else { return errno == ENOENT }
-        if Self.diskHash(aside) == expected {
-            unlink(aside)
+        do {
+            try fileSystem.rename(path, to: aside)
+        } catch {
+            return error == .notFound
+        }
+        if diskHash(aside) == expected {
+            fileSystem.removeFile(aside)
             return true
         }
         // A save came just now: it goes back, unless a newer one is in place already.
-        if plistsync_rename_noreplace(aside, path) != 0 {
-            if errno == EINVAL || errno == ENOSYS { rename(aside, path) } else { unlink(aside) }
+        do {
+            try fileSystem.renameWithoutReplacing(aside, to: path)
+        } catch .unsupported {
+            try? fileSystem.rename(aside, to: path)
+        } catch {
+            fileSystem.removeFile(aside)
         }
         return false
     }
@@ -364,12 +367,13 @@ final class MirrorFolder {
     /// Keeps the current file of a record in `.plistsync/versions/` before it is overwritten or
     /// deleted by a remote change: `<id>.<stamp>.plist`, or `<id>.<stamp>-<n>.plist` when that
     /// second already has one, so no kept version ever replaces another.
-    func keepVersion(_ collection: String, _ id: String, now: Date = Date()) {
+    func keepVersion(_ collection: String, _ id: String) {
         let path = recordPath(collection, id)
         guard let bytes = read(path) else { return }
         let folder = stateFolder + "/versions/" + collection
         try? ensureFolder(folder)
-        let target = unusedPath { counter in folder + "/" + id + "." + Self.stamp(now) + (counter > 1 ? "-\(counter)" : "") + ".plist" }
+        let stamp = Self.stamp(now())
+        let target = unusedPath { counter in folder + "/" + id + "." + stamp + (counter > 1 ? "-\(counter)" : "") + ".plist" }
         try? writeAtomically(bytes, to: target)
     }
 
@@ -379,32 +383,29 @@ final class MirrorFolder {
         var counter = 1
         while true {
             let path = candidate(counter)
-            var info = stat()
-            if pending[path] == nil, lstat(path, &info) != 0 { return path }
+            if pending[path] == nil, fileSystem.kind(at: path) == .missing { return path }
             counter += 1
         }
     }
 
     /// Deletes kept versions older than `days`.
-    func pruneVersions(olderThan days: Int, now: Date = Date()) {
+    func pruneVersions(olderThan days: Int) {
         let base = stateFolder + "/versions"
-        guard let enumerator = FileManager.default.enumerator(atPath: base) else { return }
-        let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
-        for case let relative as String in enumerator {
-            let path = base + "/" + relative
-            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
-                modified < cutoff, relative.hasSuffix(".plist")
-            {
-                unlink(path)
+        let cutoff = now().addingTimeInterval(-Double(days) * 86_400)
+        for collection in fileSystem.names(in: base) ?? [] {
+            let folder = base + "/" + collection
+            for name in fileSystem.names(in: folder) ?? [] where name.hasSuffix(".plist") {
+                if let modified = fileSystem.modificationDate(folder + "/" + name), modified < cutoff { fileSystem.removeFile(folder + "/" + name) }
             }
         }
     }
 
     /// Saves a local version that lost a field conflict beside the record. A second loser in the
     /// same second gets `-2`, `-3`, … after the device name instead of replacing the first.
-    func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String, now: Date = Date()) throws -> String {
+    func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String) throws -> String {
+        let stamp = Self.stamp(now())
         let path = unusedPath { counter in
-            folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: Self.stamp(now), device: counter > 1 ? "\(device)-\(counter)" : device)
+            folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: stamp, device: counter > 1 ? "\(device)-\(counter)" : device)
         }
         try writeAtomically(bytes, to: path)
         return path

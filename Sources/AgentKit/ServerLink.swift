@@ -9,7 +9,7 @@ import SyncProtocol
 ///
 /// Requests go out on a `ClientConnection` with their reply callback; untagged lines go to
 /// `onEvent`. Loop-thread object.
-final class ServerLink {
+final class ServerLink: ServerRequests {
     private let loop: EventLoop
     private let configuration: AgentConfiguration
     private var connection: ClientConnection?
@@ -87,7 +87,7 @@ final class ServerLink {
     }
 
     /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
-    func send(_ command: Command, reply: @escaping (ServerEvent) -> Void = { _ in }) {
+    func send(_ command: Command, reply: @escaping (ServerEvent) -> Void) {
         guard let connection, isReady || command.allowedBeforeAuth else { return }
         connection.send(command) { line in reply(line.reply) }
     }

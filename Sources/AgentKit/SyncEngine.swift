@@ -9,7 +9,8 @@ import SyncProtocol
 /// nothing anyone typed is lost. Loop-thread object; file events reach it through `fileChanged`.
 final class SyncEngine {
     private let configuration: AgentConfiguration
-    private let link: ServerLink
+    private let link: any ServerRequests
+    private let clock: any AgentClock
     private let state: AgentState
     private let mirror: MirrorFolder
     let status: AgentStatus
@@ -48,9 +49,11 @@ final class SyncEngine {
     var onCollectionGone: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
 
-    init(configuration: AgentConfiguration, link: ServerLink, state: AgentState, mirror: MirrorFolder, status: AgentStatus) {
+    init(configuration: AgentConfiguration, link: any ServerRequests, clock: any AgentClock, state: AgentState, mirror: MirrorFolder,
+         status: AgentStatus) {
         self.configuration = configuration
         self.link = link
+        self.clock = clock
         self.state = state
         self.mirror = mirror
         self.status = status
@@ -135,7 +138,7 @@ final class SyncEngine {
         status.changed()
         guard !orderDirty.isEmpty, !orderFlushScheduled else { return }
         orderFlushScheduled = true
-        schedule(Self.orderFileDelayMilliseconds) { [self] in
+        clock.after(Self.orderFileDelayMilliseconds) { [self] in
             orderFlushScheduled = false
             let due = orderDirty
             orderDirty.removeAll()
@@ -146,8 +149,6 @@ final class SyncEngine {
 
     static let orderFileDelayMilliseconds: UInt64 = 30
     private var orderFlushScheduled = false
-    /// Runs a closure once on the loop after a delay in milliseconds (set by the agent).
-    var schedule: (UInt64, @escaping () -> Void) -> Void = { _, body in body() }
 
     private func startMirroring(_ collection: String) {
         let mirroredBefore = (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
@@ -358,7 +359,7 @@ final class SyncEngine {
     func reconcile(_ collection: String, _ id: String) {
         let key = RecordKey(collection: collection, id: id)
         let path = mirror.recordPath(collection, id)
-        let kind = MirrorFolder.kind(at: path)
+        let kind = mirror.kind(at: path)
         // The file is back (an editor's save renames it away, then writes it anew): not a delete.
         if kind != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
             pendingDeletes[collection] = nil
@@ -429,7 +430,7 @@ final class SyncEngine {
         failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
         if (state.lastSeq[collection] ?? 0) >= seq { try? state.setLastSeq(seq - 1, collection) }
         guard first else { return }
-        schedule(Self.applyRetryMilliseconds) { [self] in
+        clock.after(Self.applyRetryMilliseconds) { [self] in
             guard failedApplySeq.removeValue(forKey: collection) != nil, subscribed.contains(collection) else { return }
             subscribed.remove(collection)
             subscribe(collection)
@@ -453,7 +454,7 @@ final class SyncEngine {
         // A timer from an earlier round whose files all came back must not act on this one.
         pendingDeleteRound[key.collection, default: 0] += 1
         let round = pendingDeleteRound[key.collection]
-        schedule(Self.deleteSettleMilliseconds) { [self] in
+        clock.after(Self.deleteSettleMilliseconds) { [self] in
             guard pendingDeleteRound[key.collection] == round, let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
             guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
             let ready = stillDeleted(key.collection, ids)
@@ -472,13 +473,13 @@ final class SyncEngine {
         ids.sorted().filter { id in
             let key = RecordKey(collection: collection, id: id)
             let path = mirror.recordPath(collection, id)
-            return subscribed.contains(collection) && !inFlight.contains(key) && MirrorFolder.kind(at: path) == .missing
+            return subscribed.contains(collection) && !inFlight.contains(key) && mirror.kind(at: path) == .missing
                 && mirror.read(path) == nil && deletableEntry(key) != nil
         }
     }
 
     private func pushDeletes(_ collection: String, _ ids: [String]) {
-        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: Date(), count: ids.count))
+        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now, count: ids.count))
         for id in ids {
             let key = RecordKey(collection: collection, id: id)
             guard let entry = deletableEntry(key) else { continue }
@@ -498,7 +499,7 @@ final class SyncEngine {
     private func isMassDelete(_ collection: String, adding count: Int) -> Bool {
         let limit = configuration.confirmDeletesOver
         guard limit > 0 else { return false }
-        let since = Date().addingTimeInterval(-configuration.massDeleteWindowSeconds)
+        let since = clock.now.addingTimeInterval(-configuration.massDeleteWindowSeconds)
         recentDeletes[collection] = recentDeletes[collection]?.filter { $0 > since }
         return (recentDeletes[collection]?.count ?? 0) + count > limit
     }
@@ -513,13 +514,13 @@ final class SyncEngine {
             "\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back"
         status.changed()
         if first { log("\(collection): \(count) files deleted at once; holding the deletes until confirmed (plistsync deletes \(collection) --confirm|--undo)") }
-        if first { schedule(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) } }
+        if first { clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) } }
     }
 
     private func checkHeldDeletes(_ collection: String) {
         guard var held = heldDeletes[collection] else { return }
         // Files that came back (by hand, or a remote edit) are no longer deletes.
-        held = held.filter { MirrorFolder.kind(at: mirror.recordPath(collection, $0)) == .missing }
+        held = held.filter { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing }
         heldDeletes[collection] = held
         let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection)
         if held.isEmpty || request != nil || !subscribed.contains(collection) {
@@ -539,7 +540,7 @@ final class SyncEngine {
             status.changed()
             return batchEnded()
         }
-        schedule(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
+        clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
     }
 
     /// Writes a record's file again from its last synced state.
@@ -623,7 +624,7 @@ final class SyncEngine {
             return true
         }
         let path = mirror.recordPath(collection, id)
-        let bytes = MirrorFolder.kind(at: path) == .other ? nil : mirror.read(path)
+        let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
         let fileHash = bytes.map(ContentHash.of)
         let locallyChanged = fileHash != entry?.fileHash
         let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
@@ -634,7 +635,7 @@ final class SyncEngine {
         let writeGuard = MirrorFolder.WriteGuard(expectedHash: fileHash) { [self] in
             try? state.set(entry, collection, id)
             log("\(collection)/\(id): saved here while a change from the server was being written; merging the two")
-            schedule(0) { [self] in reconcile(collection, id) }
+            clock.after(0) { [self] in reconcile(collection, id) }
         }
 
         do {

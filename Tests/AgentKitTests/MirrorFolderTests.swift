@@ -25,14 +25,14 @@ final class UniqueKeptFilesTests: XCTestCase {
     func testVersionsAndConflictCopiesOfOneSecondAllSurvive() throws {
         let root = NSTemporaryDirectory() + "plistsync-mirror-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let mirror = MirrorFolder(root: root)
-        try mirror.ensureFolder(mirror.folder("c"))
         let now = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let mirror = MirrorFolder(root: root, now: { now })
+        try mirror.ensureFolder(mirror.folder("c"))
         var copies: Set<String> = []
         for edit in 0..<3 {
             try mirror.writeAtomically(Array("v\(edit)".utf8), to: mirror.recordPath("c", "r"))
-            mirror.keepVersion("c", "r", now: now)
-            copies.insert(try mirror.writeConflictCopy(Array("loser\(edit)".utf8), "c", "r", device: "laptop", now: now))
+            mirror.keepVersion("c", "r")
+            copies.insert(try mirror.writeConflictCopy(Array("loser\(edit)".utf8), "c", "r", device: "laptop"))
         }
         let versions = try FileManager.default.contentsOfDirectory(atPath: mirror.stateFolder + "/versions/c")
         XCTAssertEqual(versions.count, 3, "\(versions)")
@@ -86,7 +86,7 @@ final class GuardedWriteRaceTests: XCTestCase {
             _ = FileManager.default.createFile(atPath: path! + ".editor", contents: Data("typed by the user".utf8))
             rename(path! + ".editor", path!)
         }
-        let writeGuard = MirrorFolder.WriteGuard(expectedHash: MirrorFolder.diskHash(path)) { superseded = true }
+        let writeGuard = MirrorFolder.WriteGuard(expectedHash: mirror.diskHash(path)) { superseded = true }
         if inBatch { mirror.beginWrites() }
         do {
             try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: writeGuard)
@@ -113,7 +113,7 @@ final class GuardedWriteRaceTests: XCTestCase {
 
     func testAGuardedWriteWithNoSaveMeanwhileReplacesTheFile() throws {
         try mirror.writeAtomically(Array("synced".utf8), to: path)
-        try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: .init(expectedHash: MirrorFolder.diskHash(path)))
+        try mirror.writeAtomically(Array("from the server".utf8), to: path, guard: .init(expectedHash: mirror.diskHash(path)))
         XCTAssertEqual(contents(), "from the server")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
     }
@@ -125,7 +125,7 @@ final class GuardedWriteRaceTests: XCTestCase {
             rename(path! + ".editor", path!)
         }
         var superseded = false
-        XCTAssertThrowsError(try mirror.remove(path, guard: .init(expectedHash: MirrorFolder.diskHash(path)) { superseded = true }))
+        XCTAssertThrowsError(try mirror.remove(path, guard: .init(expectedHash: mirror.diskHash(path)) { superseded = true }))
         XCTAssertEqual(contents(), "typed by the user")
         XCTAssertTrue(superseded)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), ["r.plist"])
@@ -133,7 +133,7 @@ final class GuardedWriteRaceTests: XCTestCase {
 
     func testARemoteDeleteRemovesTheFileItWasDecidedOn() throws {
         try mirror.writeAtomically(Array("synced".utf8), to: path)
-        try mirror.remove(path, guard: .init(expectedHash: MirrorFolder.diskHash(path)))
+        try mirror.remove(path, guard: .init(expectedHash: mirror.diskHash(path)))
         XCTAssertNil(contents())
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: mirror.folder("c")), [])
     }

@@ -1,0 +1,200 @@
+import EventLoop
+import Foundation
+import SyncCore
+
+/// The agent without its process: the mirror folder, the state file, the sync engine and the
+/// attached app files, wired to each other and driven by file events, server events and the
+/// clock. `Agent` runs one on a libuv loop with real watchers and a TCP link; the simulation
+/// tests run many on a simulated file system, clock and server.
+final class AgentCore {
+    let configuration: AgentConfiguration
+    let clock: any AgentClock
+    let mirror: MirrorFolder
+    let state: AgentState
+    let status: AgentStatus
+    let engine: SyncEngine
+    private let fileMirror: FileMirror
+    /// Record files (an empty id: the collection's order file) due to be looked at, with when.
+    private var dueFiles: [RecordKey: UInt64] = [:]
+    /// When the next look at due files is armed for.
+    private var dueArmedAt: UInt64?
+    private var rescanArmed = false
+    /// A collection folder to watch, or to stop watching (the host owns the watchers).
+    var onWatch: (String) -> Void = { _ in }
+    var onUnwatch: (String) -> Void = { _ in }
+
+    /// Opens the state in `statePath` (a SQLite file); the attached app files come from
+    /// `DIR/.plistsync/files.plist` (`files`).
+    init(configuration: AgentConfiguration, files: [AttachedFile], fileSystem: any FileSystem, clock: any AgentClock,
+         link: any ServerRequests, statePath: String, persistentStatus: Bool = true) throws {
+        self.configuration = configuration
+        self.clock = clock
+        mirror = MirrorFolder(root: configuration.directory, fileSystem: fileSystem, now: { [clock] in clock.now })
+        try mirror.ensureFolder(mirror.stateFolder)
+        mirror.removeStaleTempFiles()
+        state = try AgentState(path: statePath)
+        status = AgentStatus(clock: clock, configuration: configuration, persistent: persistentStatus)
+        let remirrored = try state.noteAttached(Set(files.map(\.collection))) { [mirror] in
+            Set(files.map(\.collection).filter { mirror.kind(at: mirror.shadowFolder($0)) == .other })
+        }
+        for collection in remirrored.sorted() {
+            let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
+            AgentLog.info("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
+        }
+        fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock)
+        engine = SyncEngine(configuration: configuration, link: link, clock: clock, state: state, mirror: mirror, status: status)
+    }
+
+    /// Wires the parts and reads what changed while the agent was stopped; the link is
+    /// started by the host afterwards.
+    func start(log: @escaping (String) -> Void) {
+        engine.log = log
+        fileMirror.log = log
+        engine.onCollectionFolder = { [unowned self] collection in onWatch(collection) }
+        engine.onCollectionGone = { [unowned self] collection in onUnwatch(collection) }
+        fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
+        fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
+        engine.onOrderFileWritten = { [fileMirror] collection in fileMirror.shadowsChanged(collection) }
+        fileMirror.readAll()
+        status.collectionsProvider = { [state] in
+            var result: [String: (seq: Int64, records: Int)] = [:]
+            for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil {
+                result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0)
+            }
+            return result
+        }
+        for collection in state.lastSeq.keys where Names.collection(ofConflicts: collection) == nil && mirror.hasFolder(collection) {
+            onWatch(collection)
+        }
+        mirror.pruneVersions(olderThan: configuration.keepVersionsDays)
+        armRescan()
+        status.changed()
+    }
+
+    /// Saves what waits to be saved (the agent is stopping).
+    func stop() {
+        fileMirror.flush()
+        status.connected = false
+        status.close()
+    }
+
+    // MARK: - Server side
+
+    /// The server this mirror talks to has this store id (HELLO).
+    func serverID(_ id: String) {
+        if (try? state.noteServer(id)) == true {
+            AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh")
+        }
+    }
+
+    func connected() { engine.connected() }
+    func disconnected() { engine.disconnected() }
+    func received(_ event: ServerEvent) { engine.handle(event) }
+
+    /// Groups the effects of one batch of server lines or file events: one state transaction,
+    /// one file-system sync. Files become durable before the state that describes them.
+    func batch(starting: Bool) {
+        if starting {
+            state.beginBatch()
+            mirror.beginWrites()
+        } else {
+            engine.batchEnded()
+            fileMirror.shadowsChanged()
+            mirror.endWrites()
+            state.endBatch()
+        }
+    }
+
+    // MARK: - Local side
+
+    /// Something changed in the mirror's root folder (nil name: a watcher overflow).
+    func rootEvent(_ event: FolderWatcher.Event) {
+        switch event {
+        case .renamed(let name?), .changed(let name?):
+            if let file = fileMirror.file(named: name) {
+                // An app saved its whole file: read it (a plain write once it has settled).
+                let delay: UInt64 = if case .renamed = event { 0 } else { configuration.debounceMilliseconds }
+                clock.after(delay) { [unowned self] in
+                    batch(starting: true)
+                    fileMirror.read(file)
+                    batch(starting: false)
+                }
+            } else if name.hasSuffix(".order.plist") {
+                markDue(RecordKey(collection: String(name.dropLast(12)), id: ""), delay: configuration.debounceMilliseconds)
+            } else if let collection = MirrorFolder.collectionName(forEntry: name), mirror.hasFolder(collection) {
+                // A new folder, or the folder of a detached collection made again.
+                engine.create(collection)
+            }
+        case .renamed(nil), .changed(nil):
+            engine.scanAll()
+        case .failed(let reason):
+            AgentLog.info("watching \(configuration.directory) failed: \(reason)")
+        }
+    }
+
+    /// Something changed in a collection's folder (nil name: a watcher overflow); false when
+    /// the watch failed and should be dropped.
+    @discardableResult
+    func folderEvent(_ collection: String, _ event: FolderWatcher.Event) -> Bool {
+        switch event {
+        case .renamed(let name?):
+            // An atomic save ends in a rename: push at once (next turn, coalescing a burst).
+            if let key = recordKey(collection, name) { markDue(key, delay: 0) }
+        case .changed(let name?):
+            // A plain write may be one of several: wait briefly for the editor to finish.
+            if let key = recordKey(collection, name) { markDue(key, delay: configuration.debounceMilliseconds) }
+        case .renamed(nil), .changed(nil):
+            engine.scan(collection)
+        case .failed(let reason):
+            AgentLog.info("watching \(collection) failed: \(reason); relying on rescans")
+            return false
+        }
+        return true
+    }
+
+    /// The record (or conflict copy, in the collection's conflicts companion) a file name is.
+    private func recordKey(_ collection: String, _ name: String) -> RecordKey? {
+        if let id = MirrorFolder.recordID(forFileName: name) { return RecordKey(collection: collection, id: id) }
+        guard let id = MirrorFolder.conflictCopyID(forFileName: name) else { return nil }
+        return RecordKey(collection: Names.conflictsCollection(of: collection), id: id)
+    }
+
+    /// Marks a record (or, with an empty id, an order file) due after `delay` ms; later events
+    /// for the same file push the deadline back.
+    private func markDue(_ key: RecordKey, delay: UInt64) {
+        dueFiles[key] = clock.milliseconds + delay
+        armDueFiles()
+    }
+
+    private func armDueFiles() {
+        guard let next = dueFiles.values.min(), dueArmedAt.map({ next < $0 }) ?? true else { return }
+        dueArmedAt = next
+        let now = clock.milliseconds
+        clock.after(next > now ? next - now : 0) { [unowned self] in
+            guard dueArmedAt == next else { return }
+            dueArmedAt = nil
+            let now = clock.milliseconds
+            let ready = dueFiles.filter { $0.value <= now }.keys
+            for key in ready { dueFiles[key] = nil }
+            batch(starting: true)
+            for key in ready.sorted(by: { ($0.collection, $0.id) < ($1.collection, $1.id) }) {
+                if key.id.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
+            }
+            batch(starting: false)
+            armDueFiles()
+        }
+    }
+
+    /// The periodic full rescan, the backstop for missed events.
+    private func armRescan() {
+        guard !rescanArmed else { return }
+        rescanArmed = true
+        clock.after(configuration.rescanSeconds * 1000) { [unowned self] in
+            rescanArmed = false
+            batch(starting: true)
+            engine.scanAll()
+            batch(starting: false)
+            armRescan()
+        }
+    }
+}
