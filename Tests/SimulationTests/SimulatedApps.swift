@@ -1,0 +1,128 @@
+import Foundation
+import PlistFormat
+import SyncProtocol
+
+/// People and their apps editing the mirror folders the way real ones do, each typing values
+/// that are unique in the run, so the checks can tell whether any was lost. A value counts as
+/// replaced on purpose (not lost) when the one who replaced it had it in front of them: an
+/// edit of the field it was in, or a delete of the file that showed it.
+final class SimulatedApps {
+    private let world: SimulationWorld
+    private var counter = 0
+    /// Every value typed, with where (for the report).
+    private(set) var typed: [String: String] = [:]
+    /// Values someone replaced or deleted while looking at them.
+    private(set) var replaced: Set<String> = []
+    /// Record ids the apps choose from (few, so that machines collide on them).
+    static let ids = ["Ada", "Grace", "Alan", "Zoe", "Edsger"]
+    static let fieldNames = ["name", "phone", "note"]
+    let collection = "c"
+
+    init(world: SimulationWorld) {
+        self.world = world
+    }
+
+    private var fs: SimulatedFileSystem { world.fileSystem }
+
+    private func newValue(_ machine: SimulatedMachine, _ id: String, _ field: String) -> String {
+        counter += 1
+        let value = "v\(counter)"
+        typed[value] = "\(machine.name) \(collection)/\(id).\(field) at \(world.scheduler.now) ms"
+        return value
+    }
+
+    private func folder(_ machine: SimulatedMachine) -> String { machine.root + "/" + collection }
+    private func untype(_ fields: [String: Value]) {
+        for case .string(let value) in fields.values { typed[value] = nil }
+    }
+
+    private func path(_ machine: SimulatedMachine, _ id: String) -> String { folder(machine) + "/" + id + ".plist" }
+
+    private func records(_ machine: SimulatedMachine) -> [String] {
+        (fs.names(in: folder(machine)) ?? []).filter { $0.hasSuffix(".plist") && !$0.hasPrefix(".") && !$0.contains(".sync-conflict-") }
+            .map { String($0.dropLast(6)) }
+    }
+
+    private func read(_ path: String) -> [String: Value]? {
+        guard let bytes = fs.contents(at: path), case .dictionary(let fields)? = try? PlistFile.decode(bytes).0 else { return nil }
+        return fields
+    }
+
+    /// An atomic save: a temp file, then a rename over the record.
+    @discardableResult
+    private func save(_ fields: [String: Value], to path: String, by machine: SimulatedMachine) -> Bool {
+        machine.note("app saves \(path): \(ValueJSON.encode(fields: fields))")
+        let temp = path + ".tmp~"
+        let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
+        guard (try? fs.writeFile(temp, bytes, durable: true)) != nil else {
+            machine.note("app could not save: disk full")
+            return false
+        }
+        try? fs.rename(temp, to: path)
+        return true
+    }
+
+    /// The second half of an in-place save; on a full disk the person saves again a bit later.
+    private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
+        guard (try? fs.overwrite(target, with: bytes)) == nil else { return }
+        world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }
+    }
+
+    /// One random action of one person on `machine`'s folder.
+    func act(on machine: SimulatedMachine) {
+        guard fs.isFolder(folder(machine)) else { return }
+        let present = records(machine)
+        let roll = Int.random(in: 0..<100, using: &world.scheduler.random)
+        if present.isEmpty || roll < 20 {
+            // A new record (maybe one another machine is creating too).
+            let id = Self.ids.randomElement(using: &world.scheduler.random)!
+            guard !present.contains(id) else { return }
+            var fields: [String: Value] = [:]
+            for field in Self.fieldNames.prefix(2) { fields[field] = .string(newValue(machine, id, field)) }
+            if !save(fields, to: path(machine, id), by: machine) { untype(fields) }
+        } else if roll < 75 {
+            // An edit of one field, saved atomically or in place in two writes.
+            let id = present.randomElement(using: &world.scheduler.random)!
+            guard var fields = read(path(machine, id)) else { return }
+            let field = Self.fieldNames.randomElement(using: &world.scheduler.random)!
+            let old = fields[field]
+            let value = newValue(machine, id, field)
+            fields[field] = .string(value)
+            // Saved: the old value was replaced by someone who saw it. Not saved: the person was
+            // told, and the new value does not count as typed.
+            let outcome = { [self] (saved: Bool) in
+                if saved, case .string(let old)? = old { replaced.insert(old) }
+                if !saved { typed[value] = nil }
+            }
+            if Int.random(in: 0..<4, using: &world.scheduler.random) == 0 {
+                let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
+                let target = path(machine, id)
+                machine.note("app writes \(target) in place: \(ValueJSON.encode(fields: fields))")
+                let started = (try? fs.overwrite(target, with: Array(bytes.prefix(bytes.count / 2)))) != nil
+                outcome(started)
+                guard started else { return machine.note("app could not save: disk full") }
+                world.scheduler.after(UInt64.random(in: 1...60, using: &world.scheduler.random)) { [self] in finishInPlace(target, bytes) }
+            } else {
+                outcome(save(fields, to: path(machine, id), by: machine))
+            }
+        } else if roll < 88 {
+            // A delete of a file the person looked at.
+            let id = present.randomElement(using: &world.scheduler.random)!
+            if let fields = read(path(machine, id)) {
+                for case .string(let value) in fields.values { replaced.insert(value) }
+            }
+            machine.note("app deletes \(path(machine, id))")
+            fs.removeFile(path(machine, id))
+        } else {
+            // A row dragged elsewhere in the order file.
+            let orderPath = machine.root + "/" + collection + ".order.plist"
+            guard let bytes = fs.contents(at: orderPath), case .array(var rows)? = try? PlistFile.decode(bytes).0, rows.count > 1 else { return }
+            let row = rows.remove(at: Int.random(in: 0..<rows.count, using: &world.scheduler.random))
+            rows.insert(row, at: Int.random(in: 0...rows.count, using: &world.scheduler.random))
+            let temp = orderPath + ".tmp~"
+            guard (try? fs.writeFile(temp, PlistFile.encode(.array(rows), as: .xml), durable: true)) != nil else { return }
+            machine.note("app saves \(orderPath): \(rows)")
+            try? fs.rename(temp, to: orderPath)
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import EventLoop
+import Foundation
+@testable import AgentKit
+import SyncCore
+import SyncProtocol
+
+/// One machine of the simulation: a folder on the simulated file system mirrored by a real
+/// `AgentCore` (the sync engine, the state in a real SQLite file), whose clock is the
+/// scheduler's and whose server link goes through the scheduler to the simulated server. It can
+/// crash (everything in memory is lost, files and state stay) and start again.
+final class SimulatedMachine {
+    let name: String
+    let root: String
+    private let statePath: String
+    private let world: SimulationWorld
+    private(set) var core: AgentCore?
+    private var clock: SimulatedClock?
+    private(set) var link: SimulatedLink?
+    /// Collection folders the agent watches: folder path → collection.
+    private var watched: [String: String] = [:]
+    /// File events waiting to reach the agent, in order.
+    private var lastEventTime: UInt64 = 0
+    /// The agent's log, newest last (kept short).
+    private(set) var log: [String] = []
+
+    init(name: String, world: SimulationWorld, stateFolder: String) {
+        self.name = name
+        root = "/" + name
+        statePath = stateFolder + "/" + name + ".sqlite"
+        self.world = world
+    }
+
+    var isRunning: Bool { core != nil }
+
+    func note(_ line: String) {
+        log.append("[\(world.scheduler.now) ms] \(line)")
+        if log.count > 20_000 { log.removeFirst(log.count - 15_000) }
+    }
+
+    func start() throws {
+        guard core == nil else { return }
+        try world.fileSystem.makeFolder(root)
+        let clock = SimulatedClock(scheduler: world.scheduler)
+        var configuration = AgentConfiguration(
+            server: SocketAddress(host: "127.0.0.1", port: 7420), user: "alice", credential: .password("pw"), directory: root, device: name)
+        configuration.debounceMilliseconds = 15
+        let link = SimulatedLink(machine: self, world: world, clock: clock)
+        let core = try AgentCore(configuration: configuration, files: [], fileSystem: world.fileSystem, clock: clock, link: link,
+                                 statePath: statePath, persistentStatus: false)
+        core.onWatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = collection }
+        core.onUnwatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = nil }
+        self.clock = clock
+        self.link = link
+        self.core = core
+        note("started")
+        core.start(log: { [unowned self] line in note(line) })
+        link.connect()
+    }
+
+    /// kill -9: the process and its connection are gone; its files and state file stay.
+    func crash() {
+        guard core != nil else { return }
+        note("crashed")
+        clock?.isAlive = false
+        link?.kill()
+        watched.removeAll()
+        core = nil
+        clock = nil
+        link = nil
+    }
+
+    /// A file changed in the simulated file system: the agent hears of it shortly, if it
+    /// watches that folder (inotify: the root and each collection folder).
+    func fileChanged(folder: String, name: String, renamed: Bool) {
+        guard let core, folder == root || watched[folder] != nil else { return }
+        let event: FolderWatcher.Event = renamed ? .renamed(name) : .changed(name)
+        let time = max(world.scheduler.now + UInt64.random(in: 0...2, using: &world.scheduler.random), lastEventTime)
+        lastEventTime = time
+        let collection = watched[folder]
+        world.scheduler.after(time - world.scheduler.now) { [weak self, weak core] in
+            guard let self, let core, self.core === core else { return }
+            if folder == root { core.rootEvent(event) } else if let collection, watched[folder] == collection { core.folderEvent(collection, event) }
+        }
+    }
+}
+
+/// The agent's server link in the simulation: requests reach the server after a delay (in
+/// order), the server's lines come back after a delay (in order), and the connection can drop.
+final class SimulatedLink: ServerRequests {
+    private unowned let machine: SimulatedMachine
+    private let world: SimulationWorld
+    private let clock: SimulatedClock
+    private var connection: ServerConnection?
+    private var replies: [String: (ServerEvent) -> Void] = [:]
+    private var tagCounter = 0
+    private var lastUp: UInt64 = 0
+    private var lastDown: UInt64 = 0
+    private(set) var isReady = false
+    private var dead = false
+    let server = SocketAddress(host: "127.0.0.1", port: 7420)
+    private(set) var maxRecordBytes = Limits.standard.maxRecordBytes
+    private(set) var maxLineBytes = Limits.standard.maxLineBytes
+
+    init(machine: SimulatedMachine, world: SimulationWorld, clock: SimulatedClock) {
+        self.machine = machine
+        self.world = world
+        self.clock = clock
+    }
+
+    private var latency: UInt64 { UInt64.random(in: 0...world.maxLatency, using: &world.scheduler.random) }
+
+    func connect() {
+        guard !dead, connection == nil else { return }
+        let connection = world.server.connect { [weak self] lines in self?.arrive(lines) }
+        self.connection = connection
+        (lastUp, lastDown) = (world.scheduler.now, world.scheduler.now)
+        request(.hello(version: "1", clientName: "simulated-agent"), connection) { _ in }
+        request(.auth(user: "alice", password: "pw"), connection) { [weak self] event in
+            guard let self, case .ok = event else { return }
+            isReady = true
+            machine.note("connected")
+            machine.core?.connected()
+        }
+    }
+
+    /// Sends one request on `connection`, arriving after a delay (never before an earlier one).
+    private func request(_ command: Command, _ connection: ServerConnection, reply: @escaping (ServerEvent) -> Void) {
+        tagCounter += 1
+        let tag = "t\(tagCounter)"
+        replies[tag] = reply
+        let time = max(world.scheduler.now + latency, lastUp)
+        lastUp = time
+        let line = tag + " " + command.requestText
+        machine.note("-> " + String(line.prefix(200)))
+        world.scheduler.after(time - world.scheduler.now) { [weak self, world] in
+            guard let self, self.connection === connection, !connection.isClosed else { return }
+            connection.send(line, tag: tag)
+            world.serverSettle()
+        }
+    }
+
+    func send(_ command: Command, reply: @escaping (ServerEvent) -> Void) {
+        guard isReady, let connection else { return }
+        request(command, connection, reply: reply)
+    }
+
+    /// Lines from the server reach the agent after a delay, as one batch.
+    private func arrive(_ lines: [[UInt8]]) {
+        guard let connection else { return }
+        let time = max(world.scheduler.now + latency, lastDown)
+        lastDown = time
+        world.scheduler.after(time - world.scheduler.now) { [weak self] in
+            guard let self, self.connection === connection, let core = machine.core else { return }
+            core.batch(starting: true)
+            for bytes in lines {
+                guard self.connection === connection, let line = ServerLine.parseAnsweringTag(bytes) else { continue }
+                machine.note("<- " + String(decoding: bytes.prefix(200), as: UTF8.self))
+                let event = ServerEvent(line)
+                if let tag = line.tag {
+                    replies.removeValue(forKey: tag)?(event)
+                } else if case .bye(let reason) = event {
+                    machine.note("server closed the connection: \(reason)")
+                    lost()
+                } else {
+                    core.received(event)
+                }
+            }
+            core.batch(starting: false)
+        }
+    }
+
+    func restart() {
+        lost()
+    }
+
+    /// The connection drops (a network failure): the agent hears of it and reconnects later.
+    func drop() {
+        guard connection != nil else { return }
+        machine.note("connection dropped")
+        lost()
+    }
+
+    private func lost() {
+        guard let connection else { return }
+        connection.drop()
+        self.connection = nil
+        replies.removeAll()
+        let wasReady = isReady
+        isReady = false
+        if wasReady { machine.core?.disconnected() }
+        clock.after(UInt64.random(in: 50...1000, using: &world.scheduler.random)) { [weak self] in self?.connect() }
+    }
+
+    /// The process died: the connection goes without a word.
+    func kill() {
+        dead = true
+        connection?.drop()
+        connection = nil
+        replies.removeAll()
+        isReady = false
+    }
+}

@@ -1,0 +1,170 @@
+import EventLoop
+import Foundation
+import RecordStore
+@testable import ServerKit
+import SyncCore
+import SyncProtocol
+
+/// The real server (`Server`, its sessions, committer and hub, a real SQLite store in a temp
+/// folder) with no listener: each simulated connection is a session on a buffer. The
+/// simulation hands it one request at a time and turns its loop until that request is answered,
+/// so what it does is the same on every run of a seed.
+final class SimulatedServer {
+    let loop = EventLoop()
+    let folder: String
+    private(set) var server: Server!
+    private var connections: [ObjectIdentifier: ServerConnection] = [:]
+    private var connectionCount = 0
+    /// Keeps the loop alive, as a listener does when serving: libuv runs no end-of-turn work
+    /// (the committer's batches) on a loop with nothing active.
+    private let heartbeat: LoopTimer
+
+    init(folder: String, users: [(name: String, password: String)]) throws {
+        self.folder = folder
+        heartbeat = LoopTimer(loop: loop)
+        heartbeat.start(after: 60_000, repeatEvery: 60_000) {}
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let data = DataFolder(path: folder)
+        let store = try SQLiteServerStore(folder: data)
+        let accounts = try Accounts(folder: data)
+        for user in users {
+            _ = try accounts.addUser(user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1), isAdmin: false)
+        }
+        var configuration = ServerConfiguration()
+        configuration.dataPath = folder
+        configuration.idleTimeoutSeconds = 0
+        server = try Server(configuration: configuration, store: store, loop: loop)
+    }
+
+    /// A new client connection; `deliver` gets each batch of lines the server sends it.
+    func connect(deliver: @escaping ([[UInt8]]) -> Void) -> ServerConnection {
+        connectionCount += 1
+        let connection = ServerConnection(server: self, number: connectionCount, deliver: deliver)
+        connections[ObjectIdentifier(connection)] = connection
+        connection.session = server.open(connection)
+        return connection
+    }
+
+    fileprivate func forget(_ connection: ServerConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+    }
+
+    /// Turns the loop until every connection's requests are answered (commits and logins run on
+    /// other threads), then hands each connection what it was sent.
+    func settle() throws {
+        let deadline = Date().addingTimeInterval(10)
+        while connections.values.contains(where: \.isWaiting) {
+            guard Date() < deadline else { throw SimulationFailure("the server did not answer within 10 s") }
+            loop.runOnce(wait: false)
+            if connections.values.contains(where: \.isWaiting) { usleep(20) }
+        }
+        loop.runOnce(wait: false)
+        for connection in connections.values.sorted(by: { $0.number < $1.number }) { connection.flush() }
+    }
+
+    /// Ends every session and the loop; the store is closed with the server.
+    func close() {
+        for connection in Array(connections.values) { connection.drop() }
+        loop.runOnce(wait: false)
+        server.shutdown()
+        heartbeat.close()
+        for _ in 0..<20 { loop.runOnce(wait: false) }
+        server = nil
+        loop.close()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// One client connection of the simulated server: the session's side is a `SessionTransport`
+/// on buffers; lines go to the client in batches, through the simulation's scheduler.
+final class ServerConnection: SessionTransport {
+    /// Which connection of the server this is (flushed in this order).
+    let number: Int
+    private unowned let server: SimulatedServer
+    fileprivate weak var session: Session?
+    private let deliver: ([[UInt8]]) -> Void
+    private var output: [UInt8] = []
+    /// Tags of requests sent and not answered yet.
+    private var awaiting: [String] = []
+    private(set) var isClosed = false
+
+    fileprivate init(server: SimulatedServer, number: Int, deliver: @escaping ([[UInt8]]) -> Void) {
+        self.number = number
+        self.server = server
+        self.deliver = deliver
+    }
+
+    var isWaiting: Bool { !awaiting.isEmpty && !isClosed }
+
+    /// Hands the session one request line (tagged `tag`).
+    func send(_ line: String, tag: String) {
+        guard !isClosed else { return }
+        awaiting.append(tag)
+        session?.received(Array((line + "\n").utf8))
+    }
+
+    /// The client goes away (a crash, a dropped connection).
+    func drop() {
+        guard !isClosed else { return }
+        isClosed = true
+        awaiting.removeAll()
+        server.forget(self)
+        session?.endOfInput()
+        session?.closed()
+    }
+
+    fileprivate func flush() {
+        guard !output.isEmpty else { return }
+        var lines: [[UInt8]] = []
+        var start = 0
+        for index in output.indices where output[index] == 0x0A {
+            lines.append(Array(output[start..<index]))
+            start = index + 1
+        }
+        output.removeFirst(start)
+        if !lines.isEmpty { deliver(lines) }
+    }
+
+    // MARK: - SessionTransport
+
+    var peerHost: String? { "simulated" }
+    var pendingOutputBytes: Int { 0 }
+
+    func attach(_ session: Session) {
+        self.session = session
+    }
+
+    func perform(_ action: SessionAction) {
+        switch action {
+        case .send(let text): received(Array(text.utf8))
+        case .sendBytes(let bytes): received(Array(bytes))
+        case .pauseReading, .resumeReading, .commit, .subscribe, .unsubscribe: break
+        case .close, .closeNow:
+            guard !isClosed else { return }
+            isClosed = true
+            awaiting.removeAll()
+            server.forget(self)
+            server.loop.atEndOfTurn { [weak self] in self?.session?.closed() }
+        }
+    }
+
+    private func received(_ bytes: [UInt8]) {
+        output += bytes
+        // Each tagged reply answers the oldest request waiting (replies keep request order).
+        var start = output.count - bytes.count
+        while let newline = output[start...].firstIndex(of: 0x0A) {
+            if let space = output[start..<newline].firstIndex(of: 0x20), output[start] != UInt8(ascii: "*") {
+                let tag = String(decoding: output[start..<space], as: UTF8.self)
+                let rest = output[(space + 1)..<newline]
+                if rest.starts(with: "OK ".utf8) || rest.starts(with: "ERR ".utf8), awaiting.first == tag { awaiting.removeFirst() }
+            }
+            start = newline + 1
+        }
+    }
+}
+
+/// A simulation that could not go on (the server hung), as opposed to an invariant broken.
+struct SimulationFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

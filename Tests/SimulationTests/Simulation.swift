@@ -1,0 +1,180 @@
+import Foundation
+@testable import AgentKit
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// One seeded run: machines mirroring one collection through the real server while people
+/// edit, delete and reorder, agents crash and restart, connections drop and disks fill up;
+/// then a quiet period, and the checks: every mirror equals the server (records, order,
+/// conflict copies), and every value anyone typed still exists somewhere unless the one who
+/// replaced it saw it.
+final class Simulation {
+    let seed: UInt64
+    /// Virtual milliseconds of activity, then of quiet before the checks.
+    var activeMilliseconds: UInt64 = 20_000
+    var quietMilliseconds: UInt64 = 60_000
+
+    init(seed: UInt64) {
+        self.seed = seed
+    }
+
+    /// What a run found.
+    struct Report {
+        var violations: [String] = []
+        var events = 0
+        var logs: [String: [String]] = [:]
+    }
+
+    func run() throws -> Report {
+        let folder = Self.scratchFolder + "/sim-\(seed)-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var random = SeededRandom(seed: seed)
+        let world = try SimulationWorld(seed: random.next(), machineCount: Int.random(in: 2...3, using: &random), folder: folder)
+        defer { world.close() }
+        world.maxLatency = [1, 5, 40].randomElement(using: &random)!
+        let apps = SimulatedApps(world: world)
+        let faults = random.chance(70)
+
+        // The first machine has the collection as a folder with a record; the others join.
+        let first = world.machines[0]
+        try world.fileSystem.makeFolder(first.root + "/" + apps.collection)
+        apps.act(on: first)
+        for machine in world.machines { try machine.start() }
+
+        // People act every few hundred milliseconds; faults strike now and then.
+        var time: UInt64 = 0
+        while time < activeMilliseconds {
+            time += UInt64.random(in: 10...400, using: &random)
+            let machine = world.machines.randomElement(using: &random)!
+            let roll = Int.random(in: 0..<100, using: &random)
+            world.scheduler.after(time - world.scheduler.now) { [self] in
+                if !faults || roll < 88 {
+                    apps.act(on: machine)
+                } else if roll < 92 {
+                    machine.crash()
+                    world.scheduler.after(UInt64.random(in: 10...3000, using: &world.scheduler.random)) { try? machine.start() }
+                } else if roll < 96 {
+                    machine.link?.drop()
+                } else {
+                    fillDisk(world, machine)
+                }
+                _ = self
+            }
+        }
+        world.scheduler.run(until: activeMilliseconds)
+        // Quiet: every machine runs, every disk has room, and the agents catch up.
+        world.fileSystem.fullDisks.removeAll()
+        for machine in world.machines where !machine.isRunning { try machine.start() }
+        world.scheduler.run(until: activeMilliseconds + quietMilliseconds)
+
+        var report = Report(events: world.scheduler.eventsRun)
+        if let failure = world.failure { report.violations.append(failure) }
+        report.violations += try check(world, apps)
+        if !report.violations.isEmpty {
+            for machine in world.machines { report.logs[machine.name] = machine.log }
+        }
+        return report
+    }
+
+    private func fillDisk(_ world: SimulationWorld, _ machine: SimulatedMachine) {
+        world.fileSystem.fullDisks.insert(machine.root + "/")
+        world.scheduler.after(UInt64.random(in: 100...5000, using: &world.scheduler.random)) {
+            world.fileSystem.fullDisks.remove(machine.root + "/")
+        }
+    }
+
+    // MARK: - Checks
+
+    private func check(_ world: SimulationWorld, _ apps: SimulatedApps) throws -> [String] {
+        var violations: [String] = []
+        let collection = apps.collection
+        let server = try serverState(world, collection)
+        let copies = try serverState(world, Names.conflictsCollection(of: collection))
+        for machine in world.machines {
+            guard machine.link?.isReady == true else {
+                violations.append("\(machine.name) is not connected at the end")
+                continue
+            }
+            let folder = machine.root + "/" + collection
+            var records: [String: Fields] = [:]
+            var copyNames: Set<String> = []
+            for name in world.fileSystem.names(in: folder) ?? [] where name.hasSuffix(".plist") && !name.hasPrefix(".") {
+                let id = String(name.dropLast(6))
+                if name.contains(".sync-conflict-") {
+                    copyNames.insert(id)
+                    continue
+                }
+                guard let bytes = world.fileSystem.contents(at: folder + "/" + name), let fields = try? PlistFile.decodeRecord(bytes).0 else {
+                    violations.append("\(machine.name): \(collection)/\(name) does not parse")
+                    continue
+                }
+                records[id] = fields
+            }
+            for id in Set(records.keys).union(server.records.keys).sorted() where records[id] != server.records[id] {
+                violations.append("\(machine.name): \(collection)/\(id) is \(describe(records[id])), the server has \(describe(server.records[id]))")
+            }
+            if copyNames != Set(copies.records.keys) {
+                violations.append("\(machine.name): conflict copies \(copyNames.sorted()), the server has \(copies.records.keys.sorted())")
+            }
+            let orderPath = machine.root + "/" + collection + ".order.plist"
+            var order: [String] = []
+            if let bytes = world.fileSystem.contents(at: orderPath), case .array(let rows)? = try? PlistFile.decode(bytes).0 {
+                order = rows.compactMap { if case .string(let id) = $0 { id } else { nil } }
+            }
+            if order != server.order { violations.append("\(machine.name): order \(order), the server has \(server.order)") }
+        }
+        // Every value typed exists somewhere, unless the one who replaced it saw it.
+        var present: Set<String> = []
+        for fields in server.records.values.map(Value.dictionary) + copies.records.values.map(Value.dictionary) { collectStrings(fields, into: &present) }
+        for machine in world.machines {
+            for (_, bytes) in world.fileSystem.files(under: machine.root) {
+                if let value = try? PlistFile.decode(bytes).0 { collectStrings(value, into: &present) }
+            }
+        }
+        for (value, place) in apps.typed.sorted(by: { $0.key < $1.key }) where !apps.replaced.contains(value) && !present.contains(value) {
+            violations.append("lost \(value), typed on \(place)")
+        }
+        return violations
+    }
+
+    private func describe(_ fields: Fields?) -> String {
+        fields.map { ValueJSON.encode(fields: $0) } ?? "missing"
+    }
+
+    private func collectStrings(_ value: Value, into set: inout Set<String>) {
+        switch value {
+        case .string(let text): set.insert(text)
+        case .array(let items): for item in items { collectStrings(item, into: &set) }
+        case .dictionary(let members): for member in members.values { collectStrings(member, into: &set) }
+        default: break
+        }
+    }
+
+    /// A collection's live records and order, read from the server through a session of its own.
+    private func serverState(_ world: SimulationWorld, _ collection: String) throws -> (records: [String: Fields], order: [String]) {
+        var lines: [[UInt8]] = []
+        let connection = world.server.connect { lines += $0 }
+        defer { connection.drop() }
+        for (tag, command) in [("h", Command.hello(version: "1", clientName: "check")), ("a", .auth(user: "alice", password: "pw")),
+                               ("l", .list(collection: collection))] {
+            connection.send(tag + " " + command.requestText, tag: tag)
+            try world.server.settle()
+        }
+        var records: [String: Fields] = [:]
+        var order: [String] = []
+        for bytes in lines {
+            guard let line = ServerLine.parseAnsweringTag(bytes), case .record(_, let id, let state) = ServerEvent(line), let fields = state.fields else { continue }
+            records[id] = fields
+            order.append(id)
+        }
+        return (records, order)
+    }
+
+    /// Where runs keep their SQLite files: memory-backed where the machine has it.
+    static let scratchFolder: String = {
+        let shm = "/dev/shm"
+        return FileManager.default.isWritableFile(atPath: shm) ? shm + "/plistsync-simulation" : NSTemporaryDirectory() + "plistsync-simulation"
+    }()
+}

@@ -1,0 +1,48 @@
+import Foundation
+import ServerKit
+import XCTest
+
+/// The deterministic simulation of agents, apps and the server (issue 18): many seeded runs,
+/// each checked for convergence and lost values. `PLISTSYNC_SIMULATION_SEED=N` replays one
+/// run; `PLISTSYNC_SIMULATION_RUNS=N` sets how many run (from `PLISTSYNC_SIMULATION_FIRST`).
+final class SimulationTests: XCTestCase {
+    private var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    override func setUp() {
+        ServerLog.quiet = true
+    }
+
+    func testSeededRunsConvergeAndLoseNothing() throws {
+        let seeds: [UInt64]
+        if let one = environment["PLISTSYNC_SIMULATION_SEED"].flatMap(UInt64.init) {
+            seeds = [one]
+        } else {
+            let first = environment["PLISTSYNC_SIMULATION_FIRST"].flatMap(UInt64.init) ?? 1
+            let runs = environment["PLISTSYNC_SIMULATION_RUNS"].flatMap(UInt64.init) ?? 200
+            seeds = Array(first..<(first + runs))
+        }
+        let started = Date()
+        var events = 0
+        var failed = 0
+        for seed in seeds {
+            let report = try Simulation(seed: seed).run()
+            events += report.events
+            guard !report.violations.isEmpty else { continue }
+            failed += 1
+            var text = "seed \(seed): \(report.violations.count) violations\n  " + report.violations.prefix(20).joined(separator: "\n  ")
+            if seeds.count == 1 || failed == 1 {
+                // The lines about the record of the first violation (its id is the word after "c/").
+                let subject = report.violations[0].components(separatedBy: "c/").dropFirst().first?.prefix { $0.isLetter } ?? ""
+                for (machine, log) in report.logs.sorted(by: { $0.key < $1.key }) {
+                    let lines = log.filter { subject.isEmpty || $0.contains(subject) || $0.contains("crashed") || $0.contains("started") || $0.contains("dropped") }
+                    text += "\n--- \(machine)\n" + lines.suffix(150).joined(separator: "\n")
+                }
+            }
+            text += "\n  replay: PLISTSYNC_SIMULATION_SEED=\(seed) swift test --filter SimulationTests"
+            XCTFail(text)
+            if failed >= 5 { break }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        print("simulation: \(seeds.count) runs, \(events) events, \(failed) failed, \(String(format: "%.1f", seconds)) s")
+    }
+}

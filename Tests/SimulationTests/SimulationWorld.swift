@@ -1,0 +1,42 @@
+import Foundation
+@testable import AgentKit
+
+/// What every part of one simulated run shares: the scheduler (time and randomness), the file
+/// system of all machines, the server, and the machines.
+final class SimulationWorld {
+    let scheduler: Scheduler
+    let fileSystem = SimulatedFileSystem()
+    let server: SimulatedServer
+    private(set) var machines: [SimulatedMachine] = []
+    /// Most milliseconds a message takes each way.
+    var maxLatency: UInt64 = 5
+    /// Why the run could not go on, if it could not.
+    private(set) var failure: String?
+
+    init(seed: UInt64, machineCount: Int, folder: String) throws {
+        scheduler = Scheduler(seed: seed)
+        server = try SimulatedServer(folder: folder + "/server", users: [("alice", "pw")])
+        for index in 0..<machineCount {
+            machines.append(SimulatedMachine(name: "m\(index)", world: self, stateFolder: folder))
+        }
+        fileSystem.now = { [scheduler] in SimulatedClock.epoch.addingTimeInterval(Double(scheduler.now) / 1000) }
+        fileSystem.onChange = { [unowned self] folder, name, renamed in
+            for machine in machines where folder == machine.root || folder.hasPrefix(machine.root + "/") {
+                machine.fileChanged(folder: folder, name: name, renamed: renamed)
+            }
+        }
+    }
+
+    func serverSettle() {
+        do {
+            try server.settle()
+        } catch {
+            failure = failure ?? "\(error)"
+        }
+    }
+
+    func close() {
+        for machine in machines { machine.crash() }
+        server.close()
+    }
+}
