@@ -627,6 +627,13 @@ final class SyncEngine {
         let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
         let fileHash = bytes.map(ContentHash.of)
         let locallyChanged = fileHash != entry?.fileHash
+        // A save still being written (the file does not parse yet) is neither merged nor kept as
+        // a copy of half a file: the change waits, like a push waits for the editor to finish.
+        if locallyChanged, let bytes, remote.isLive, (try? PlistFile.decodeRecord(bytes)) == nil,
+            let modified = mirror.fileSystem.modificationDate(path), clock.now.timeIntervalSince(modified) < Self.saveSettleSeconds
+        {
+            return false
+        }
         let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
         var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
@@ -685,6 +692,10 @@ final class SyncEngine {
         if fromConflict || locallyChanged { reconcile(collection, id) }
         return true
     }
+
+    /// How long a file that does not parse counts as a save in progress: a change from the
+    /// server for it waits that long; after that the file is kept as a conflict copy.
+    static let saveSettleSeconds: Double = 10
 
     /// Marks a delete the server refused, so it is not retried until the file comes back.
     static let refusedDelete = "refused-delete"
@@ -753,12 +764,27 @@ final class SyncEngine {
                 if readOrderEdits(collection) == .rewrite { orderDirty.insert(collection) }
                 return
             } catch {
-                return log("cannot write the order of \(collection): \(error)")
+                log("cannot write the order of \(collection): \(error)")
+                return retryOrderFile(collection)
             }
         }
         orderBase[collection] = OrderBase(hash: hash, ids: order)
         try? state.setOrderHash(hash, collection)
     }
+
+    /// Writes the order file again later (a full disk): like a change that could not be applied,
+    /// it is retried every `applyRetryMilliseconds` until it is written.
+    private func retryOrderFile(_ collection: String) {
+        guard orderRetries.insert(collection).inserted else { return }
+        clock.after(Self.applyRetryMilliseconds) { [self] in
+            orderRetries.remove(collection)
+            orderDirty.insert(collection)
+            batchEnded()
+        }
+    }
+
+    /// Collections whose order file waits for a retry.
+    private var orderRetries: Set<String> = []
 
     /// The order file as the agent last wrote or read it: what a user's edit started from.
     private struct OrderBase {

@@ -32,10 +32,12 @@ final class SimulationTests: XCTestCase {
             var text = "seed \(seed): \(report.violations.count) violations\n  " + report.violations.prefix(20).joined(separator: "\n  ")
             if seeds.count == 1 || failed == 1 {
                 // The lines about the record of the first violation (its id is the word after "c/").
-                let subject = report.violations[0].components(separatedBy: "c/").dropFirst().first?.prefix { $0.isLetter } ?? ""
+                // PLISTSYNC_SIMULATION_TRACE=text: every line with that text.
+                let trace = environment["PLISTSYNC_SIMULATION_TRACE"]
+                let subject = trace ?? String(report.violations[0].components(separatedBy: "c/").dropFirst().first?.prefix { $0.isLetter } ?? "")
                 for (machine, log) in report.logs.sorted(by: { $0.key < $1.key }) {
                     let lines = log.filter { subject.isEmpty || $0.contains(subject) || $0.contains("crashed") || $0.contains("started") || $0.contains("dropped") }
-                    text += "\n--- \(machine)\n" + lines.suffix(150).joined(separator: "\n")
+                    text += "\n--- \(machine)\n" + lines.suffix(trace == nil ? 150 : 100_000).joined(separator: "\n")
                 }
             }
             text += "\n  replay: PLISTSYNC_SIMULATION_SEED=\(seed) swift test --filter SimulationTests"
