@@ -364,7 +364,7 @@ final class SyncEngine {
         if kind != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
             pendingDeletes[collection] = nil
         }
-        guard subscribed.contains(collection), !inFlight.contains(key) else { return }
+        guard subscribed.contains(collection), !inFlight.contains(key), !retrying.contains(key) else { return }
         let entry = state.entry(collection, id)
         // A link is never followed (it could point anywhere on the machine), pushed or deleted.
         guard kind != .link else {
@@ -473,7 +473,7 @@ final class SyncEngine {
         ids.sorted().filter { id in
             let key = RecordKey(collection: collection, id: id)
             let path = mirror.recordPath(collection, id)
-            return subscribed.contains(collection) && !inFlight.contains(key) && mirror.kind(at: path) == .missing
+            return subscribed.contains(collection) && !inFlight.contains(key) && !retrying.contains(key) && mirror.kind(at: path) == .missing
                 && mirror.read(path) == nil && deletableEntry(key) != nil
         }
     }
@@ -558,13 +558,33 @@ final class SyncEngine {
         }
     }
 
+    /// Pushes refused for now (a full disk on the server), each tried again after its delay,
+    /// which doubles from `firstRetryMilliseconds` up to `lastRetryMilliseconds`.
+    private var retrying: Set<RecordKey> = []
+    private var retryDelay: [RecordKey: UInt64] = [:]
+    static let firstRetryMilliseconds: UInt64 = 1_000
+    static let lastRetryMilliseconds: UInt64 = 60_000
+
+    private func retryLater(_ key: RecordKey) {
+        let delay = min((retryDelay[key] ?? Self.firstRetryMilliseconds / 2) * 2, Self.lastRetryMilliseconds)
+        retryDelay[key] = delay
+        retrying.insert(key)
+        status.pending = inFlight.count + retrying.count
+        clock.after(delay) { [self] in
+            retrying.remove(key)
+            status.pending = inFlight.count + retrying.count
+            reconcile(key.collection, key.id)
+            batchEnded()
+        }
+    }
+
     private func push(_ key: RecordKey, _ command: Command, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
         guard link.isReady else { return }
         inFlight.insert(key)
-        status.pending = inFlight.count
+        status.pending = inFlight.count + retrying.count
         link.send(command) { [self] event in
             inFlight.remove(key)
-            status.pending = inFlight.count
+            status.pending = inFlight.count + retrying.count
             switch event {
             case .ok(_, let words, _):
                 guard words.count >= 4, let rev = Int64(words[3]) else { break }
@@ -582,11 +602,16 @@ final class SyncEngine {
                 }
                 try? state.set(entry, key.collection, key.id)
                 refused[key] = nil
+                retryDelay[key] = nil
                 status.problems[key.description] = nil
                 status.notePushed()
                 status.noteSynced()
             case .error(_, .conflict, _, let current?):
                 applyRemote(key.collection, key.id, current, fromConflict: true)
+            case .error(_, let code, let message, _) where code.isTemporary:
+                log("server refused \(key) for now: \(code) \(message); retrying")
+                status.problems[key.description] = "\(code) \(message); retrying"
+                retryLater(key)
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")
                 status.problems[key.description] = "\(code) \(message)"

@@ -32,6 +32,15 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case noSpace = "NO_SPACE"
     /// A fault on the server side; the request may be retried.
     case `internal` = "INTERNAL"
+
+    /// Whether the server refused only for now: the same request may succeed later unchanged
+    /// (a full disk freed, a quota raised, load gone), so a client retries it with backoff.
+    public var isTemporary: Bool {
+        switch self {
+        case .rateLimited, .busy, .quota, .noSpace, .internal: true
+        default: false
+        }
+    }
 }
 
 /// A request that failed with a wire error code and a human-readable reason.

@@ -134,6 +134,10 @@ final class SimulatedLink: ServerRequests {
         machine.note("-> " + String(line.prefix(200)))
         world.scheduler.after(time - world.scheduler.now) { [weak self, world] in
             guard let self, self.connection === connection, !connection.isClosed else { return }
+            if world.serverDiskFull, command.isRecordWrite {
+                // What the server answers while its disk is full.
+                return arrive([Array("\(tag) ERR NO_SPACE the server's disk is full; nothing was written".utf8)])
+            }
             connection.send(line, tag: tag)
             world.serverSettle()
         }
@@ -198,5 +202,15 @@ final class SimulatedLink: ServerRequests {
         connection = nil
         replies.removeAll()
         isReady = false
+    }
+}
+
+extension Command {
+    /// PUT, DEL or MOVE.
+    var isRecordWrite: Bool {
+        switch self {
+        case .put, .delete, .move: true
+        default: false
+        }
     }
 }

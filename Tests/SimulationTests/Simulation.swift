@@ -55,10 +55,13 @@ final class Simulation {
                 } else if roll < 92 {
                     machine.crash()
                     world.scheduler.after(UInt64.random(in: 10...3000, using: &world.scheduler.random)) { try? machine.start() }
-                } else if roll < 96 {
+                } else if roll < 95 {
                     machine.link?.drop()
-                } else {
+                } else if roll < 98 {
                     fillDisk(world, machine)
+                } else {
+                    world.serverDiskFull = true
+                    world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverDiskFull = false }
                 }
                 _ = self
             }
@@ -66,6 +69,7 @@ final class Simulation {
         world.scheduler.run(until: activeMilliseconds)
         // Quiet: every machine runs, every disk has room, and the agents catch up.
         world.fileSystem.fullDisks.removeAll()
+        world.serverDiskFull = false
         for machine in world.machines where !machine.isRunning { try machine.start() }
         world.scheduler.run(until: activeMilliseconds + quietMilliseconds)
 

@@ -10,6 +10,8 @@ final class SimulationWorld {
     private(set) var machines: [SimulatedMachine] = []
     /// Most milliseconds a message takes each way.
     var maxLatency: UInt64 = 5
+    /// While set, the server answers every record write NO_SPACE.
+    var serverDiskFull = false
     /// Why the run could not go on, if it could not.
     private(set) var failure: String?
 
