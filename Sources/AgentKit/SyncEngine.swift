@@ -76,7 +76,13 @@ final class SyncEngine {
         link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
             for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
-                create(folder)
+                // Mirrored here before and gone from the server now: dropped (or renamed, or the
+                // access removed) while this agent was away. Making it again would undo the drop.
+                if wasMirrored(folder) {
+                    collectionDropped(folder, while: "while this agent was away (deleted, renamed, or your access removed)")
+                } else {
+                    create(folder)
+                }
             }
         }
     }
@@ -191,9 +197,14 @@ final class SyncEngine {
         status.changed()
     }
 
+    /// Whether this mirror has synced the collection before (its state knows a seq or records).
+    private func wasMirrored(_ collection: String) -> Bool {
+        (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
+    }
+
     /// The collection was deleted on the server: its folder is moved to `.plistsync/dropped/`
     /// (what people typed stays on disk) and what was known of it is forgotten.
-    private func collectionDropped(_ name: String) {
+    private func collectionDropped(_ name: String, while when: String = "by its admin") {
         guard Names.isValidCollection(name), allowed(name) else { return }
         collections[name] = nil
         detached.remove(name)
@@ -204,11 +215,11 @@ final class SyncEngine {
         }
         onCollectionGone(name)
         if mirror.attachedCollections.contains(name) {
-            status.problems["\(name)/"] = "deleted on the server by its admin; the app's file is left as it is"
+            status.problems["\(name)/"] = "deleted on the server \(when); the app's file is left as it is"
         } else if let archived = mirror.archive(name) {
-            status.problems["\(name)/"] = "deleted on the server by its admin; the folder was moved to \(archived)"
+            status.problems["\(name)/"] = "deleted on the server \(when); the folder was moved to \(archived)"
         } else {
-            status.problems["\(name)/"] = "deleted on the server by its admin"
+            status.problems["\(name)/"] = "deleted on the server \(when)"
         }
         log("\(name) was deleted on the server: \(status.problems["\(name)/"] ?? "")")
         status.changed()

@@ -53,4 +53,47 @@ final class DropRenameTests: TwoAgentTestCase {
         try a.save("memos", "fresh", ["text": .string("again")])
         eventually(10, b.log()) { text(b.path("memos", "fresh")) == "again" }
     }
+
+    /// The folder's archive in `.plistsync/dropped/` (one whose name starts `name-`), if any.
+    private func archived(_ agent: TestAgent, _ name: String) -> String? {
+        let archive = agent.directory + "/.plistsync/dropped"
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: archive)) ?? []
+        return folders.first { $0.hasPrefix(name + "-") }.map { archive + "/" + $0 }
+    }
+
+    private func serverCollections() throws -> String {
+        try PlistSyncBinary.run(["ls", "--json"] + client).1
+    }
+
+    /// Issue 18 item 10: a drop made while an agent was stopped is not undone when it starts
+    /// (it made the collection again from its folder, with every record).
+    func testADropMadeWhileTheAgentWasStoppedIsNotUndone() throws {
+        try a.start()
+        try a.save("keep", "k1", ["text": .string("typed")])
+        eventually(10, a.log()) { (try? serverCollections().contains("\"keep\"")) == true }
+        eventually(10, a.log()) { a.statusText().contains("\"keep\"") && a.statusText().contains("\"pending\":0") }
+        a.stop()
+        XCTAssertEqual(try PlistSyncBinary.run(["drop", "keep", "--yes"] + client).0, 0)
+        try a.start()
+        eventually(10, a.log()) { archived(a, "keep") != nil && !FileManager.default.fileExists(atPath: a.directory + "/keep") }
+        XCTAssertEqual(text((archived(a, "keep") ?? "") + "/k1.plist"), "typed", "what was typed stays on disk")
+        eventually(5, a.statusText()) { a.statusText().contains("while this agent was away") }
+        let listed = try serverCollections()
+        XCTAssertFalse(listed.contains("\"keep\""), listed)
+        XCTAssertEqual(a.log().components(separatedBy: "created collection keep").count - 1, 1, "made once, at the start: \(a.log())")
+    }
+
+    /// Issue 18 item 10: a drop right after a rename (the agent reconnects after every rename).
+    func testADropRightAfterARenameIsNotUndone() throws {
+        try a.start()
+        try a.save("keep", "k1", ["text": .string("typed")])
+        eventually(10, a.log()) { a.statusText().contains("\"keep\"") && a.statusText().contains("\"pending\":0") }
+        XCTAssertEqual(try PlistSyncBinary.run(["rename", "keep", "kept"] + client).0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["drop", "kept", "--yes"] + client).0, 0)
+        eventually(10, a.log()) { archived(a, "kept") != nil && !FileManager.default.fileExists(atPath: a.directory + "/kept") }
+        eventually(5, a.statusText()) { a.statusText().contains("deleted on the server") }
+        let listed = try serverCollections()
+        XCTAssertFalse(listed.contains("\"kept\""), listed)
+        XCTAssertFalse(listed.contains("\"keep\""), listed)
+    }
 }
