@@ -51,6 +51,11 @@ final class MirrorFolder {
 
     func shadowFolder(_ collection: String) -> String { stateFolder + "/files/" + collection }
 
+    /// Whether a collection (or conflicts companion) lives in the shadow folder of an app's file.
+    func isShadow(_ collection: String) -> Bool {
+        attachedCollections.contains(Names.collection(ofConflicts: collection) ?? collection)
+    }
+
     /// Shadow record paths written or removed since `takeTouchedShadowPaths()`: the app files are
     /// rebuilt from a cache, re-reading only these.
     private var touchedShadowPaths: Set<String> = []

@@ -89,8 +89,15 @@ final class ServerLink: ServerRequests {
     /// Sends `request` (without tag); `reply` gets the tagged answer. Dropped when not connected.
     func send(_ command: Command, reply: @escaping (ServerEvent) -> Void) {
         guard let connection, isReady || command.allowedBeforeAuth else { return }
-        connection.send(command) { line in reply(line.reply) }
+        if Self.tracing { log("-> \(command.requestText.prefix(300))") }
+        connection.send(command) { [self] line in
+            if Self.tracing { log("<- \(String(decoding: line.bytes.prefix(300), as: UTF8.self))") }
+            reply(line.reply)
+        }
     }
+
+    /// `PLISTSYNC_TRACE=1` logs every request and every line from the server (for debugging).
+    static let tracing = ProcessInfo.processInfo.environment["PLISTSYNC_TRACE"] == "1"
 
     private func connect() {
         guard !stopped, connection == nil else { return }
@@ -142,6 +149,7 @@ final class ServerLink: ServerRequests {
     }
 
     private func untagged(_ line: ReceivedLine) {
+        if Self.tracing { log("<- \(String(decoding: line.bytes.prefix(300), as: UTF8.self))") }
         guard let event = line.event else {
             return log("unreadable line from the server: \(String(decoding: line.bytes.prefix(200), as: UTF8.self))")
         }

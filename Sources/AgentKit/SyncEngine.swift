@@ -670,7 +670,8 @@ final class SyncEngine {
         {
             return false
         }
-        let format = entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
+        // Shadow files of an app's file are binary: XML would floor the app's dates.
+        let format = mirror.isShadow(collection) ? .binary : entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
         var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
         // A save made while this change is written wins the race: the change is then not

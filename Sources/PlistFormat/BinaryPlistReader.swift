@@ -22,7 +22,6 @@ struct BinaryPlistReader {
     static let minDecodedBytesBudget = 64 << 20
 
     /// Seconds between 1970 and 2001, the binary format's date epoch.
-    static let epochOffset = 978_307_200.0
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -114,7 +113,8 @@ struct BinaryPlistReader {
         case 0x3:
             guard marker == 0x33 else { throw failure("bad date marker") }
             let seconds = Double(bitPattern: try unsigned(at: position + 1, size: 8))
-            let date = Date(timeIntervalSince1970: seconds + Self.epochOffset)
+            // Seconds since 2001 as stored: the same Double (through 1970 it would lose bits).
+            let date = Date(timeIntervalSinceReferenceDate: seconds)
             guard ISO8601UTC.isRepresentable(date) else { throw failure("date outside years 0001-9999") }
             return .date(date)
         case 0x4:

@@ -127,7 +127,7 @@ enum BinaryPlistWriter {
             append(real.bitPattern, size: 8, to: &out)
         case .date(let date):
             out.append(0x33)
-            append((date.timeIntervalSince1970 - BinaryPlistReader.epochOffset).bitPattern, size: 8, to: &out)
+            append(date.timeIntervalSinceReferenceDate.bitPattern, size: 8, to: &out)
         case .data(let data):
             writeMarker(0x4, count: data.count, into: &out)
             out += data

@@ -25,65 +25,74 @@ public enum ISO8601UTC {
         else { return nil }
         var fraction = 0.0
         if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21 else { return nil }
-            var scale = 0.1
-            for index in 20..<(bytes.count - 1) {
-                let byte = bytes[index]
-                guard byte >= 0x30, byte <= 0x39 else { return nil }
-                fraction += Double(byte - 0x30) * scale
-                scale /= 10
-            }
+            guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, bytes[20..<(bytes.count - 1)].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                let parsed = Double("0." + String(decoding: bytes[20..<(bytes.count - 1)], as: UTF8.self))
+            else { return nil }
+            fraction = parsed
         } else if bytes[19] != UInt8(ascii: "Z") {
             return nil
         }
         guard year >= 1 else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let date = Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3_600 + minute * 60 + second) + fraction)
+        let seconds = Int64(days * 86_400 + hour * 3_600 + minute * 60 + second)
+        // The same sum `format` checked: whole seconds since 2001, plus the fraction.
+        let date = Date(timeIntervalSinceReferenceDate: Double(seconds - referenceOffset) + fraction)
         // What `format` will write must still be a four-digit year (near year 9999 a Double
         // holds ~30 µs, so the last fraction of the last second rounds into year 10000).
         return isRepresentable(date) ? date : nil
     }
+
+    /// Seconds from 1970-01-01 to 2001-01-01, the reference date Foundation's `Date` (and an
+    /// NSDate in a plist) counts from.
+    static let referenceOffset: Int64 = 978_307_200
 
     /// Seconds since 1970 of 0001-01-01T00:00:00Z, the earliest date the wire form can carry.
     public static let earliestSeconds: Double = -62_135_596_800
     /// Seconds since 1970 of 10000-01-01T00:00:00Z, the first instant it cannot.
     public static let latestSeconds: Double = 253_402_300_800
 
-    /// Whether `date`, written to the microsecond, falls within years 0001–9999.
+    /// Whether `date` falls within years 0001–9999.
     public static func isRepresentable(_ date: Date) -> Bool {
         let total = date.timeIntervalSince1970
-        guard total.isFinite, total >= earliestSeconds, total < latestSeconds else { return false }
-        // The same rounding as `format`: to the microsecond, carrying into the next second.
-        let whole = total.rounded(.down)
-        let carries = ((total - whole) * 1_000_000).rounded() >= 1_000_000
-        return whole + (carries ? 1 : 0) < latestSeconds
+        return total.isFinite && total >= earliestSeconds && total < latestSeconds
     }
 
-    /// Writes a date with as many fractional digits (up to microseconds) as it needs. A date
-    /// outside years 0001–9999 (see `isRepresentable`) is written as the nearest end of that range,
-    /// never trapping: readers refuse such dates before they get here.
+    /// Writes a date with the fewest fractional digits that read back as exactly the same
+    /// `Date` (the Double an app stored: seconds since 2001), so a date survives any number of
+    /// trips through the wire bit-identical. A date outside years 0001–9999 (see
+    /// `isRepresentable`) is written as the nearest end of that range, never trapping: readers
+    /// refuse such dates before they get here.
     public static func format(_ date: Date) -> String {
-        var total = date.timeIntervalSince1970
+        var total = date.timeIntervalSinceReferenceDate
         if !isRepresentable(date) {
-            total = total.isNaN || total < earliestSeconds ? earliestSeconds : latestSeconds - 1
+            let seconds = date.timeIntervalSince1970
+            total = (seconds.isNaN || seconds < earliestSeconds ? earliestSeconds : latestSeconds - 1) - Double(referenceOffset)
         }
-        var seconds = Int64(total.rounded(.down))
-        var micros = Int64(((total - Double(seconds)) * 1_000_000).rounded())
-        if micros == 1_000_000 {
-            seconds += 1
-            micros = 0
-        }
+        let whole = total.rounded(.down)
+        let seconds = Int64(whole) + referenceOffset
         let days = Int(floorDivide(seconds, 86_400))
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
         let (year, month, day) = civilFromDays(days)
         var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
         text += pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        if micros > 0 {
-            var digits = pad(Int(micros), 6)
-            while digits.hasSuffix("0") { digits.removeLast() }
-            text += "." + digits
-        }
+        if total > whole { text += "." + fractionDigits(total - whole, whole: whole, total: total) }
         return text + "Z"
+    }
+
+    /// The shortest decimal digits of `fraction` (in (0, 1), exactly `total - whole`) whose
+    /// value added to `whole` gives `total` again, as `parse` adds them.
+    private static func fractionDigits(_ fraction: Double, whole: Double, total: Double) -> String {
+        // Past 20 places, the fraction's exact binary expansion (a Double has at most 1074
+        // fractional binary digits, so as many decimal ones).
+        for places in Array(1...20) + [1_074] {
+            let rounded = String(format: "%.\(places)f", fraction)
+            // Rounded up to 1: more places are needed.
+            guard rounded.hasPrefix("0."), let value = Double(rounded), value > 0, whole + value == total || places == 1_074 else { continue }
+            var digits = String(rounded.dropFirst(2))
+            while digits.hasSuffix("0") { digits.removeLast() }
+            return digits
+        }
+        return "0"
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {

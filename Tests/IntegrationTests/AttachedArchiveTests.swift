@@ -28,7 +28,10 @@ final class AttachedArchiveTests: TwoAgentTestCase {
 
     /// Both apps' files equal `rows` (as Foundation reads them).
     private func converge(_ app: AppFile, _ rows: [[String: Any]], _ step: String, file: StaticString = #filePath, line: UInt = #line) {
-        eventually(15, "\(step)\nA \(String(describing: load(app, a)))\nB \(String(describing: load(app, b)))\n\(a.log())\n\(b.log())",
+        func dates(_ agent: TestAgent) -> String {
+            (load(app, agent) as? [[String: Any]] ?? []).map { "\(($0["dateCreated"] as? Date)?.timeIntervalSinceReferenceDate ?? -1)" }.joined(separator: ", ")
+        }
+        eventually(15, "\(step)\nA \(String(describing: load(app, a)))\nB \(String(describing: load(app, b)))\ndates A \(dates(a)) B \(dates(b))\n\(a.log())\n\(b.log())",
                    file: file, line: line) {
             load(app, a) == rows as NSArray && load(app, b) == rows as NSArray
         }
@@ -86,7 +89,8 @@ final class AttachedArchiveTests: TwoAgentTestCase {
         converge(app, moved, "the cancel")
     }
 
-    func testTwoEditorsOfAnInventoryArchiveOfCustomObjectsConverge() throws {
+    /// An inventory app's archive of `BNRItem` objects (name, serial number, value, date).
+    private var inventory: AppFile {
         func item(_ row: [String: Any]) -> ArchivedItem {
             ArchivedItem(name: row["name"] as? String ?? "", serialNumber: row["serialNumber"] as? String, valueInDollars: row["valueInDollars"] as? Int ?? 0,
                          dateCreated: row["dateCreated"] as? Date ?? Date(timeIntervalSinceReferenceDate: 0), itemKey: row["itemKey"] as? String ?? "")
@@ -96,7 +100,7 @@ final class AttachedArchiveTests: TwoAgentTestCase {
             row["serialNumber"] = item.serialNumber
             return row
         }
-        let inventory = AppFile(name: "items.archive", format: ["--format", "archive", "--class", "BNRItem"], save: { rows in
+        return AppFile(name: "items.archive", format: ["--format", "archive", "--class", "BNRItem"], save: { rows in
             let archiver = NSKeyedArchiver(requiringSecureCoding: false)
             archiver.setClassName("BNRItem", for: ArchivedItem.self)
             archiver.encode(rows.map(item), forKey: NSKeyedArchiveRootObjectKey)
@@ -107,6 +111,9 @@ final class AttachedArchiveTests: TwoAgentTestCase {
             unarchiver.setClass(ArchivedItem.self, forClassName: "BNRItem")
             return (unarchiver.decodeObject(forKey: NSKeyedArchiveRootObjectKey) as? [ArchivedItem])?.map(row)
         })
+    }
+
+    func testTwoEditorsOfAnInventoryArchiveOfCustomObjectsConverge() throws {
         let rows: [[String: Any]] = [
             ["name": "Bear", "serialNumber": "A1B2", "valueInDollars": 42, "dateCreated": Date(timeIntervalSinceReferenceDate: 700_000_000), "itemKey": "k-1"],
             ["name": "Éclair", "valueInDollars": 3, "dateCreated": Date(timeIntervalSinceReferenceDate: 600_000_000), "itemKey": "k-2"],
@@ -136,5 +143,25 @@ final class AttachedArchiveTests: TwoAgentTestCase {
         try editOnBothSides(presidents, collection: "presidents", idKey: "President", rows: rows,
                             fieldA: "Party", valueA: "Independent", fieldB: "ToYear", valueB: "1798",
                             added: ["President": 5, "Name": "James Monroe", "FromYear": "1817", "ToYear": "1825", "Party": "Democratic-Republican"])
+    }
+
+    /// Issue 18 item 2: dates with fractions of a second (an NSDate is a Double) reach the other
+    /// machine's archive bit-identical, both ways; they were floored to whole seconds there.
+    func testFractionalDatesInAnArchiveArriveExactlyAsTheAppWroteThem() throws {
+        let rows: [[String: Any]] = [
+            ["name": "Bear", "serialNumber": "A1B2", "valueInDollars": 42, "dateCreated": Date(timeIntervalSinceReferenceDate: 700_000_000.123_456_789), "itemKey": "k-1"],
+            ["name": "Bike", "valueInDollars": 350, "dateCreated": Date(timeIntervalSinceReferenceDate: 600_000_000.987_654_321), "itemKey": "k-2"],
+        ]
+        try save(inventory, a, rows)
+        for agent in [a!, b!] {
+            let (code, _, error) = try PlistSyncBinary.run(["attach", inventory.name, "--collection", "inventory", "--id-key", "itemKey", "--dir", agent.directory]
+                + inventory.format)
+            XCTAssertEqual(code, 0, error)
+            try agent.start()
+        }
+        converge(inventory, rows, "first sync")
+        let added = rows + [["name": "Kite", "valueInDollars": 15, "dateCreated": Date(timeIntervalSinceReferenceDate: 710_000_000.000_001_5), "itemKey": "k-3"]]
+        try save(inventory, b, added)
+        converge(inventory, added, "a row added on B")
     }
 }

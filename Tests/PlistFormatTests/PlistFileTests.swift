@@ -30,6 +30,19 @@ final class PlistFileTests: XCTestCase {
         }
     }
 
+    /// Issue 18 item 2: a binary plist stores a date as the Double of seconds since 2001, and
+    /// that Double comes back bit for bit, both ways (through 1970 it lost up to a bit).
+    func testBinaryDatesAreTheExactDoubleFoundationWrote() throws {
+        for seconds in [700_000_000.123_456_789, 600_000_000.987_654_321, -123_456_789.000_000_1, 710_000_000.000_001_5] {
+            let data = try PropertyListSerialization.data(fromPropertyList: ["when": Date(timeIntervalSinceReferenceDate: seconds)], format: .binary, options: 0)
+            guard case .dictionary(let fields) = try PlistFile.decode(Array(data)).0, case .date(let date)? = fields["when"] else { return XCTFail("no date") }
+            XCTAssertEqual(date.timeIntervalSinceReferenceDate.bitPattern, seconds.bitPattern, "\(seconds)")
+            let written = PlistFile.encode(.dictionary(["when": .date(Date(timeIntervalSinceReferenceDate: seconds))]), as: .binary)
+            let read = try PropertyListSerialization.propertyList(from: Data(written), format: nil) as? [String: Any]
+            XCTAssertEqual((read?["when"] as? Date)?.timeIntervalSinceReferenceDate.bitPattern, seconds.bitPattern, "\(seconds)")
+        }
+    }
+
     func testReadsFoundationsOwnOutput() throws {
         let object: [String: Any] = ["name": "Ada", "number": 1, "ratio": 0.5, "ok": true,
                                      "when": Date(timeIntervalSince1970: 0), "bytes": Data([1, 2]), "list": ["x", 2]]

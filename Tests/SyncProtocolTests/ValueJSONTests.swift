@@ -90,3 +90,23 @@ final class UnreadableReplyTests: XCTestCase {
         XCTAssertEqual(ServerLine.parseAnsweringTag(Array("r OK PONG".utf8))?.words, ["OK", "PONG"])
     }
 }
+
+/// Dates on the wire.
+final class WireDateTests: XCTestCase {
+    /// Issue 18 item 2: a date is the Double an app stored (seconds since 2001); written and
+    /// read back it is that Double, bit for bit, with no more digits than that needs.
+    func testDatesComeBackAsTheExactDoubleTheyWere() {
+        var generator = SystemRandomNumberGenerator()
+        let samples: [Double] = [700_000_000.123_456_789, -978_307_199.999_999_9, 0.1, 1e-9, 5e-324, 86_399.999_999_999_99, 252_423_993_599.5]
+            + (0..<2_000).map { _ in Double.random(in: -60_000_000_000...250_000_000_000, using: &generator) }
+        for seconds in samples {
+            let date = Date(timeIntervalSinceReferenceDate: seconds)
+            let text = ISO8601UTC.format(date)
+            XCTAssertEqual(ISO8601UTC.parse(text)?.timeIntervalSinceReferenceDate.bitPattern, seconds.bitPattern, "\(seconds) as \(text)")
+        }
+        // What a person typed keeps its digits.
+        XCTAssertEqual(ISO8601UTC.parse("2020-01-01T00:00:00.123457Z").map(ISO8601UTC.format), "2020-01-01T00:00:00.123457Z")
+        XCTAssertEqual(ISO8601UTC.parse("2020-01-01T00:00:00.5Z").map(ISO8601UTC.format), "2020-01-01T00:00:00.5Z")
+        XCTAssertEqual(ISO8601UTC.format(Date(timeIntervalSinceReferenceDate: 700_000_000.25)), "2023-03-08T20:26:40.25Z")
+    }
+}
