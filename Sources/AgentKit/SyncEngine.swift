@@ -25,6 +25,10 @@ final class SyncEngine {
     private var inFlight: Set<RecordKey> = []
     /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
     private var refused: [RecordKey: String] = [:]
+    /// Hash of a file a change from the server could not be written over (a full disk): not
+    /// pushed (the server would answer CONFLICT with that change, and the same write would fail
+    /// in a loop) until it changes or a change for it is applied.
+    private var unwritten: [RecordKey: String] = [:]
     private var orderDirty: Set<String> = []
     /// Collections whose folder vanished after they were mirrored here: not mirrored (and never
     /// mass-deleted) until the folder is made again, then downloaded afresh.
@@ -397,7 +401,7 @@ final class SyncEngine {
         }
         if refused[key] == Self.refusedDelete { refused[key] = nil }
         let hash = ContentHash.of(bytes)
-        guard entry?.fileHash != hash, refused[key] != hash else { return }
+        guard entry?.fileHash != hash, refused[key] != hash, unwritten[key] != hash else { return }
         let fields: Fields
         let format: PlistFile.Format
         do {
@@ -650,6 +654,7 @@ final class SyncEngine {
             return true
         }
         if let entry, remote.rev <= entry.rev {
+            unwritten[RecordKey(collection: collection, id: id)] = nil
             // Our own change coming back, or an older state: at most the position is news.
             if remote.rev == entry.rev, remote.isLive, entry.isLive, entry.position != remote.position {
                 var updated = entry
@@ -715,11 +720,10 @@ final class SyncEngine {
             log("cannot write \(path): \(error)")
             let key = RecordKey(collection: collection, id: id)
             status.problems[key.description] = "cannot write: \(error)"
-            // Do not push this file again until it changes: the server would answer CONFLICT and
-            // the same failed write would repeat in a loop.
-            if let fileHash { refused[key] = fileHash }
+            if let fileHash { unwritten[key] = fileHash }
             return false
         }
+        unwritten[RecordKey(collection: collection, id: id)] = nil
         try? state.set(next, collection, id)
         orderDirty.insert(collection)
         if remote.isLive, Names.collection(ofConflicts: collection) != nil { status.noteConflictCopy(path) }

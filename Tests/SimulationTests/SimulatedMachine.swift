@@ -23,8 +23,12 @@ final class SimulatedMachine {
     /// The agent's log, newest last (kept short).
     private(set) var log: [String] = []
 
-    init(name: String, world: SimulationWorld, stateFolder: String) {
+    /// The device name in conflict copies (machines may share one: the default is the host name).
+    let device: String
+
+    init(name: String, device: String, world: SimulationWorld, stateFolder: String) {
         self.name = name
+        self.device = device
         root = "/" + name
         statePath = stateFolder + "/" + name + ".sqlite"
         self.world = world
@@ -42,7 +46,7 @@ final class SimulatedMachine {
         try world.fileSystem.makeFolder(root)
         let clock = SimulatedClock(scheduler: world.scheduler)
         var configuration = AgentConfiguration(
-            server: SocketAddress(host: "127.0.0.1", port: 7420), user: "alice", credential: .password("pw"), directory: root, device: name)
+            server: SocketAddress(host: "127.0.0.1", port: 7420), user: "alice", credential: .password("pw"), directory: root, device: device)
         configuration.debounceMilliseconds = 15
         let link = SimulatedLink(machine: self, world: world, clock: clock)
         let core = try AgentCore(configuration: configuration, files: [], fileSystem: world.fileSystem, clock: clock, link: link,

@@ -31,7 +31,8 @@ final class Simulation {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         var random = SeededRandom(seed: seed)
-        let world = try SimulationWorld(seed: random.next(), machineCount: Int.random(in: 2...3, using: &random), folder: folder)
+        let world = try SimulationWorld(seed: random.next(), machineCount: Int.random(in: 2...3, using: &random), sameDevice: random.chance(30),
+                                        folder: folder)
         defer { world.close() }
         world.maxLatency = [1, 5, 40].randomElement(using: &random)!
         let apps = SimulatedApps(world: world)

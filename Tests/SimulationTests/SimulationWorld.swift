@@ -15,11 +15,12 @@ final class SimulationWorld {
     /// Why the run could not go on, if it could not.
     private(set) var failure: String?
 
-    init(seed: UInt64, machineCount: Int, folder: String) throws {
+    /// `sameDevice`: every machine has the same device name.
+    init(seed: UInt64, machineCount: Int, sameDevice: Bool, folder: String) throws {
         scheduler = Scheduler(seed: seed)
         server = try SimulatedServer(folder: folder + "/server", users: [("alice", "pw")])
         for index in 0..<machineCount {
-            machines.append(SimulatedMachine(name: "m\(index)", world: self, stateFolder: folder))
+            machines.append(SimulatedMachine(name: "m\(index)", device: sameDevice ? "twin" : "m\(index)", world: self, stateFolder: folder))
         }
         fileSystem.now = { [scheduler] in SimulatedClock.epoch.addingTimeInterval(Double(scheduler.now) / 1000) }
         fileSystem.onChange = { [unowned self] folder, name, renamed in
