@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "AgentKitTests", dependencies: ["AgentKit"]),
+        .testTarget(name: "AgentKitTests", dependencies: ["AgentKit", "PlistFormat", "SyncProtocol"]),
         .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "ServerKit", "RecordStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "RecordStore", "EventLoop"]),

@@ -416,6 +416,19 @@ final class MirrorFolder {
         return path
     }
 
+    /// Renames a conflict copy `<stem>.plist` to the first free `<stem>-N.plist` (N from 2);
+    /// the new path, or nil when it cannot be renamed.
+    func moveConflictCopyAside(_ path: String) -> String? {
+        let stem = String(path.dropLast(6))
+        let target = unusedPath { counter in stem + "-\(counter + 1).plist" }
+        guard MirrorFolder.conflictCopyID(forFileName: (target as NSString).lastPathComponent) != nil,
+            (try? fileSystem.renameWithoutReplacing(path, to: target)) != nil
+        else { return nil }
+        noteWrite(path)
+        noteWrite(target)
+        return target
+    }
+
     /// Longest file name Linux and macOS file systems take, in bytes.
     static let maxFileNameBytes = 255
 

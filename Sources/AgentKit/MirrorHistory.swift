@@ -10,6 +10,8 @@ public struct MirrorHistory {
 
     public init(directory: String) {
         mirror = MirrorFolder(root: directory)
+        // Attached app files keep their records, and conflict copies, in shadow folders.
+        mirror.attachedCollections = Set(((try? AttachedFiles.load(directory: directory)) ?? []).map(\.collection))
     }
 
     /// A version of a record that lost a field conflict, saved beside it.
@@ -35,7 +37,7 @@ public struct MirrorHistory {
     /// The conflict copies in the given collections' folders (every collection when nil), by
     /// collection, record and stamp.
     public func conflicts(in collections: [String]? = nil) -> [ConflictCopy] {
-        let names = collections ?? mirror.collectionFolders()
+        let names = collections ?? (mirror.collectionFolders() + mirror.attachedCollections.sorted())
         return names.flatMap { collection in
             mirror.recordIDs(in: Names.conflictsCollection(of: collection)).compactMap { stem in
                 Self.parseConflictCopy(stem, collection: collection, path: mirror.folder(collection) + "/" + stem + ".plist")
@@ -43,9 +45,10 @@ public struct MirrorHistory {
         }.sorted { ($0.collection, $0.recordID, $0.stamp, $0.device) < ($1.collection, $1.recordID, $1.stamp, $1.device) }
     }
 
-    /// Splits `<id>.sync-conflict-<YYYYMMDD-HHMMSS>-<device>`.
+    /// Splits `<id>.sync-conflict-<YYYYMMDD-HHMMSS>-<device>` at the first marker (an id never
+    /// holds one), so a copy of a copy that older releases made belongs to its record too.
     static func parseConflictCopy(_ stem: String, collection: String, path: String) -> ConflictCopy? {
-        guard let marker = stem.range(of: ".sync-conflict-", options: .backwards) else { return nil }
+        guard let marker = stem.range(of: ".sync-conflict-") else { return nil }
         let rest = stem[marker.upperBound...]
         guard rest.count > 16, rest[rest.index(rest.startIndex, offsetBy: 15)] == "-" else { return nil }
         let stamp = String(rest.prefix(15))

@@ -675,6 +675,17 @@ final class SyncEngine {
         {
             return false
         }
+        // Two machines made conflict copies of one name (the same device name, the same second):
+        // this one moves to a free name and goes up as a copy of its own; the server's takes the
+        // name. (Merged, they nested: a conflict copy of a conflict copy.)
+        if Names.collection(ofConflicts: collection) != nil, entry?.isLive != true, let bytes, let remoteFields = remote.fields,
+            (try? PlistFile.decodeRecord(bytes).0) != remoteFields, let moved = mirror.moveConflictCopyAside(path),
+            let movedID = MirrorFolder.conflictCopyID(forFileName: (moved as NSString).lastPathComponent)
+        {
+            log("\(collection)/\(id): another machine made a conflict copy of the same name; this one is now \(movedID)")
+            reconcile(collection, movedID)
+            return applyRemote(collection, id, remote, fromConflict: fromConflict)
+        }
         // Shadow files of an app's file are binary: XML would floor the app's dates.
         let format = mirror.isShadow(collection) ? .binary : entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }

@@ -120,6 +120,9 @@ final class Simulation {
             for id in Set(records.keys).union(server.records.keys).sorted() where records[id] != server.records[id] {
                 violations.append("\(machine.name): \(collection)/\(id) is \(describe(records[id])), the server has \(describe(server.records[id]))")
             }
+            for name in copyNames where name.components(separatedBy: ".sync-conflict-").count > 2 {
+                violations.append("\(machine.name): a conflict copy of a conflict copy: \(name)")
+            }
             if copyNames != Set(copies.records.keys) {
                 violations.append("\(machine.name): conflict copies \(copyNames.sorted()), the server has \(copies.records.keys.sorted())")
             }
