@@ -223,8 +223,13 @@ final class FileMirror {
             let current = shadow[entry.id]
             var fields = entry.fields
             if let latest, latest[entry.id] == nil, undoesUnseen({ $0.records[entry.id] != nil }, true) {
-                missed = true
-                continue  // deleted elsewhere after the app loaded the file: not brought back
+                // Deleted elsewhere after the app loaded the file: a row the app left as it
+                // loaded it is not brought back; one it edited is (an edit beats a delete).
+                let loaded = versions.last { $0.records[entry.id] != nil }?.records[entry.id]
+                if loaded == nil || loaded == entry.fields {
+                    missed = true
+                    continue
+                }
             }
             if let before = latest?[entry.id], var updated = current {
                 // Only what the app changed since it saw the file goes on top of the shadow.

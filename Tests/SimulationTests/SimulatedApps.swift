@@ -8,32 +8,26 @@ import SyncProtocol
 /// edit of the field it was in, or a delete of the file that showed it.
 final class SimulatedApps {
     private let world: SimulationWorld
-    private var counter = 0
-    /// Every value typed, with where (for the report).
-    private(set) var typed: [String: String] = [:]
-    /// Values someone replaced or deleted while looking at them.
-    private(set) var replaced: Set<String> = []
+    let values: TypedValues
     /// Record ids the apps choose from (few, so that machines collide on them).
     static let ids = ["Ada", "Grace", "Alan", "Zoe", "Edsger"]
     static let fieldNames = ["name", "phone", "note"]
     let collection = "c"
 
-    init(world: SimulationWorld) {
+    init(world: SimulationWorld, values: TypedValues) {
         self.world = world
+        self.values = values
     }
 
     private var fs: SimulatedFileSystem { world.fileSystem }
 
     private func newValue(_ machine: SimulatedMachine, _ id: String, _ field: String) -> String {
-        counter += 1
-        let value = "v\(counter)"
-        typed[value] = "\(machine.name) \(collection)/\(id).\(field) at \(world.scheduler.now) ms"
-        return value
+        values.new("\(machine.name) \(collection)/\(id).\(field) at \(world.scheduler.now) ms")
     }
 
     private func folder(_ machine: SimulatedMachine) -> String { machine.root + "/" + collection }
     private func untype(_ fields: [String: Value]) {
-        for case .string(let value) in fields.values { typed[value] = nil }
+        for case .string(let value) in fields.values { values.unsaved(value) }
     }
 
     private func path(_ machine: SimulatedMachine, _ id: String) -> String { folder(machine) + "/" + id + ".plist" }
@@ -91,8 +85,8 @@ final class SimulatedApps {
             // Saved: the old value was replaced by someone who saw it. Not saved: the person was
             // told, and the new value does not count as typed.
             let outcome = { [self] (saved: Bool) in
-                if saved, case .string(let old)? = old { replaced.insert(old) }
-                if !saved { typed[value] = nil }
+                if saved, case .string(let old)? = old { values.replaced(old) }
+                if !saved { values.unsaved(value) }
             }
             if Int.random(in: 0..<4, using: &world.scheduler.random) == 0 {
                 let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
@@ -109,7 +103,7 @@ final class SimulatedApps {
             // A delete of a file the person looked at.
             let id = present.randomElement(using: &world.scheduler.random)!
             if let fields = read(path(machine, id)) {
-                for case .string(let value) in fields.values { replaced.insert(value) }
+                for case .string(let value) in fields.values { values.replaced(value) }
             }
             machine.note("app deletes \(path(machine, id))")
             fs.removeFile(path(machine, id))
@@ -124,5 +118,32 @@ final class SimulatedApps {
             machine.note("app saves \(orderPath): \(rows)")
             try? fs.rename(temp, to: orderPath)
         }
+    }
+}
+
+/// Every value the simulated people typed (unique in the run), and which of them someone
+/// replaced while looking at it: the ledger the lost-value check reads.
+final class TypedValues {
+    private var counter = 0
+    /// Every value typed, with where (for the report).
+    private(set) var typed: [String: String] = [:]
+    /// Values someone replaced or deleted while looking at them.
+    private(set) var replacedOnPurpose: Set<String> = []
+
+    /// A new value, typed at `place`.
+    func new(_ place: String) -> String {
+        counter += 1
+        let value = "v\(counter)"
+        typed[value] = place
+        return value
+    }
+
+    func replaced(_ value: String) {
+        replacedOnPurpose.insert(value)
+    }
+
+    /// The save with this value failed and the person was told: it does not count as typed.
+    func unsaved(_ value: String) {
+        typed[value] = nil
     }
 }

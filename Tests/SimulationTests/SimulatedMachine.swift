@@ -26,6 +26,9 @@ final class SimulatedMachine {
     /// The device name in conflict copies (machines may share one: the default is the host name).
     let device: String
 
+    /// The app files this machine's agent mirrors (`plistsync attach`).
+    var attachedFiles: [AttachedFile] = []
+
     init(name: String, device: String, world: SimulationWorld, stateFolder: String) {
         self.name = name
         self.device = device
@@ -49,7 +52,7 @@ final class SimulatedMachine {
             server: SocketAddress(host: "127.0.0.1", port: 7420), user: "alice", credential: .password("pw"), directory: root, device: device)
         configuration.debounceMilliseconds = 15
         let link = SimulatedLink(machine: self, world: world, clock: clock)
-        let core = try AgentCore(configuration: configuration, files: [], fileSystem: world.fileSystem, clock: clock, link: link,
+        let core = try AgentCore(configuration: configuration, files: attachedFiles, fileSystem: world.fileSystem, clock: clock, link: link,
                                  statePath: statePath, persistentStatus: false)
         core.onWatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = collection }
         core.onUnwatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = nil }

@@ -35,8 +35,15 @@ final class Simulation {
                                         folder: folder)
         defer { world.close() }
         world.maxLatency = [1, 5, 40].randomElement(using: &random)!
-        let apps = SimulatedApps(world: world)
+        let values = TypedValues()
+        let apps = SimulatedApps(world: world, values: values)
         let faults = random.chance(70)
+        // Some runs also mirror an app's whole-list file on every machine.
+        let listApp = random.chance(50) ? SimulatedListApp(world: world, values: values) : nil
+        if let listApp {
+            for machine in world.machines { machine.attachedFiles = [SimulatedListApp.file] }
+            try listApp.seed(world.machines[0])
+        }
 
         // The first machine has the collection as a folder with a record; the others join.
         let first = world.machines[0]
@@ -51,7 +58,9 @@ final class Simulation {
             let machine = world.machines.randomElement(using: &random)!
             let roll = Int.random(in: 0..<100, using: &random)
             world.scheduler.after(time - world.scheduler.now) { [self] in
-                if !faults || roll < 88 {
+                if let listApp, roll < 40 {
+                    listApp.act(on: machine)
+                } else if !faults || roll < 88 {
                     apps.act(on: machine)
                 } else if roll < 92 {
                     machine.crash()
@@ -77,6 +86,7 @@ final class Simulation {
         var report = Report(events: world.scheduler.eventsRun)
         if let failure = world.failure { report.violations.append(failure) }
         report.violations += try check(world, apps)
+        if let listApp { report.violations += try check(world, listApp) }
         if !report.violations.isEmpty {
             for machine in world.machines { report.logs[machine.name] = machine.log }
         }
@@ -141,8 +151,25 @@ final class Simulation {
                 if let value = try? PlistFile.decode(bytes).0 { collectStrings(value, into: &present) }
             }
         }
-        for (value, place) in apps.typed.sorted(by: { $0.key < $1.key }) where !apps.replaced.contains(value) && !present.contains(value) {
+        for (value, place) in apps.values.typed.sorted(by: { $0.key < $1.key }) where !apps.values.replacedOnPurpose.contains(value) && !present.contains(value) {
             violations.append("lost \(value), typed on \(place)")
+        }
+        return violations
+    }
+
+    /// Every machine's list file holds the server's records of its collection, in order.
+    private func check(_ world: SimulationWorld, _ listApp: SimulatedListApp) throws -> [String] {
+        let server = try serverState(world, SimulatedListApp.file.collection)
+        let expected = server.order.map { server.records[$0]! }
+        var violations: [String] = []
+        for machine in world.machines {
+            guard let rows = listApp.rows(machine) else {
+                violations.append("\(machine.name): list.plist is missing or does not parse")
+                continue
+            }
+            if rows != expected {
+                violations.append("\(machine.name): list.plist is \(rows.map { ValueJSON.encode(fields: $0) }), the server has \(expected.map { ValueJSON.encode(fields: $0) })")
+            }
         }
         return violations
     }
