@@ -194,14 +194,20 @@ final class FileMirror {
         // When the save missed something (a change it never saw, a row added elsewhere), the
         // file is rebuilt to show it; otherwise the shadow now matches the file.
         var missed = false
+        // A shadow file that cannot be written (a full disk): the save is not taken as read,
+        // and is read again later; remembered as read, its edits would count as seen and a
+        // later stale save would drop them.
+        var unwritten = false
         defer {
             _ = refreshCache()
-            if missed { shadowsChanged(collection) }
+            if missed, !unwritten { shadowsChanged(collection) }
         }
         let versions = history[collection] ?? []
         let latest = versions.last?.records
         let latestOrder = knownOrder[collection] ?? []
-        remember(collection, entries, bytes, byApp: true)
+        defer {
+            if unwritten { readAgainLater(file) } else { remember(collection, entries, bytes, byApp: true) }
+        }
         /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
         /// the newest value appeared in a version the agent wrote (not one the app saved), and
         /// the version before that held `wanted`. Going back from a value the app itself saved
@@ -245,6 +251,8 @@ final class FileMirror {
                 try mirror.writeAtomically(PlistFile.encode(.dictionary(fields), as: .binary), to: recordPath)
             } catch {
                 log("cannot write \(recordPath): \(error)")
+                unwritten = true
+                continue
             }
             onRecord(collection, entry.id)
         }
@@ -266,8 +274,26 @@ final class FileMirror {
         else { return }
         let order = PlistFile.encode(.array(entries.map { .string($0.id) }), as: .xml)
         if mirror.read(mirror.orderPath(collection)) != order {
-            try? mirror.writeAtomically(order, to: mirror.orderPath(collection))
+            do {
+                try mirror.writeAtomically(order, to: mirror.orderPath(collection))
+            } catch {
+                log("cannot write \(mirror.orderPath(collection)): \(error)")
+                unwritten = true
+                return
+            }
             onOrder(collection)
+        }
+    }
+
+    /// App files whose last save is read again soon (it could not be split into the shadow).
+    private var readRetries: Set<String> = []
+    static let readRetryMilliseconds: UInt64 = 2_000
+
+    private func readAgainLater(_ file: AttachedFile) {
+        guard readRetries.insert(file.name).inserted else { return }
+        clock.after(Self.readRetryMilliseconds) { [self] in
+            readRetries.remove(file.name)
+            read(file)
         }
     }
 

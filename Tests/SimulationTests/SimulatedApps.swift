@@ -56,9 +56,15 @@ final class SimulatedApps {
         return true
     }
 
+    /// Files an in-place save is still being written to (an app saves a file once at a time).
+    private var saving: Set<String> = []
+
     /// The second half of an in-place save; on a full disk the person saves again a bit later.
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
-        guard (try? fs.overwrite(target, with: bytes)) == nil else { return }
+        guard (try? fs.overwrite(target, with: bytes)) == nil else {
+            saving.remove(target)
+            return
+        }
         world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }
     }
 
@@ -77,7 +83,7 @@ final class SimulatedApps {
         } else if roll < 75 {
             // An edit of one field, saved atomically or in place in two writes.
             let id = present.randomElement(using: &world.scheduler.random)!
-            guard var fields = read(path(machine, id)) else { return }
+            guard !saving.contains(path(machine, id)), var fields = read(path(machine, id)) else { return }
             let field = Self.fieldNames.randomElement(using: &world.scheduler.random)!
             let old = fields[field]
             let value = newValue(machine, id, field)
@@ -95,6 +101,7 @@ final class SimulatedApps {
                 let started = (try? fs.overwrite(target, with: Array(bytes.prefix(bytes.count / 2)))) != nil
                 outcome(started)
                 guard started else { return machine.note("app could not save: disk full") }
+                saving.insert(target)
                 world.scheduler.after(UInt64.random(in: 1...60, using: &world.scheduler.random)) { [self] in finishInPlace(target, bytes) }
             } else {
                 outcome(save(fields, to: path(machine, id), by: machine))
@@ -102,6 +109,7 @@ final class SimulatedApps {
         } else if roll < 88 {
             // A delete of a file the person looked at.
             let id = present.randomElement(using: &world.scheduler.random)!
+            guard !saving.contains(path(machine, id)) else { return }
             if let fields = read(path(machine, id)) {
                 for case .string(let value) in fields.values { values.replaced(value) }
             }

@@ -37,8 +37,12 @@ final class SimulatedListApp {
 
     private func random(_ range: Range<Int>) -> Int { Int.random(in: range, using: &world.scheduler.random) }
 
+    /// Files an in-place save is still being written to (the app saves one at a time).
+    private var saving: Set<String> = []
+
     /// One action of the person using the app on `machine`.
     func act(on machine: SimulatedMachine) {
+        guard !saving.contains(path(machine)) else { return }
         // Most edits start from a fresh load; some from the copy loaded a while ago.
         if loaded[machine.name] == nil || random(0..<100) < 60 { loaded[machine.name] = rows(machine) }
         guard var list = loaded[machine.name] else { return }
@@ -73,7 +77,10 @@ final class SimulatedListApp {
         let saved: Bool
         if random(0..<4) == 0 {
             saved = (try? fs.overwrite(path(machine), with: Array(bytes.prefix(bytes.count / 2)))) != nil
-            if saved { world.scheduler.after(UInt64(random(1..<60))) { [self] in finishInPlace(path(machine), bytes) } }
+            if saved {
+                saving.insert(path(machine))
+                world.scheduler.after(UInt64(random(1..<60))) { [self] in finishInPlace(path(machine), bytes) }
+            }
         } else {
             let temp = machine.root + "/.list.plist.saving"
             saved = (try? fs.writeFile(temp, bytes, durable: true)) != nil
@@ -89,7 +96,10 @@ final class SimulatedListApp {
     }
 
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
-        guard (try? fs.overwrite(target, with: bytes)) == nil else { return }
+        guard (try? fs.overwrite(target, with: bytes)) == nil else {
+            saving.remove(target)
+            return
+        }
         world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }
     }
 }
