@@ -200,7 +200,10 @@ final class FileMirror {
         var unwritten = false
         defer {
             _ = refreshCache()
-            if missed, !unwritten { shadowsChanged(collection) }
+            // Changes from elsewhere written to the shadow before this save was read (one that
+            // arrived while the app saved) are not in the file: it is rebuilt to show them, as it
+            // is when the save missed something.
+            if missed || dirty.contains(collection), !unwritten { shadowsChanged(collection) }
         }
         let versions = history[collection] ?? []
         let latest = versions.last?.records
@@ -336,7 +339,9 @@ final class FileMirror {
             try mirror.writeAtomically(bytes, to: target, guard: .init(expectedHash: expected))
             remember(collection, entries, bytes, byApp: false)
         } catch MirrorError.superseded {
-            // The app saved meanwhile: read that first; the file is rebuilt after its changes.
+            // The app saved meanwhile: read that first; the file is then rebuilt with what the
+            // save did not show (the shadow is still newer than the file).
+            dirty.insert(collection)
             read(file)
         } catch {
             log("cannot write \(target): \(error)")

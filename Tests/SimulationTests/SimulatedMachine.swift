@@ -162,6 +162,7 @@ final class SimulatedLink: ServerRequests {
         lastDown = time
         world.scheduler.after(time - world.scheduler.now) { [weak self] in
             guard let self, self.connection === connection, let core = machine.core else { return }
+            world.beforeArrival?(machine, lines)
             core.batch(starting: true)
             for bytes in lines {
                 guard self.connection === connection, let line = ServerLine.parseAnsweringTag(bytes) else { continue }

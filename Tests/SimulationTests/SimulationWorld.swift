@@ -12,6 +12,9 @@ final class SimulationWorld {
     var maxLatency: UInt64 = 5
     /// While set, the server answers every record write NO_SPACE.
     var serverDiskFull = false
+    /// Called just before lines from the server reach a machine's agent (a scripted scenario
+    /// stands an app's save there).
+    var beforeArrival: ((SimulatedMachine, [[UInt8]]) -> Void)?
     /// Why the run could not go on, if it could not.
     private(set) var failure: String?
 
@@ -36,6 +39,18 @@ final class SimulationWorld {
         } catch {
             failure = failure ?? "\(error)"
         }
+    }
+
+    /// Runs the scheduler in steps of 10 ms until `condition` holds or `milliseconds` pass;
+    /// whether it held.
+    @discardableResult
+    func run(within milliseconds: UInt64, until condition: () -> Bool) -> Bool {
+        let deadline = scheduler.now + milliseconds
+        while scheduler.now < deadline {
+            if condition() { return true }
+            scheduler.run(until: scheduler.now + 10)
+        }
+        return condition()
     }
 
     func close() {
