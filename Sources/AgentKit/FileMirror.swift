@@ -27,6 +27,8 @@ final class FileMirror {
     /// agent wrote it (changes from elsewhere the app may not have loaded yet).
     private struct Version {
         var records: [String: Fields]
+        /// The rows in the file's order (empty in histories saved before it was kept).
+        var order: [String]
         var byApp: Bool
     }
     private var knownOrder: [String: [String]] = [:]
@@ -75,7 +77,9 @@ final class FileMirror {
         knownOrder[collection] = order.compactMap { if case .string(let id) = $0 { id } else { nil } }
         history[collection] = versions.compactMap { version in
             guard case .dictionary(let saved) = version, case .dictionary(let records)? = saved["records"], case .bool(let byApp)? = saved["app"] else { return nil }
-            return Version(records: records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }, byApp: byApp)
+            var order: [String] = []
+            if case .array(let ids)? = saved["order"] { order = ids.compactMap { if case .string(let id) = $0 { id } else { nil } } }
+            return Version(records: records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }, order: order, byApp: byApp)
         }
     }
 
@@ -84,7 +88,7 @@ final class FileMirror {
         knownHash[collection] = ContentHash.of(bytes)
         knownOrder[collection] = entries.map(\.id)
         let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
-        history[collection] = Array(((history[collection] ?? []) + [Version(records: records, byApp: byApp)]).suffix(Self.historyLength))
+        history[collection] = Array(((history[collection] ?? []) + [Version(records: records, order: entries.map(\.id), byApp: byApp)]).suffix(Self.historyLength))
         // Saved once the file has been quiet for a second (or after ten seconds of steady
         // saves): encoding eight versions of a large file per save would cost more than the
         // sync itself, and would stall the loop between two saves in a row. A crash loses at
@@ -104,7 +108,9 @@ final class FileMirror {
         let saved: Value = .dictionary([
             "hash": .string(hash),
             "order": .array((knownOrder[collection] ?? []).map(Value.string)),
-            "versions": .array(versions.map { .dictionary(["records": .dictionary($0.records.mapValues(Value.dictionary)), "app": .bool($0.byApp)]) }),
+            "versions": .array(versions.map {
+                .dictionary(["records": .dictionary($0.records.mapValues(Value.dictionary)), "order": .array($0.order.map(Value.string)), "app": .bool($0.byApp)])
+            }),
         ])
         try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
     }
@@ -270,12 +276,19 @@ final class FileMirror {
             mirror.remove(mirror.recordPath(collection, id))
             onRecord(collection, id)
         }
-        // Reordered by the app: only when its order of the rows it saw differs from the newest.
+        // Reordered by the app: only when its order of the rows it saw differs from the newest,
+        // and does not just go back to the order before a version the agent wrote (a save from
+        // a load made before a move elsewhere keeps that move, as it keeps other fields).
         let common = Set(latestOrder).intersection(listed)
-        guard versions.isEmpty || latestOrder.filter(common.contains) != entries.map(\.id).filter(common.contains)
-            || entries.contains(where: { !common.contains($0.id) })
+        let savedOrder = entries.map(\.id).filter(common.contains)
+        guard versions.isEmpty || latestOrder.filter(common.contains) != savedOrder || entries.contains(where: { !common.contains($0.id) })
         else { return }
-        let order = PlistFile.encode(.array(entries.map { .string($0.id) }), as: .xml)
+        var ids = entries.map(\.id)
+        if !versions.isEmpty, latestOrder.filter(common.contains) != savedOrder, undoesUnseen({ $0.order.filter(common.contains) }, savedOrder) {
+            missed = true
+            ids = Self.keepingOrder(of: latestOrder.filter(common.contains), placing: entries.map(\.id))
+        }
+        let order = PlistFile.encode(.array(ids.map(Value.string)), as: .xml)
         if mirror.read(mirror.orderPath(collection)) != order {
             do {
                 try mirror.writeAtomically(order, to: mirror.orderPath(collection))
@@ -286,6 +299,19 @@ final class FileMirror {
             }
             onOrder(collection)
         }
+    }
+
+    /// `kept` (an order of rows) with the rows of `saved` that it lacks put in, each right after
+    /// the row before it in `saved` (first when it has none).
+    static func keepingOrder(of kept: [String], placing saved: [String]) -> [String] {
+        var order = kept
+        var present = Set(kept)
+        for (index, id) in saved.enumerated() where !present.contains(id) {
+            let position = index == 0 ? 0 : (order.firstIndex(of: saved[index - 1]).map { $0 + 1 } ?? order.count)
+            order.insert(id, at: position)
+            present.insert(id)
+        }
+        return order
     }
 
     /// App files whose last save is read again soon (it could not be split into the shadow).

@@ -1,6 +1,7 @@
 import Foundation
 @testable import AgentKit
 import PlistFormat
+import SyncCore
 import ServerKit
 import SyncProtocol
 import XCTest
@@ -30,15 +31,22 @@ final class ScenarioTests: XCTestCase {
 
     private func listPath(_ machine: SimulatedMachine) -> String { machine.root + "/list.plist" }
 
+    /// How the apps' list file is written: an XML array (default), or a keyed archive.
+    private var kind = CollectionFile.Kind.plist(.xml)
+
+    private func encoded(_ rows: [[String: Value]]) -> [UInt8] {
+        CollectionFile.encode(rows.map { CollectionFile.Entry(id: "", fields: $0) }, idKey: nil, as: kind)
+    }
+
     private func saveList(_ machine: SimulatedMachine, _ rows: [[String: Value]]) throws {
         let temp = machine.root + "/.list.saving"
-        try fs.writeFile(temp, PlistFile.encode(.array(rows.map(Value.dictionary)), as: .xml), durable: true)
+        try fs.writeFile(temp, encoded(rows), durable: true)
         try fs.rename(temp, to: listPath(machine))
     }
 
     private func list(_ machine: SimulatedMachine) -> [[String: Value]]? {
-        guard let bytes = fs.contents(at: listPath(machine)), case .array(let items)? = try? PlistFile.decode(bytes).0 else { return nil }
-        return items.compactMap { if case .dictionary(let row) = $0 { row } else { nil } }
+        guard let bytes = fs.contents(at: listPath(machine)), let read = try? CollectionFile.entries(bytes, idKey: "id", newID: { "" }) else { return nil }
+        return read.entries.map(\.fields)
     }
 
     /// Both machines mirror `list.plist` (collection `a`), A's app having saved `rows` first.
@@ -46,10 +54,12 @@ final class ScenarioTests: XCTestCase {
         try fs.makeFolder(a.root)
         try saveList(a, rows)
         for machine in [a, b] {
-            machine.attachedFiles = [SimulatedListApp.file]
+            machine.attachedFiles = [AttachedFile(name: "list.plist", collection: "a", idKey: "id", kind: kind)]
             try machine.start()
         }
         XCTAssertTrue(world.run(within: 10_000) { list(b) == rows }, "first sync: \(String(describing: list(b)))")
+        // Both agents settle (A's first read of its order is answered) before anyone edits.
+        world.scheduler.run(until: world.scheduler.now + 1_000)
     }
 
     /// Issue 18 item 3: a change from elsewhere arrives just as the app saves an edit of
@@ -68,7 +78,7 @@ final class ScenarioTests: XCTestCase {
             guard machine === a, !saved, lines.contains(where: { String(decoding: $0, as: UTF8.self).contains("one from B") }) else { return }
             saved = true
             guard inPlace else { return try! saveList(a, fromA) }
-            let bytes = PlistFile.encode(.array(fromA.map(Value.dictionary)), as: .xml)
+            let bytes = encoded(fromA)
             try! fs.overwrite(listPath(a), with: Array(bytes.prefix(bytes.count / 2)))
             world.scheduler.after(50) { [self] in try! fs.overwrite(listPath(a), with: bytes) }
         }
@@ -85,5 +95,47 @@ final class ScenarioTests: XCTestCase {
 
     func testAChangeArrivingWhileTheAppSavesInPlaceStillReachesTheAppFile() throws {
         try changeArrivesWhileTheAppSaves(inPlace: true)
+    }
+
+    /// Issue 18 item 1: an app that loaded the file before a row was moved elsewhere saves its
+    /// old load with one field edited: the field goes through, the move stays (both files went
+    /// back to the old order).
+    private func staleSaveKeepsAMove() throws {
+        let rows: [[String: Value]] = ["r1", "r2", "r3"].map { ["id": .string($0), "v": .string($0)] }
+        try startWithList(rows)
+        let moved = [rows[2], rows[0], rows[1]]
+        try saveList(a, moved)
+        XCTAssertTrue(world.run(within: 10_000) { list(b) == moved }, "the move reaches B: \(String(describing: list(b)))")
+        var stale = rows
+        stale[1]["v"] = .string("edited on B")
+        try saveList(b, stale)
+        let expected = [rows[2], rows[0], stale[1]]
+        XCTAssertTrue(world.run(within: 10_000) { list(a) == expected && list(b) == expected },
+                      "A \(String(describing: list(a)))\nB \(String(describing: list(b)))\n" + b.log.joined(separator: "\n"))
+    }
+
+    func testAStaleSaveOfAnXMLArrayKeepsAMoveMadeElsewhere() throws {
+        try staleSaveKeepsAMove()
+    }
+
+    func testAStaleSaveOfAKeyedArchiveUnderARootKeyKeepsAMoveMadeElsewhere() throws {
+        kind = .archive(KeyedArchive.Shape(topKey: "Presidents"))
+        try staleSaveKeepsAMove()
+    }
+
+    func testAStaleSaveOfAnArchiveOfCustomObjectsKeepsAMoveMadeElsewhere() throws {
+        kind = .archive(KeyedArchive.Shape(elementClasses: ["BNRItem", "NSObject"]))
+        try staleSaveKeepsAMove()
+    }
+
+    /// A move the app itself made and takes back (a cancelled drag) is an edit like any other.
+    func testAnAppThatMovesARowBackIsFollowed() throws {
+        let rows: [[String: Value]] = ["r1", "r2", "r3"].map { ["id": .string($0), "v": .string($0)] }
+        try startWithList(rows)
+        let moved = [rows[2], rows[0], rows[1]]
+        try saveList(b, moved)
+        XCTAssertTrue(world.run(within: 10_000) { list(a) == moved }, "the move reaches A: \(String(describing: list(a)))\n" + b.log.joined(separator: "\n"))
+        try saveList(b, rows)
+        XCTAssertTrue(world.run(within: 10_000) { list(a) == rows && list(b) == rows }, "the move back reaches A: \(String(describing: list(a)))")
     }
 }
