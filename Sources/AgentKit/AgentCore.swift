@@ -83,7 +83,7 @@ final class AgentCore {
     /// The server this mirror talks to has this store id (HELLO).
     func serverID(_ id: String) {
         if (try? state.noteServer(id)) == true {
-            AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh")
+            AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh; what this folder synced since goes back up")
         }
     }
 

@@ -54,7 +54,8 @@ final class AgentState {
         """,
         """
         -- Facts about the mirror: 'server_id', the store this mirror was last synced with;
-        -- 'attached', the collections mirrored through an app file (comma-separated).
+        -- 'attached', the collections mirrored through an app file (comma-separated); 'rebase',
+        -- the collections to bring a store restored from an older backup forward with.
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -87,18 +88,41 @@ final class AgentState {
     private(set) var serverID: String?
 
     /// Notes the server id HELLO gave; true when it differs from the one this mirror was synced
-    /// with: a restored or replaced store, whose seqs mean nothing to this state, so every
-    /// collection is forgotten (the files stay, and are reconciled afresh).
+    /// with: a store restored from a backup (or replaced), whose seqs mean nothing to this state.
+    /// Every collection is then replayed in full and rebased (`isRebasing`): the records are
+    /// kept, so what this mirror synced after the backup goes back up as edits.
     func noteServer(_ id: String) throws(StoreError) -> Bool {
         if serverID == nil { serverID = try db.queryFirst("SELECT value FROM meta WHERE key = 'server_id'") { $0.text(0) } ?? nil }
         guard serverID != id else { return false }
         let changed = serverID != nil
         if changed {
-            for collection in Set(records.keys).union(lastSeq.keys) { try forget(collection) }
+            for collection in Set(records.keys).union(lastSeq.keys) { try setLastSeq(0, collection) }
+            try setRebasing(rebasing.union(records.keys).union(lastSeq.keys))
         }
         serverID = id
         try db.execute("INSERT INTO meta (key, value) VALUES ('server_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(id))
         return changed
+    }
+
+    /// Collections whose next full replay rebases this mirror on a store restored from an
+    /// older backup (meta 'rebase', comma-separated), until that replay ends.
+    private(set) lazy var rebasing: Set<String> = {
+        let saved = (try? db.queryFirst("SELECT value FROM meta WHERE key = 'rebase'") { $0.text(0) }) ?? nil
+        return Set((saved ?? "").split(separator: ",").map(String.init))
+    }()
+
+    func isRebasing(_ collection: String) -> Bool { rebasing.contains(collection) }
+
+    /// The collection's full replay ended: it is in step with the store again.
+    func endRebase(_ collection: String) throws(StoreError) {
+        guard rebasing.contains(collection) else { return }
+        try setRebasing(rebasing.subtracting([collection]))
+    }
+
+    private func setRebasing(_ collections: Set<String>) throws(StoreError) {
+        rebasing = collections
+        try db.execute("INSERT INTO meta (key, value) VALUES ('rebase', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                       .text(collections.sorted().joined(separator: ",")))
     }
 
     /// Notes which collections are mirrored through an attached app file (the rest as folders);
@@ -150,6 +174,7 @@ final class AgentState {
         orderHash[collection] = nil
         try db.execute("DELETE FROM records WHERE collection = ?", .text(collection))
         try db.execute("DELETE FROM collections WHERE name = ?", .text(collection))
+        try endRebase(collection)
     }
 
     /// Moves everything known of a collection to its new name.

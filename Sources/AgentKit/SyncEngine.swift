@@ -17,6 +17,9 @@ final class SyncEngine {
 
     /// Collections the user may read, with their role.
     private(set) var collections: [String: Role] = [:]
+    /// Whether `collections` holds the answer to this connection's COLLECTIONS (until then a
+    /// folder without a collection is not made one).
+    private var knowsCollections = false
     private var subscribed: Set<String> = []
     private var subscribing: Set<String> = []
     private var creating: Set<String> = []
@@ -75,14 +78,19 @@ final class SyncEngine {
         subscribing.removeAll()
         creating.removeAll()
         inFlight.removeAll()
+        // What the server has now is learned afresh (a collection may have been dropped, or the
+        // store restored, while this agent was away).
+        collections.removeAll()
+        knowsCollections = false
         status.connected = true
         status.server = link.server
         link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
+            knowsCollections = true
             for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
                 // Mirrored here before and gone from the server now: dropped (or renamed, or the
                 // access removed) while this agent was away. Making it again would undo the drop.
-                if wasMirrored(folder) {
+                if wasMirrored(folder), !state.isRebasing(folder) {
                     collectionDropped(folder, while: "while this agent was away (deleted, renamed, or your access removed)")
                 } else {
                     create(folder)
@@ -270,7 +278,7 @@ final class SyncEngine {
     /// A folder the user made becomes a collection.
     func create(_ collection: String) {
         if detached.contains(collection) { return reattach(collection) }
-        guard link.isReady, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
+        guard link.isReady, knowsCollections, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
         creating.insert(collection)
         link.send(.create(collection: collection)) { [self] event in
             creating.remove(collection)
@@ -329,7 +337,14 @@ final class SyncEngine {
     }
 
     /// After a full replay: records the server no longer has (a purged tombstone) are gone.
+    /// On a store restored from an older backup they were made after it: forgotten here, their
+    /// files go up as new records.
     private func forgetRecords(in collection: String, except seen: Set<String>) {
+        if state.isRebasing(collection) {
+            for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) { try? state.set(nil, collection, id) }
+            try? state.endRebase(collection)
+            return
+        }
         for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {
             let path = mirror.recordPath(collection, id)
             if entry.isLive, let bytes = mirror.read(path), ContentHash.of(bytes) == entry.fileHash {
@@ -356,7 +371,8 @@ final class SyncEngine {
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
     func scanAll() {
-        for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil || detached.contains(folder) {
+        for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted()
+        where knowsCollections && (collections[folder] == nil || detached.contains(folder)) {
             create(folder)
         }
         for collection in subscribed { scan(collection) }
@@ -651,6 +667,16 @@ final class SyncEngine {
         if remote.rev == 0 {
             // MISSING: the server has no such record; the local file goes up as a new one.
             if entry != nil { try? state.set(nil, collection, id) }
+            return true
+        }
+        if let entry, remote.rev < entry.rev, state.isRebasing(collection), remote.isLive || entry.isLive {
+            // A store restored from an older backup: this mirror's state is newer and descends
+            // from the server's. The server's state becomes the base, so the next look at the
+            // file pushes what this mirror holds as an edit (a missing file as a delete).
+            let rebased = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remote.fields.map { ValueJSON.encode(fields: $0) },
+                                           fileHash: remote.isLive ? Self.mergedMarker : nil, format: entry.format)
+            try? state.set(rebased, collection, id)
+            orderDirty.insert(collection)
             return true
         }
         if let entry, remote.rev <= entry.rev {

@@ -49,6 +49,52 @@ final class BackupTests: XCTestCase {
         for id in ["one", "two", "three"] { XCTAssertTrue(FileManager.default.fileExists(atPath: agent.path("notes", id)), id) }
     }
 
+    /// Issue 18 item 8: a server restored from a backup older than some edits is brought
+    /// forward by the mirrors: what they synced after the backup (an edit, a delete, a new
+    /// record, a new collection) goes back up as edits, with no conflict copies; before, the
+    /// backup's values won and the newer ones survived only as conflict copies.
+    func testARestoreFromAnOlderBackupIsBroughtForwardByTheMirrors() throws {
+        let server = try TestServer.running()
+        let a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        let b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+        try a.start()
+        try b.start()
+        for id in ["one", "two"] { try a.save("notes", id, ["text": .string(id)]) }
+        eventually(10, b.log()) { b.fields("notes", "two") != nil }
+        let backup = scratch + "/store.backup"
+        XCTAssertEqual(try PlistSyncBinary.run(["backup", backup, "--data", server.dataPath]).0, 0)
+
+        try a.save("notes", "one", ["text": .string("newer")])
+        try FileManager.default.removeItem(atPath: a.path("notes", "two"))
+        try a.save("notes", "three", ["text": .string("three")])
+        try a.save("later", "l1", ["text": .string("made after the backup")])
+        eventually(10, b.log()) {
+            b.fields("notes", "one")?["text"] == .string("newer") && b.fields("notes", "two") == nil && b.fields("notes", "three") != nil
+                && b.fields("later", "l1") != nil
+        }
+        eventually(10, a.statusText()) { a.statusText().contains("\"pending\":0") }
+        server.stop()
+        XCTAssertEqual(try PlistSyncBinary.run(["restore", backup, "--data", server.dataPath]).0, 0)
+        try server.start()
+
+        func serverHas() -> Bool {
+            guard let one = try? onServer(server, "one"), let two = try? onServer(server, "two"), let three = try? onServer(server, "three"),
+                let later = try? server.login("alice", "pw")
+            else { return false }
+            guard (try? later.send("l GET later l1")) != nil, let l1 = try? later.line() else { return false }
+            return one.contains("\"text\":\"newer\"") && two.hasSuffix("DELETED") && three.contains("\"text\":\"three\"")
+                && l1.contains("made after the backup")
+        }
+        eventually(15, "\(a.log())\n\(b.log())") { serverHas() }
+        for agent in [a, b] {
+            eventually(10, agent.log()) {
+                agent.fields("notes", "one")?["text"] == .string("newer") && agent.fields("notes", "two") == nil && agent.fields("notes", "three") != nil
+            }
+            XCTAssertEqual(agent.conflictCopies("notes"), [], agent.log())
+            XCTAssertFalse(FileManager.default.fileExists(atPath: agent.directory + "/.plistsync/dropped"), "nothing was archived: \(agent.log())")
+        }
+    }
+
     func testARestoreRefusesAFileThatIsNotAStore() throws {
         try Data("not a database".utf8).write(to: URL(fileURLWithPath: scratch + "/junk"))
         let (code, _, error) = try PlistSyncBinary.run(["restore", scratch + "/junk", "--data", scratch + "/data"])

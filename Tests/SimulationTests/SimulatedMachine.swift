@@ -120,8 +120,23 @@ final class SimulatedLink: ServerRequests {
         guard !dead, connection == nil else { return }
         let connection = world.server.connect { [weak self] lines in self?.arrive(lines) }
         self.connection = connection
+        // The server closing the connection reaches the agent after what it sent before.
+        connection.onClosed = { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            let time = max(world.scheduler.now + latency, lastDown)
+            lastDown = time
+            world.scheduler.after(time - world.scheduler.now) { [weak self] in
+                guard let self, self.connection === connection else { return }
+                machine.note("the server closed the connection")
+                lost()
+            }
+        }
+        if connection.isClosed { return connection.onClosed() }
         (lastUp, lastDown) = (world.scheduler.now, world.scheduler.now)
-        request(.hello(version: "1", clientName: "simulated-agent"), connection) { _ in }
+        request(.hello(version: "1", clientName: "simulated-agent"), connection) { [weak self] event in
+            // HELLO names the store: a restored one has a new id.
+            if case .ok(_, let words, _) = event, words.count >= 3 { self?.machine.core?.serverID(words[2]) }
+        }
         request(.auth(user: "alice", password: "pw"), connection) { [weak self] event in
             guard let self, case .ok = event else { return }
             isReady = true

@@ -19,8 +19,15 @@ final class SimulatedServer {
     /// (the committer's batches) on a loop with nothing active.
     private let heartbeat: LoopTimer
 
+    private let configuration: ServerConfiguration
+    /// Backups and restored data folders made so far (`<folder>-backup-N`).
+    private var backups = 0
+    /// The data folder served now.
+    private var dataFolder: String
+
     init(folder: String, users: [(name: String, password: String)]) throws {
         self.folder = folder
+        dataFolder = folder
         heartbeat = LoopTimer(loop: loop)
         heartbeat.start(after: 60_000, repeatEvery: 60_000) {}
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -33,13 +40,43 @@ final class SimulatedServer {
         var configuration = ServerConfiguration()
         configuration.dataPath = folder
         configuration.idleTimeoutSeconds = 0
+        self.configuration = configuration
         server = try Server(configuration: configuration, store: store, loop: loop)
+    }
+
+    /// `plistsync backup` while serving: the path of a consistent copy of the store.
+    func backUp() throws -> String {
+        backups += 1
+        let file = folder + "-backup-\(backups)"
+        try DataFolder(path: dataFolder).backup(to: file)
+        return file
+    }
+
+    /// Stops the server (every client gets `* BYE SHUTDOWN`), `plistsync restore`s the backup
+    /// (a new server id), and serves again.
+    func restore(from file: String) throws {
+        // Every client is cut off first, so the shutdown finishes at once and lets go of the
+        // store (and its lock on the data folder).
+        for connection in connections.values.sorted(by: { $0.number < $1.number }) { connection.cutOff() }
+        server.shutdown()
+        for _ in 0..<20 { loop.runOnce(wait: false) }
+        server = nil
+        // Into a new folder: a process keeps the lock on a data folder it served until it exits.
+        backups += 1
+        dataFolder = folder + "-backup-\(backups)"
+        try DataFolder(path: dataFolder).restore(from: file)
+        server = try Server(configuration: configuration, store: try SQLiteServerStore(folder: DataFolder(path: dataFolder)), loop: loop)
     }
 
     /// A new client connection; `deliver` gets each batch of lines the server sends it.
     func connect(deliver: @escaping ([[UInt8]]) -> Void) -> ServerConnection {
         connectionCount += 1
         let connection = ServerConnection(server: self, number: connectionCount, deliver: deliver)
+        guard let server else {
+            // Not serving (a restore failed): the connection is refused.
+            connection.drop()
+            return connection
+        }
         connections[ObjectIdentifier(connection)] = connection
         connection.session = server.open(connection)
         return connection
@@ -66,12 +103,13 @@ final class SimulatedServer {
     func close() {
         for connection in Array(connections.values) { connection.drop() }
         loop.runOnce(wait: false)
-        server.shutdown()
+        server?.shutdown()
         heartbeat.close()
         for _ in 0..<20 { loop.runOnce(wait: false) }
         server = nil
         loop.close()
         try? FileManager.default.removeItem(atPath: folder)
+        for index in 0...backups { try? FileManager.default.removeItem(atPath: folder + "-backup-\(index)") }
     }
 }
 
@@ -101,6 +139,15 @@ final class ServerConnection: SessionTransport {
         guard !isClosed else { return }
         awaiting.append(tag)
         session?.received(Array((line + "\n").utf8))
+    }
+
+    /// Called when the server ends the connection (the client hears of it).
+    var onClosed: () -> Void = {}
+
+    /// The server ends the connection at once (a server stopped for a restore).
+    fileprivate func cutOff() {
+        drop()
+        onClosed()
     }
 
     /// The client goes away (a crash, a dropped connection).
@@ -145,6 +192,8 @@ final class ServerConnection: SessionTransport {
             awaiting.removeAll()
             server.forget(self)
             server.loop.atEndOfTurn { [weak self] in self?.session?.closed() }
+            flush()
+            onClosed()
         }
     }
 

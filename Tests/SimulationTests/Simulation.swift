@@ -38,6 +38,22 @@ final class Simulation {
         let values = TypedValues()
         let apps = SimulatedApps(world: world, values: values)
         let faults = random.chance(70)
+        // Some runs take a backup of the server early and restore it later (the edits made in
+        // between are in the mirrors only).
+        if faults, random.chance(20) {
+            let backupAt = UInt64.random(in: 1_000...(activeMilliseconds / 2), using: &random)
+            let restoreAt = UInt64.random(in: (backupAt + 500)...activeMilliseconds, using: &random)
+            var backup: String?
+            world.scheduler.after(backupAt) { backup = try? world.server.backUp() }
+            world.scheduler.after(restoreAt) {
+                guard let backup else { return }
+                do {
+                    try world.server.restore(from: backup)
+                } catch {
+                    world.fail("restore: \(error)")
+                }
+            }
+        }
         // Some runs also mirror an app's whole-list file on every machine.
         let listApp = random.chance(50) ? SimulatedListApp(world: world, values: values) : nil
         if let listApp {

@@ -37,8 +37,13 @@ final class SimulationWorld {
         do {
             try server.settle()
         } catch {
-            failure = failure ?? "\(error)"
+            fail("\(error)")
         }
+    }
+
+    /// The run cannot go on (the first reason is kept).
+    func fail(_ reason: String) {
+        failure = failure ?? reason
     }
 
     /// Runs the scheduler in steps of 10 ms until `condition` holds or `milliseconds` pass;
