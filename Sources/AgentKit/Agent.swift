@@ -46,7 +46,7 @@ public final class Agent {
     public func run() throws {
         let log: (String) -> Void = { AgentLog.info($0) }
         link.log = log
-        link.onServerID = { [core] id in core.serverID(id) }
+        link.onServerID = { [core] id, restoredSeq in core.serverID(id, restoredSeq: restoredSeq) }
         link.onReady = { [core] in core.connected() }
         link.onLost = { [core] in core.disconnected() }
         link.onEvent = { [core] event in core.received(event) }

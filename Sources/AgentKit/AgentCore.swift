@@ -80,9 +80,10 @@ final class AgentCore {
 
     // MARK: - Server side
 
-    /// The server this mirror talks to has this store id (HELLO).
-    func serverID(_ id: String) {
-        if (try? state.noteServer(id)) == true {
+    /// The server this mirror talks to has this store id (HELLO), restored from a backup that
+    /// ended at `restoredSeq` if it was.
+    func serverID(_ id: String, restoredSeq: Int64? = nil) {
+        if (try? state.noteServer(id, restoredSeq: restoredSeq)) == true {
             AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh; what this folder synced since goes back up")
         }
     }

@@ -55,7 +55,8 @@ final class AgentState {
         """
         -- Facts about the mirror: 'server_id', the store this mirror was last synced with;
         -- 'attached', the collections mirrored through an app file (comma-separated); 'rebase',
-        -- the collections to bring a store restored from an older backup forward with.
+        -- the collections to bring a store restored from an older backup forward with, and
+        -- 'restored_seq', the seq that backup ended at.
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
             value TEXT NOT NULL
@@ -91,13 +92,20 @@ final class AgentState {
     /// with: a store restored from a backup (or replaced), whose seqs mean nothing to this state.
     /// Every collection is then replayed in full and rebased (`isRebasing`): the records are
     /// kept, so what this mirror synced after the backup goes back up as edits.
-    func noteServer(_ id: String) throws(StoreError) -> Bool {
+    func noteServer(_ id: String, restoredSeq: Int64? = nil) throws(StoreError) -> Bool {
         if serverID == nil { serverID = try db.queryFirst("SELECT value FROM meta WHERE key = 'server_id'") { $0.text(0) } ?? nil }
         guard serverID != id else { return false }
         let changed = serverID != nil
         if changed {
             for collection in Set(records.keys).union(lastSeq.keys) { try setLastSeq(0, collection) }
             try setRebasing(rebasing.union(records.keys).union(lastSeq.keys))
+            self.restoredSeq = restoredSeq
+            if let restoredSeq {
+                try db.execute("INSERT INTO meta (key, value) VALUES ('restored_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               .text(String(restoredSeq)))
+            } else {
+                try db.execute("DELETE FROM meta WHERE key = 'restored_seq'")
+            }
         }
         serverID = id
         try db.execute("INSERT INTO meta (key, value) VALUES ('server_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(id))
@@ -112,6 +120,14 @@ final class AgentState {
     }()
 
     func isRebasing(_ collection: String) -> Bool { rebasing.contains(collection) }
+
+    /// The seq the server's backup ended at (HELLO's `restored_seq`), while rebasing on it:
+    /// changes at or below it are the backup's, above it news from others. Nil: unknown (every
+    /// state in the replay is taken as the backup's).
+    private(set) lazy var restoredSeq: Int64? = {
+        let saved = (try? db.queryFirst("SELECT value FROM meta WHERE key = 'restored_seq'") { $0.text(0) }) ?? nil
+        return saved.flatMap { Int64($0) }
+    }()
 
     /// The collection's full replay ended: it is in step with the store again.
     func endRebase(_ collection: String) throws(StoreError) {

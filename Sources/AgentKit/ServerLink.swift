@@ -28,7 +28,7 @@ final class ServerLink: ServerRequests {
     /// Called when a ready connection is lost.
     var onLost: () -> Void = {}
     /// The server's store id from HELLO, before login completes.
-    var onServerID: (String) -> Void = { _ in }
+    var onServerID: (_ id: String, _ restoredSeq: Int64?) -> Void = { _, _ in }
     /// Untagged lines: changes, collections, BYE.
     var onEvent: (ServerEvent) -> Void = { _ in }
     /// Called before and after each batch of received lines, so their effects can share a
@@ -125,7 +125,7 @@ final class ServerLink: ServerRequests {
         }
         client.logIn(client: "plistsync-agent", with: credential.login(user: configuration.user), onHello: { [self] event in
             guard case .ok(_, let words, let limits?) = event else { return }
-            if words.count >= 3 { onServerID(words[2]) }
+            if words.count >= 3 { onServerID(words[2], { if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil } }()) }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
         }) { [self] event in

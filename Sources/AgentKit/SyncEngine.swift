@@ -137,7 +137,7 @@ final class SyncEngine {
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
             replaySeen[collection]?.insert(id)
-            if applyRemote(collection, id, remote) {
+            if applyRemote(collection, id, remote, seq: seq) {
                 if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
                 status.noteApplied()
                 status.noteSynced()
@@ -662,24 +662,31 @@ final class SyncEngine {
     /// Applies a server state to the file and the state; false when the file could not be
     /// written (nothing is recorded then).
     @discardableResult
-    private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false) -> Bool {
+    private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false, seq: Int64? = nil) -> Bool {
         let entry = state.entry(collection, id)
         if remote.rev == 0 {
             // MISSING: the server has no such record; the local file goes up as a new one.
             if entry != nil { try? state.set(nil, collection, id) }
             return true
         }
-        if let entry, remote.rev < entry.rev, state.isRebasing(collection), remote.isLive || entry.isLive {
-            // A store restored from an older backup: this mirror's state is newer and descends
-            // from the server's. The server's state becomes the base, so the next look at the
-            // file pushes what this mirror holds as an edit (a missing file as a delete).
-            let rebased = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remote.fields.map { ValueJSON.encode(fields: $0) },
+        // A store restored from an older backup. A state of the backup older than what this
+        // mirror synced becomes the base, so the next look at the file pushes what this mirror
+        // holds as an edit (a missing file as a delete). A state made since the restore by
+        // someone else (above `restored_seq`, or a CONFLICT that names it) is news: it is
+        // applied like a newer change, merged against what this mirror last synced.
+        let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
+        let rebasing = state.isRebasing(collection)
+        let fromBackup = rebasing && !fromConflict && (seq ?? 0) <= (state.restoredSeq ?? Int64.max)
+        if let entry, remote.rev < entry.rev, fromBackup {
+            let rebased = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON,
                                            fileHash: remote.isLive ? Self.mergedMarker : nil, format: entry.format)
             try? state.set(rebased, collection, id)
             orderDirty.insert(collection)
             return true
         }
-        if let entry, remote.rev <= entry.rev {
+        let news = rebasing && !fromBackup && remoteJSON != entry?.fieldsJSON || fromConflict && remote.rev != entry?.rev
+        let divergedAtOurRev = rebasing && remote.rev == entry?.rev && remoteJSON != entry?.fieldsJSON
+        if let entry, remote.rev <= entry.rev, !divergedAtOurRev, !news {
             unwritten[RecordKey(collection: collection, id: id)] = nil
             // Our own change coming back, or an older state: at most the position is news.
             if remote.rev == entry.rev, remote.isLive, entry.isLive, entry.position != remote.position {
@@ -714,7 +721,6 @@ final class SyncEngine {
         }
         // Shadow files of an app's file are binary: XML would floor the app's dates.
         let format = mirror.isShadow(collection) ? .binary : entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
-        let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
         var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
         // A save made while this change is written wins the race: the change is then not
         // recorded, and the save goes up against the old revision, to be merged (CONFLICT).

@@ -99,6 +99,9 @@ public struct DataFolder: Sendable {
         do {
             let restored = try SQLiteDatabase(path: temp)
             try restored.execute("UPDATE meta SET value = ? WHERE key = 'server_id'", .text(Self.newServerID()))
+            // Where the backup ends: agents push what they synced since as edits, and take
+            // changes made after the restore (above this seq) as news.
+            try restored.execute("INSERT OR REPLACE INTO meta (key, value) SELECT 'restored_seq', value FROM meta WHERE key = 'seq'")
         } catch {
             unlink(temp)
             throw error

@@ -23,6 +23,11 @@ public final class RecordReader {
         try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
     }
 
+    /// The seq the store was restored at (`plistsync restore`), if it was.
+    public func restoredSeq() throws(StoreError) -> Int64? {
+        try db.queryFirst("SELECT value FROM meta WHERE key = 'restored_seq'") { $0.integer(0) }
+    }
+
     /// Every collection with its members and the seq of its latest change.
     public func collections() throws(StoreError) -> [CollectionInfo] {
         var byName: [String: CollectionInfo] = [:]

@@ -41,6 +41,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
 
     public func serverID() throws(StoreFailure) -> String { try Self.run { () throws(StoreError) in try reader.serverID() } }
     public func currentSeq() throws(StoreFailure) -> Int64 { try Self.run { () throws(StoreError) in try reader.currentSeq() } }
+    public func restoredSeq() throws(StoreFailure) -> Int64? { try Self.run { () throws(StoreError) in try reader.restoredSeq() } }
     public func collections() throws(StoreFailure) -> [CollectionInfo] { try Self.run { () throws(StoreError) in try reader.collections() } }
     public func storedBytesByCollection() throws(StoreFailure) -> [String: Int] {
         try Self.run { () throws(StoreError) in try reader.storedBytesByCollection() }

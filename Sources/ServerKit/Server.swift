@@ -65,14 +65,16 @@ public final class Server {
         hub = Hub(lastSeq: seq)
         if store.cluster != nil { feed = FeedSequencer(deliveredThrough: seq) }
         let limits = configuration.limits
-        limitsJSON = ValueJSON.encode(.dictionary([
+        var hello: [String: Value] = [
             "max_line_bytes": .integer(Int64(limits.maxLineBytes)),
             "max_record_bytes": .integer(Int64(limits.maxRecordBytes)),
             "max_pending_output_bytes": .integer(Int64(limits.maxPendingOutputBytes)),
             "idle_timeout_seconds": .integer(Int64(configuration.idleTimeoutSeconds)),
             "preauth_line_bytes": .integer(Int64(configuration.preAuthMaxLineBytes)),
             "preauth_timeout_seconds": .integer(Int64(configuration.preAuthTimeoutSeconds)),
-        ]))
+        ]
+        hello["restored_seq"] = try store.restoredSeq().map(Value.integer)
+        limitsJSON = ValueJSON.encode(.dictionary(hello))
         startedAt = loop.nowMilliseconds
         committer.onCommitted = { [unowned self] changes in
             if feed == nil { committed(changes) } else { sequence(changes) }

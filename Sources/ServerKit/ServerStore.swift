@@ -12,6 +12,10 @@ public protocol ServerStore: AnyObject, Sendable {
     func serverID() throws(StoreFailure) -> String
     /// The last seq handed out.
     func currentSeq() throws(StoreFailure) -> Int64
+    /// The seq the store was at when it was restored from a backup; nil when it never was.
+    /// Clients bringing a restored store forward tell the backup's states (at or below it)
+    /// from changes made since (above it).
+    func restoredSeq() throws(StoreFailure) -> Int64?
     /// Every collection with its members and the seq of its latest change.
     func collections() throws(StoreFailure) -> [CollectionInfo]
     /// Bytes of live record fields per collection (byte quotas).
@@ -51,6 +55,7 @@ public protocol ServerStore: AnyObject, Sendable {
 
 extension ServerStore {
     public var cluster: ClusterChannel? { nil }
+    public func restoredSeq() throws(StoreFailure) -> Int64? { nil }
 }
 
 /// The part of a store that several server nodes share: the change log a node reads other
