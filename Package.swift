@@ -17,6 +17,7 @@ let package = Package(
         .target(name: "SyncProtocol"),
         .target(name: "SyncCore", dependencies: ["SyncProtocol"]),
         .target(name: "PlistFormat", dependencies: ["SyncProtocol"]),
+        .target(name: "AgentDecisions", dependencies: ["SyncCore", "SyncProtocol", "PlistFormat"]),
 
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
@@ -28,7 +29,7 @@ let package = Package(
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
         .target(name: "SyncClient", dependencies: ["SyncCore", "SyncProtocol", "EventLoop", "TLSKit"]),
-        .target(name: "AgentKit", dependencies: ["SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
+        .target(name: "AgentKit", dependencies: ["AgentDecisions", "SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
@@ -38,8 +39,9 @@ let package = Package(
         .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit", "PlistFormat", "SyncProtocol"]),
-        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "ServerKit", "RecordStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
+        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "RecordStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "RecordStore", "EventLoop"]),
     ],

@@ -1,3 +1,4 @@
+import AgentDecisions
 import Foundation
 import PlistFormat
 import SQLiteKit
@@ -8,17 +9,7 @@ import SyncCore
 /// per collection the last seq seen. Loaded into memory at start; every change is written through.
 final class AgentState {
     /// One record's last synced state.
-    struct Entry: Equatable {
-        var rev: Int64
-        var position: String?
-        /// Canonical JSON of the synced fields; nil for a tombstone.
-        var fieldsJSON: String?
-        /// Hash of the file as last seen or written; nil when no file should exist.
-        var fileHash: String?
-        var format: PlistFile.Format
-
-        var isLive: Bool { fieldsJSON != nil }
-    }
+    typealias Entry = SyncedRecord
 
     private let db: SQLiteDatabase
     private(set) var records: [String: [String: Entry]] = [:]

@@ -1,3 +1,4 @@
+import AgentDecisions
 import Foundation
 import PlistFormat
 import SyncCore

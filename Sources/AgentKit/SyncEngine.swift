@@ -1,3 +1,4 @@
+import AgentDecisions
 import EventLoop
 import Foundation
 import PlistFormat
@@ -386,73 +387,62 @@ final class SyncEngine {
 
     static let symbolicLinkProblem = "a symbolic link: links are not followed; replace it with a file to sync it"
 
-    /// Compares one record's file with the last synced state and pushes the difference.
+    /// Compares one record's file with the last synced state and pushes the difference (what
+    /// to do is `LocalChange`'s to decide).
     func reconcile(_ collection: String, _ id: String) {
         let key = RecordKey(collection: collection, id: id)
         let path = mirror.recordPath(collection, id)
-        let kind = mirror.kind(at: path)
+        let file: LocalFile
+        switch mirror.kind(at: path) {
+        case .missing: file = .missing
+        case .link: file = .link
+        case .other: file = .notAFile
+        case .file: file = mirror.read(path).map(LocalFile.file) ?? .missing
+        }
         // The file is back (an editor's save renames it away, then writes it anew): not a delete.
-        if kind != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
+        if file != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
             pendingDeletes[collection] = nil
         }
         guard subscribed.contains(collection), !inFlight.contains(key), !retrying.contains(key) else { return }
-        let entry = state.entry(collection, id)
-        // A link is never followed (it could point anywhere on the machine), pushed or deleted.
-        guard kind != .link else {
+        if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
+        if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
+        let change = LocalChange.decide(
+            collection: collection, id: id, file: file, synced: state.entry(collection, id),
+            refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }), deleteRefused: refused[key] == Self.refusedDelete,
+            maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
+        if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
+        switch change {
+        case .symbolicLink:
+            // Never followed (it could point anywhere on the machine), pushed or deleted.
             if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
             status.problems[key.description] = Self.symbolicLinkProblem
             status.changed()
-            return
-        }
-        if status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
-        guard kind != .other else {
+        case .notAFile:
             status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
             status.changed()
-            return
-        }
-        guard let bytes = mirror.read(path) else {
-            status.unparseable[key.description] = nil
-            if deletableEntry(key) != nil { deleteWhenSettled(key) }
-            return
-        }
-        if refused[key] == Self.refusedDelete { refused[key] = nil }
-        let hash = ContentHash.of(bytes)
-        guard entry?.fileHash != hash, refused[key] != hash, unwritten[key] != hash else { return }
-        let fields: Fields
-        let format: PlistFile.Format
-        do {
-            (fields, format) = try PlistFile.decodeRecord(bytes)
-        } catch {
-            // Half-written or broken: never pushed; retried when the file changes again.
-            if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(error)") }
-            status.unparseable[key.description] = error.description
+        case .missing(let deletable):
+            if deletable { deleteWhenSettled(key) }
+        case .unchanged:
+            break
+        case .unparseable(let reason):
+            // Half-written or broken: never pushed; looked at again when the file changes.
+            if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }
+            status.unparseable[key.description] = reason
             status.changed()
-            return
-        }
-        status.unparseable[key.description] = nil
-        var json = ValueJSON.encode(fields: fields)
-        if format == .xml, let stored = entry?.fieldsJSON, stored != json, let synced = try? ValueJSON.decodeFields(Array(stored.utf8)),
-            case .dictionary(let restored) = PlistFile.restoringSubsecondDates(.dictionary(fields), from: .dictionary(synced))
-        {
-            json = ValueJSON.encode(fields: restored)
-        }
-        if var entry, entry.fieldsJSON == json {
+        case .adopt(let hash, let format):
+            guard var entry = state.entry(collection, id) else { break }
             entry.fileHash = hash
             entry.format = format
             try? state.set(entry, collection, id)
-            return
-        }
-        let command = Command.put(collection: collection, id: id, baseRev: entry?.rev ?? 0, fieldsJSON: json)
-        let request = command.requestText
-        // Checked here, not by the server: a line over its limit would end the connection.
-        guard json.utf8.count <= link.maxRecordBytes, request.utf8.count + 40 <= link.maxLineBytes else {
-            if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(json.utf8.count) bytes, over the server's limit") }
-            status.problems[key.description] = "too large: \(json.utf8.count) bytes of fields; the server takes at most \(link.maxRecordBytes)"
+        case .tooLarge(let size):
+            let hash = file.bytes.map(ContentHash.of)
+            if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
+            status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
             refused[key] = hash
             status.changed()
-            return
+        case .push(let command, let hash, let json, let format):
+            push(key, command, hash: hash, fieldsJSON: json, format: format)
         }
-        push(key, command, hash: hash, fieldsJSON: json, format: format)
     }
 
     /// A change could not be written: keep the last seq before it and replay from there soon.
@@ -658,70 +648,47 @@ final class SyncEngine {
 
     // MARK: - Remote side
 
-    /// Applies a server state for one record to the mirror, merging with local edits.
-    /// Applies a server state to the file and the state; false when the file could not be
-    /// written (nothing is recorded then).
+    /// Applies a server state to the file and the state (what to do is `RemoteChange`'s to
+    /// decide); false when the file could not be written (nothing is recorded then).
     @discardableResult
     private func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false, seq: Int64? = nil) -> Bool {
+        let key = RecordKey(collection: collection, id: id)
         let entry = state.entry(collection, id)
-        if remote.rev == 0 {
-            // MISSING: the server has no such record; the local file goes up as a new one.
+        let path = mirror.recordPath(collection, id)
+        let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
+        let context = RemoteChange.Context(
+            fromConflict: fromConflict, seq: seq, rebasing: state.isRebasing(collection), restoredSeq: state.restoredSeq,
+            isConflictCopies: Names.collection(ofConflicts: collection) != nil, isShadow: mirror.isShadow(collection),
+            fileAge: mirror.fileSystem.modificationDate(path).map { clock.now.timeIntervalSince($0) })
+        let (next, action): (SyncedRecord, RemoteChange.Action)
+        switch RemoteChange.decide(remote, synced: entry, local: bytes, context: context) {
+        case .forget:
             if entry != nil { try? state.set(nil, collection, id) }
             return true
-        }
-        // A store restored from an older backup. A state of the backup older than what this
-        // mirror synced becomes the base, so the next look at the file pushes what this mirror
-        // holds as an edit (a missing file as a delete). A state made since the restore by
-        // someone else (above `restored_seq`, or a CONFLICT that names it) is news: it is
-        // applied like a newer change, merged against what this mirror last synced.
-        let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
-        let rebasing = state.isRebasing(collection)
-        let fromBackup = rebasing && !fromConflict && (seq ?? 0) <= (state.restoredSeq ?? Int64.max)
-        if let entry, remote.rev < entry.rev, fromBackup {
-            let rebased = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON,
-                                           fileHash: remote.isLive ? Self.mergedMarker : nil, format: entry.format)
+        case .rebase(let rebased):
             try? state.set(rebased, collection, id)
             orderDirty.insert(collection)
             return true
-        }
-        let news = rebasing && !fromBackup && remoteJSON != entry?.fieldsJSON || fromConflict && remote.rev != entry?.rev
-        let divergedAtOurRev = rebasing && remote.rev == entry?.rev && remoteJSON != entry?.fieldsJSON
-        if let entry, remote.rev <= entry.rev, !divergedAtOurRev, !news {
-            unwritten[RecordKey(collection: collection, id: id)] = nil
-            // Our own change coming back, or an older state: at most the position is news.
-            if remote.rev == entry.rev, remote.isLive, entry.isLive, entry.position != remote.position {
-                var updated = entry
-                updated.position = remote.position
-                try? state.set(updated, collection, id)
+        case .nothingNew(let moved):
+            unwritten[key] = nil
+            if let moved {
+                try? state.set(moved, collection, id)
                 orderDirty.insert(collection)
             }
             return true
-        }
-        let path = mirror.recordPath(collection, id)
-        let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
-        let fileHash = bytes.map(ContentHash.of)
-        let locallyChanged = fileHash != entry?.fileHash
-        // A save still being written (the file does not parse yet) is neither merged nor kept as
-        // a copy of half a file: the change waits, like a push waits for the editor to finish.
-        if locallyChanged, let bytes, remote.isLive, (try? PlistFile.decodeRecord(bytes)) == nil,
-            let modified = mirror.fileSystem.modificationDate(path), clock.now.timeIntervalSince(modified) < Self.saveSettleSeconds
-        {
+        case .waitForSave:
             return false
-        }
-        // Two machines made conflict copies of one name (the same device name, the same second):
-        // this one moves to a free name and goes up as a copy of its own; the server's takes the
-        // name. (Merged, they nested: a conflict copy of a conflict copy.)
-        if Names.collection(ofConflicts: collection) != nil, entry?.isLive != true, let bytes, let remoteFields = remote.fields,
-            (try? PlistFile.decodeRecord(bytes).0) != remoteFields, let moved = mirror.moveConflictCopyAside(path),
-            let movedID = MirrorFolder.conflictCopyID(forFileName: (moved as NSString).lastPathComponent)
-        {
+        case .moveCopyAside:
+            guard let moved = mirror.moveConflictCopyAside(path),
+                let movedID = MirrorFolder.conflictCopyID(forFileName: (moved as NSString).lastPathComponent)
+            else { return false }
             log("\(collection)/\(id): another machine made a conflict copy of the same name; this one is now \(movedID)")
             reconcile(collection, movedID)
-            return applyRemote(collection, id, remote, fromConflict: fromConflict)
+            return applyRemote(collection, id, remote, fromConflict: fromConflict, seq: seq)
+        case .apply(let decided, let decidedAction):
+            (next, action) = (decided, decidedAction)
         }
-        // Shadow files of an app's file are binary: XML would floor the app's dates.
-        let format = mirror.isShadow(collection) ? .binary : entry?.format ?? bytes.flatMap { try? PlistFile.decode($0).1 } ?? .xml
-        var next = AgentState.Entry(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
+        let fileHash = bytes.map(ContentHash.of)
         // A save made while this change is written wins the race: the change is then not
         // recorded, and the save goes up against the old revision, to be merged (CONFLICT).
         let writeGuard = MirrorFolder.WriteGuard(expectedHash: fileHash) { [self] in
@@ -729,63 +696,48 @@ final class SyncEngine {
             log("\(collection)/\(id): saved here while a change from the server was being written; merging the two")
             clock.after(0) { [self] in reconcile(collection, id) }
         }
-
+        var applied = next
         do {
-            if !locallyChanged || bytes == nil && !remote.isLive {
-                // Nothing typed here since the last sync (or both sides deleted): take the server's state.
-                if let fields = remote.fields {
-                    if bytes != nil { mirror.keepVersion(collection, id) }
-                    next.fileHash = try writeRecord(fields, format, path, guard: writeGuard)
-                } else if bytes != nil {
-                    mirror.keepVersion(collection, id)
-                    try mirror.remove(path, guard: writeGuard)
-                }
-            } else if let bytes, let remoteFields = remote.fields {
+            switch action {
+            case .take(let fields, let keepFile):
+                if keepFile { mirror.keepVersion(collection, id) }
+                applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
+            case .remove:
+                mirror.keepVersion(collection, id)
+                try mirror.remove(path, guard: writeGuard)
+            case .bothDeleted:
+                break
+            case .merge(let local, let remoteFields):
                 // The merge may drop what the file held (a field the other side removed): the
                 // file is kept first, like any file a remote change replaces.
                 mirror.keepVersion(collection, id)
-                try merge(collection, id, local: bytes, base: entry, remote: remoteFields, format: format, path: path, guard: writeGuard)
-                // The merged file may hold local changes the server lacks: make reconcile compare
-                // its fields with the server's rather than trust its hash.
-                next.fileHash = Self.mergedMarker
-            } else if let remoteFields = remote.fields {
-                // Deleted here, edited there: the edit wins.
-                next.fileHash = try writeRecord(remoteFields, format, path, guard: writeGuard)
+                try merge(collection, id, local: local, base: entry, remote: remoteFields, format: next.format, path: path, guard: writeGuard)
+            case .restore(let fields):
+                applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
                 log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
-            } else {
-                // Edited here, deleted there: the edit wins; the next reconcile pushes it back.
-                next.fileHash = entry?.fileHash
+            case .keepEdit:
                 log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")
             }
         } catch MirrorError.superseded {
             return true
         } catch {
             log("cannot write \(path): \(error)")
-            let key = RecordKey(collection: collection, id: id)
             status.problems[key.description] = "cannot write: \(error)"
             if let fileHash { unwritten[key] = fileHash }
             return false
         }
-        unwritten[RecordKey(collection: collection, id: id)] = nil
-        try? state.set(next, collection, id)
+        unwritten[key] = nil
+        try? state.set(applied, collection, id)
         orderDirty.insert(collection)
-        if remote.isLive, Names.collection(ofConflicts: collection) != nil { status.noteConflictCopy(path) }
-        if status.problems[RecordKey(collection: collection, id: id).description]?.hasPrefix("cannot") == true {
-            status.problems[RecordKey(collection: collection, id: id).description] = nil
-        }
-        if fromConflict || locallyChanged { reconcile(collection, id) }
+        if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
+        if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }
+        if fromConflict || fileHash != entry?.fileHash { reconcile(collection, id) }
         return true
     }
-
-    /// How long a file that does not parse counts as a save in progress: a change from the
-    /// server for it waits that long; after that the file is kept as a conflict copy.
-    static let saveSettleSeconds: Double = 10
 
     /// Marks a delete the server refused, so it is not retried until the file comes back.
     static let refusedDelete = "refused-delete"
 
-    /// Stands in for a file hash after a merge: matches no file, so the file is re-read.
-    static let mergedMarker = "merged"
 
     /// Three-way merge of a local edit with a server change, written to the record's file.
     private func merge(_ collection: String, _ id: String, local bytes: [UInt8], base entry: AgentState.Entry?,

@@ -1,0 +1,92 @@
+import AgentDecisions
+import PlistFormat
+import SyncCore
+import SyncProtocol
+import XCTest
+
+/// The rules for a server state against what was last synced and the file here, both ways
+/// round (syncthing's habit: A wins when A is newer, B when B is).
+final class RemoteChangeTests: XCTestCase {
+    private let base: Fields = ["name": .string("Ada"), "phone": .string("1")]
+    private func bytes(_ fields: Fields) -> [UInt8] { PlistFile.encode(.dictionary(fields), as: .xml) }
+    private func synced(_ fields: Fields?, rev: Int64 = 3) -> SyncedRecord {
+        SyncedRecord(rev: rev, position: "a0", fieldsJSON: fields.map { ValueJSON.encode(fields: $0) }, fileHash: fields.map { ContentHash.of(bytes($0)) }, format: .xml)
+    }
+    private func remote(_ fields: Fields?, rev: Int64, position: String? = "a0") -> RemoteState {
+        RemoteState(rev: rev, position: fields == nil ? nil : position, fields: fields)
+    }
+    private func action(_ change: RemoteChange) -> RemoteChange.Action? {
+        if case .apply(_, let action) = change { action } else { nil }
+    }
+
+    func testANewerStateIsTakenWhenNothingWasTypedHereAndMergedWhenSomethingWas() {
+        let theirs: Fields = ["name": .string("Ada"), "phone": .string("2")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: bytes(base), context: .init())),
+                       .take(theirs, keepFile: true))
+        let mine: Fields = ["name": .string("Ada L."), "phone": .string("1")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: bytes(mine), context: .init())),
+                       .merge(local: bytes(mine), remote: theirs))
+    }
+
+    func testAnEditBeatsADeleteWhicheverSideMadeTheEdit() {
+        // Deleted there, edited here: the edit stays and goes up again.
+        let mine: Fields = ["name": .string("Ada"), "phone": .string("9")]
+        guard case .apply(let next, .keepEdit) = RemoteChange.decide(remote(nil, rev: 4), synced: synced(base), local: bytes(mine), context: .init())
+        else { return XCTFail() }
+        XCTAssertEqual(next.rev, 4)
+        XCTAssertEqual(next.fileHash, synced(base).fileHash, "the file is read as an edit of the tombstone")
+        // Deleted here, edited there: the record comes back.
+        let theirs: Fields = ["name": .string("Ada"), "phone": .string("2")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: nil, context: .init())), .restore(theirs))
+        // Deleted on both sides, or there with nothing typed here.
+        XCTAssertEqual(action(RemoteChange.decide(remote(nil, rev: 4), synced: synced(base), local: nil, context: .init())), .bothDeleted)
+        XCTAssertEqual(action(RemoteChange.decide(remote(nil, rev: 4), synced: synced(base), local: bytes(base), context: .init())), .remove)
+    }
+
+    func testOwnChangesComingBackChangeNothingButThePosition() {
+        XCTAssertEqual(RemoteChange.decide(remote(base, rev: 3), synced: synced(base), local: bytes(base), context: .init()), .nothingNew(movedTo: nil))
+        var moved = synced(base)
+        moved.position = "Zz"
+        XCTAssertEqual(RemoteChange.decide(remote(base, rev: 3, position: "Zz"), synced: synced(base), local: bytes(base), context: .init()),
+                       .nothingNew(movedTo: moved))
+        XCTAssertEqual(RemoteChange.decide(remote(base, rev: 2), synced: synced(base), local: bytes(base), context: .init()), .nothingNew(movedTo: nil))
+        XCTAssertEqual(RemoteChange.decide(RemoteState(rev: 0, position: nil, fields: nil), synced: synced(base), local: nil, context: .init()), .forget)
+    }
+
+    func testAFileBeingSavedWaitsAndAnOldBrokenOneDoesNot() {
+        let half = Array(bytes(base).prefix(20))
+        let theirs: Fields = ["name": .string("Ada"), "phone": .string("2")]
+        XCTAssertEqual(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: half, context: .init(fileAge: 0.5)), .waitForSave)
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: half, context: .init(fileAge: 60))),
+                       .merge(local: half, remote: theirs))
+    }
+
+    /// Issue 18 item 8, both ways: a state of a restored backup older than what was synced
+    /// here becomes the base (this mirror pushes), one made since the restore is news.
+    func testOnARestoredStoreTheBackupsStatesAreTheBaseAndLaterOnesAreNews() {
+        let backup: Fields = ["name": .string("Ada"), "phone": .string("0")]
+        let rebasing = RemoteChange.Context(seq: 5, rebasing: true, restoredSeq: 10)
+        guard case .rebase(let rebased) = RemoteChange.decide(remote(backup, rev: 2), synced: synced(base), local: bytes(base), context: rebasing)
+        else { return XCTFail() }
+        XCTAssertEqual(rebased.rev, 2)
+        XCTAssertEqual(rebased.fileHash, SyncedRecord.compareFields, "the file is compared, then pushed as an edit of rev 2")
+        let later = RemoteChange.Context(seq: 12, rebasing: true, restoredSeq: 10)
+        let theirs: Fields = ["name": .string("Ada"), "phone": .string("5")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 2), synced: synced(nil), local: nil, context: later)), .take(theirs, keepFile: false),
+                       "an edit made since the restore beats this mirror's delete")
+    }
+
+    func testTwoCopiesOfOneNameDoNotNest() {
+        let context = RemoteChange.Context(isConflictCopies: true)
+        let theirs: Fields = ["phone": .string("theirs")]
+        XCTAssertEqual(RemoteChange.decide(remote(theirs, rev: 1), synced: nil, local: bytes(["phone": .string("mine")]), context: context), .moveCopyAside)
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 1), synced: nil, local: bytes(theirs), context: context)),
+                       .merge(local: bytes(theirs), remote: theirs), "the same copy: merged into itself")
+    }
+
+    func testShadowFilesOfAppFilesAreBinary() {
+        guard case .apply(let next, _) = RemoteChange.decide(remote(base, rev: 1), synced: nil, local: nil, context: .init(isShadow: true))
+        else { return XCTFail() }
+        XCTAssertEqual(next.format, .binary)
+    }
+}
