@@ -1,7 +1,8 @@
 import SyncCore
 import XCTest
 
-@testable import AgentKit
+import AgentDecisions
+import SyncCore
 
 /// The moves an order-file edit turns into, against the order on the server now.
 final class OrderPlannerTests: XCTestCase {

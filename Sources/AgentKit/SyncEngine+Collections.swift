@@ -1,0 +1,194 @@
+import AgentDecisions
+import EventLoop
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// Collections: made from folders, subscribed, detached when their folder goes, dropped and
+/// renamed on the server, brought forward onto a restored store.
+extension SyncEngine {
+    func startMirroring(_ collection: String) {
+        let mirroredBefore = (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
+        if mirroredBefore, !mirror.hasFolder(collection) { return detach(collection) }
+        try? mirror.ensureFolder(mirror.folder(collection))
+        onCollectionFolder(collection)
+        subscribe(collection)
+        if sharesConflicts { subscribe(Names.conflictsCollection(of: collection)) }
+    }
+
+    /// The collection a name stands for (itself, or the one whose conflicts companion it is).
+    func baseCollection(_ name: String) -> String {
+        Names.collection(ofConflicts: name) ?? name
+    }
+
+    /// Hands a conflict copy just written beside a record to the collection's companion, which
+    /// sends it to the server and so to every other mirror.
+    func shareConflictCopy(_ collection: String, _ path: String) {
+        let name = (path as NSString).lastPathComponent
+        guard Names.collection(ofConflicts: collection) == nil, let id = MirrorFolder.conflictCopyID(forFileName: name) else { return }
+        reconcile(Names.conflictsCollection(of: collection), id)
+    }
+
+    /// The folder of a mirrored collection is gone (deleted, moved away): stop mirroring it here
+    /// and say so, like Syncthing with a missing folder marker; never read it as "delete all".
+    func detach(_ collection: String) {
+        guard !detached.contains(collection) else { return }
+        detached.insert(collection)
+        pendingDeletes[collection] = nil
+        for name in [collection, Names.conflictsCollection(of: collection)] where subscribed.remove(name) != nil {
+            link.send(.unsubscribe(collection: name))
+        }
+        status.problems["\(collection)/"] =
+            "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
+        log("the folder of \(collection) is missing: stopped mirroring it here; nothing is deleted on the server")
+        status.changed()
+    }
+
+    /// Whether this mirror has synced the collection before (its state knows a seq or records).
+    func wasMirrored(_ collection: String) -> Bool {
+        (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
+    }
+
+    /// The collection was deleted on the server: its folder is moved to `.plistsync/dropped/`
+    /// (what people typed stays on disk) and what was known of it is forgotten.
+    func collectionDropped(_ name: String, while when: String = "by its admin") {
+        guard Names.isValidCollection(name), allowed(name) else { return }
+        collections[name] = nil
+        detached.remove(name)
+        pendingDeletes[name] = nil
+        for collection in [name, Names.conflictsCollection(of: name)] {
+            subscribed.remove(collection)
+            try? state.forget(collection)
+        }
+        onCollectionGone(name)
+        if mirror.attachedCollections.contains(name) {
+            status.problems["\(name)/"] = "deleted on the server \(when); the app's file is left as it is"
+        } else if let archived = mirror.archive(name) {
+            status.problems["\(name)/"] = "deleted on the server \(when); the folder was moved to \(archived)"
+        } else {
+            status.problems["\(name)/"] = "deleted on the server \(when)"
+        }
+        log("\(name) was deleted on the server: \(status.problems["\(name)/"] ?? "")")
+        status.changed()
+    }
+
+    /// The collection has a new name: the folder and everything known follow it, then the
+    /// connection starts over so every subscription is made under the new name.
+    func collectionRenamed(_ from: String, to: String) {
+        guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
+        onCollectionGone(from)
+        // An attached app file stays attached to its collection's old name (files.plist): it is
+        // synced as a new collection of that name until it is attached to the new one.
+        let attached = mirror.attachedCollections.contains(from)
+        let moved = !attached && (!mirror.hasFolder(from) || mirror.renameCollection(from, to: to))
+        if moved {
+            try? state.rename(from, to: to)
+            try? state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
+            log("\(from) was renamed \(to) on the server; the folder follows")
+        } else {
+            // The old name's folder (or attached file) stays here and is synced as a new
+            // collection of that name; the renamed one is downloaded afresh.
+            try? state.forget(from)
+            try? state.forget(Names.conflictsCollection(of: from))
+            status.problems["\(from)/"] = attached
+                ? "renamed \(to) on the server; the app file attached to \(from) is synced as a new collection \(from) until it is attached to \(to) (plistsync attach, then restart the agent)"
+                : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
+            log("\(from) was renamed \(to) on the server: \(status.problems["\(from)/"] ?? "")")
+        }
+        collections[from] = nil
+        link.restart()
+    }
+
+    /// The folder of a detached collection is back: forget what was known and download it all.
+    func reattach(_ collection: String) {
+        guard detached.remove(collection) != nil else { return }
+        try? state.forget(collection)
+        try? state.forget(Names.conflictsCollection(of: collection))
+        orderBase[collection] = nil
+        status.problems["\(collection)/"] = nil
+        log("the folder of \(collection) is back: downloading it afresh")
+        if collections[collection] != nil { startMirroring(collection) } else { create(collection) }
+    }
+
+    /// A folder the user made becomes a collection.
+    func create(_ collection: String) {
+        if detached.contains(collection) { return reattach(collection) }
+        guard link.isReady, knowsCollections, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
+        creating.insert(collection)
+        link.send(.create(collection: collection)) { [self] event in
+            creating.remove(collection)
+            switch event {
+            case .ok:
+                log("created collection \(collection) from its folder")
+                collections[collection] = .admin
+                startMirroring(collection)
+            case .error(_, let code, let message, _):
+                log("cannot create collection \(collection): \(code) \(message)")
+                status.problems["\(collection)/"] = "\(code) \(message)"
+            default:
+                break
+            }
+        }
+    }
+
+    func subscribe(_ collection: String) {
+        guard link.isReady, !subscribed.contains(collection), !subscribing.contains(collection) else { return }
+        subscribing.insert(collection)
+        let since = state.lastSeq[collection] ?? 0
+        if since == 0 { replaySeen[collection] = [] }
+        let isCompanion = Names.collection(ofConflicts: collection) != nil
+        // At start the order file is compared with the synced order: an edit made while the
+        // agent was stopped is read after the replay, like any other.
+        if !isCompanion, orderBase[collection] == nil {
+            orderBase[collection] = OrderBase(hash: state.orderHash[collection], ids: currentOrder(collection))
+        }
+        link.send(.subscribe(collection: collection, since: since)) { [self] event in
+            subscribing.remove(collection)
+            switch event {
+            case .ok(_, let words, _):
+                subscribed.insert(collection)
+                if failedApplySeq[collection] == nil, words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
+                    try? state.setLastSeq(seq, collection)
+                }
+                if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
+                status.noteSynced()
+                scan(collection)
+                readOrderEdits(collection)
+                orderDirty.insert(collection)
+                batchEnded()
+            case .error(_, .expired, _, _):
+                log("\(collection): changes since \(since) are no longer kept; resyncing in full")
+                try? state.setLastSeq(0, collection)
+                subscribe(collection)
+            case .error(_, .badRequest, _, _) where isCompanion:
+                sharesConflicts = false
+                log("the server does not keep conflict copies (\(collection)); they stay on the machine that made them")
+            case .error(_, let code, let message, _):
+                log("cannot subscribe to \(collection): \(code) \(message)")
+            default:
+                break
+            }
+        }
+    }
+
+    /// After a full replay: records the server no longer has (a purged tombstone) are gone.
+    /// On a store restored from an older backup they were made after it: forgotten here, their
+    /// files go up as new records.
+    func forgetRecords(in collection: String, except seen: Set<String>) {
+        if state.isRebasing(collection) {
+            for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) { try? state.set(nil, collection, id) }
+            try? state.endRebase(collection)
+            return
+        }
+        for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {
+            let path = mirror.recordPath(collection, id)
+            if entry.isLive, let bytes = mirror.read(path), ContentHash.of(bytes) == entry.fileHash {
+                mirror.keepVersion(collection, id)
+                // A save landing meanwhile stays, and goes up as a new record.
+                try? mirror.remove(path, guard: .init(expectedHash: entry.fileHash))
+            }
+            try? state.set(nil, collection, id)
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import AgentDecisions
+import EventLoop
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// The local side: scans, a record file against what was synced (`LocalChange`), deletes that
+/// settle before they are sent, pushes and their retries.
+extension SyncEngine {
+    // MARK: - Local side
+
+    /// Reconciles every file and every known record of a collection.
+    func scan(_ collection: String) {
+        guard subscribed.contains(collection) else { return }
+        // A vanished folder is not read as "delete everything".
+        guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
+        status.problems["\(baseCollection(collection))/"] = nil
+        status.rechecked(collection)
+        let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
+        for id in ids.sorted() { reconcile(collection, id) }
+    }
+
+    /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
+    func scanAll() {
+        for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted()
+        where knowsCollections && (collections[folder] == nil || detached.contains(folder)) {
+            create(folder)
+        }
+        for collection in subscribed { scan(collection) }
+    }
+
+    /// A file event for one record (nil id: rescan the collection).
+    func fileChanged(_ collection: String, _ id: String?) {
+        guard let id else { return scan(collection) }
+        reconcile(collection, id)
+    }
+
+    static let symbolicLinkProblem = "a symbolic link: links are not followed; replace it with a file to sync it"
+
+    /// Compares one record's file with the last synced state and pushes the difference (what
+    /// to do is `LocalChange`'s to decide).
+    func reconcile(_ collection: String, _ id: String) {
+        let key = RecordKey(collection: collection, id: id)
+        let path = mirror.recordPath(collection, id)
+        let file: LocalFile
+        switch mirror.kind(at: path) {
+        case .missing: file = .missing
+        case .link: file = .link
+        case .other: file = .notAFile
+        case .file: file = mirror.read(path).map(LocalFile.file) ?? .missing
+        }
+        // The file is back (an editor's save renames it away, then writes it anew): not a delete.
+        if file != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
+            pendingDeletes[collection] = nil
+        }
+        guard subscribed.contains(collection), !inFlight.contains(key), !retrying.contains(key) else { return }
+        if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
+        if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
+        let change = LocalChange.decide(
+            collection: collection, id: id, file: file, synced: state.entry(collection, id),
+            refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }), deleteRefused: refused[key] == Self.refusedDelete,
+            maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
+        if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
+        switch change {
+        case .symbolicLink:
+            // Never followed (it could point anywhere on the machine), pushed or deleted.
+            if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
+            status.problems[key.description] = Self.symbolicLinkProblem
+            status.changed()
+        case .notAFile:
+            status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
+            status.changed()
+        case .missing(let deletable):
+            if deletable { deleteWhenSettled(key) }
+        case .unchanged:
+            break
+        case .unparseable(let reason):
+            // Half-written or broken: never pushed; looked at again when the file changes.
+            if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }
+            status.unparseable[key.description] = reason
+            status.changed()
+        case .adopt(let hash, let format):
+            guard var entry = state.entry(collection, id) else { break }
+            entry.fileHash = hash
+            entry.format = format
+            try? state.set(entry, collection, id)
+        case .tooLarge(let size):
+            let hash = file.bytes.map(ContentHash.of)
+            if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
+            status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
+            refused[key] = hash
+            status.changed()
+        case .push(let command, let hash, let json, let format):
+            push(key, command, hash: hash, fieldsJSON: json, format: format)
+        }
+    }
+
+    /// A change could not be written: keep the last seq before it and replay from there soon.
+    func applyFailed(_ collection: String, seq: Int64) {
+        let first = failedApplySeq[collection] == nil
+        failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
+        if (state.lastSeq[collection] ?? 0) >= seq { try? state.setLastSeq(seq - 1, collection) }
+        guard first else { return }
+        clock.after(Self.applyRetryMilliseconds) { [self] in
+            guard failedApplySeq.removeValue(forKey: collection) != nil, subscribed.contains(collection) else { return }
+            subscribed.remove(collection)
+            subscribe(collection)
+        }
+    }
+
+    /// The synced state of a record whose file is gone, when that is a delete to push: it was
+    /// live, had a file here, and the server has not refused this delete already.
+    func deletableEntry(_ key: RecordKey) -> AgentState.Entry? {
+        guard let entry = state.entry(key.collection, key.id), entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete
+        else { return nil }
+        return entry
+    }
+
+    /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
+    /// the folder is gone by then and the collection is detached instead.
+    func deleteWhenSettled(_ key: RecordKey) {
+        let first = pendingDeletes[key.collection]?.isEmpty ?? true
+        pendingDeletes[key.collection, default: []].insert(key.id)
+        guard first else { return }
+        // A timer from an earlier round whose files all came back must not act on this one.
+        pendingDeleteRound[key.collection, default: 0] += 1
+        let round = pendingDeleteRound[key.collection]
+        clock.after(Self.deleteSettleMilliseconds) { [self] in
+            guard pendingDeleteRound[key.collection] == round, let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
+            guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
+            let ready = stillDeleted(key.collection, ids)
+            guard !ready.isEmpty else { return }
+            if heldDeletes[key.collection] != nil || isMassDelete(key.collection, adding: ready.count) {
+                hold(key.collection, ready)
+            } else {
+                pushDeletes(key.collection, ready)
+            }
+            batchEnded()
+        }
+    }
+
+    /// The ids (of `ids`) whose files are still missing and whose deletes can be pushed now.
+    func stillDeleted(_ collection: String, _ ids: Set<String>) -> [String] {
+        ids.sorted().filter { id in
+            let key = RecordKey(collection: collection, id: id)
+            let path = mirror.recordPath(collection, id)
+            return subscribed.contains(collection) && !inFlight.contains(key) && !retrying.contains(key) && mirror.kind(at: path) == .missing
+                && mirror.read(path) == nil && deletableEntry(key) != nil
+        }
+    }
+
+    func pushDeletes(_ collection: String, _ ids: [String]) {
+        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now, count: ids.count))
+        for id in ids {
+            let key = RecordKey(collection: collection, id: id)
+            guard let entry = deletableEntry(key) else { continue }
+            push(key, .delete(collection: collection, id: id, baseRev: entry.rev), hash: nil, fieldsJSON: nil, format: entry.format)
+        }
+    }
+
+    static let firstRetryMilliseconds: UInt64 = 1_000
+    static let lastRetryMilliseconds: UInt64 = 60_000
+
+    func retryLater(_ key: RecordKey) {
+        let delay = min((retryDelay[key] ?? Self.firstRetryMilliseconds / 2) * 2, Self.lastRetryMilliseconds)
+        retryDelay[key] = delay
+        retrying.insert(key)
+        status.pending = inFlight.count + retrying.count
+        clock.after(delay) { [self] in
+            retrying.remove(key)
+            status.pending = inFlight.count + retrying.count
+            reconcile(key.collection, key.id)
+            batchEnded()
+        }
+    }
+
+    func push(_ key: RecordKey, _ command: Command, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
+        guard link.isReady else { return }
+        inFlight.insert(key)
+        status.pending = inFlight.count + retrying.count
+        link.send(command) { [self] event in
+            inFlight.remove(key)
+            status.pending = inFlight.count + retrying.count
+            switch event {
+            case .ok(_, let words, _):
+                guard words.count >= 4, let rev = Int64(words[3]) else { break }
+                var entry = state.entry(key.collection, key.id)
+                    ?? AgentState.Entry(rev: rev, position: nil, fieldsJSON: nil, fileHash: nil, format: format)
+                entry.rev = rev
+                entry.fieldsJSON = fieldsJSON
+                entry.fileHash = hash
+                entry.format = format
+                if fieldsJSON == nil {
+                    // Deleted here: the echo of this change carries nothing new, so the order
+                    // file drops the row now.
+                    entry.position = nil
+                    orderDirty.insert(key.collection)
+                }
+                try? state.set(entry, key.collection, key.id)
+                refused[key] = nil
+                retryDelay[key] = nil
+                status.problems[key.description] = nil
+                status.notePushed()
+                status.noteSynced()
+            case .error(_, .conflict, _, let current?):
+                applyRemote(key.collection, key.id, current, fromConflict: true)
+            case .error(_, let code, let message, _) where code.isTemporary:
+                log("server refused \(key) for now: \(code) \(message); retrying")
+                status.problems[key.description] = "\(code) \(message); retrying"
+                retryLater(key)
+            case .error(_, let code, let message, _):
+                log("server refused \(key): \(code) \(message)")
+                status.problems[key.description] = "\(code) \(message)"
+                refused[key] = hash ?? Self.refusedDelete
+            default:
+                break
+            }
+            // The file may have changed again while the push was in flight, or a merge needs pushing.
+            reconcile(key.collection, key.id)
+            batchEnded()
+        }
+    }
+}

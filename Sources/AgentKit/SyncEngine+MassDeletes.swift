@@ -1,0 +1,77 @@
+import AgentDecisions
+import EventLoop
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// Many files of one collection deleted at once are held until a person confirms or undoes
+/// them (`plistsync deletes`).
+extension SyncEngine {
+    // MARK: - Mass deletes
+
+    static let heldDeletesCheckMilliseconds: UInt64 = 500
+
+    /// Whether pushing `count` more deletes would pass `confirmDeletesOver` within the window.
+    func isMassDelete(_ collection: String, adding count: Int) -> Bool {
+        let limit = configuration.confirmDeletesOver
+        guard limit > 0 else { return false }
+        let since = clock.now.addingTimeInterval(-configuration.massDeleteWindowSeconds)
+        recentDeletes[collection] = recentDeletes[collection]?.filter { $0 > since }
+        return (recentDeletes[collection]?.count ?? 0) + count > limit
+    }
+
+    /// Holds deletes until a person confirms or undoes them with `plistsync deletes`, which
+    /// leaves a request file in `DIR/.plistsync/deletes/` that is looked for every 500 ms.
+    func hold(_ collection: String, _ ids: [String]) {
+        let first = heldDeletes[collection] == nil
+        heldDeletes[collection, default: []].formUnion(ids)
+        let count = heldDeletes[collection]!.count
+        status.problems["\(collection)/"] =
+            "\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back"
+        status.changed()
+        if first { log("\(collection): \(count) files deleted at once; holding the deletes until confirmed (plistsync deletes \(collection) --confirm|--undo)") }
+        if first { clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) } }
+    }
+
+    func checkHeldDeletes(_ collection: String) {
+        guard var held = heldDeletes[collection] else { return }
+        // Files that came back (by hand, or a remote edit) are no longer deletes.
+        held = held.filter { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing }
+        heldDeletes[collection] = held
+        let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection)
+        if held.isEmpty || request != nil || !subscribed.contains(collection) {
+            MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection)
+            heldDeletes[collection] = nil
+            status.problems["\(collection)/"] = nil
+            switch request {
+            case .confirm?:
+                log("\(collection): deleting \(held.count) held files on the server, as confirmed")
+                pushDeletes(collection, stillDeleted(collection, held))
+            case .undo?:
+                log("\(collection): bringing back \(held.count) held deleted files")
+                for id in held.sorted() { restoreDeletedFile(collection, id) }
+            case nil:
+                break
+            }
+            status.changed()
+            return batchEnded()
+        }
+        clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
+    }
+
+    /// Writes a record's file again from its last synced state.
+    func restoreDeletedFile(_ collection: String, _ id: String) {
+        guard let entry = state.entry(collection, id), let json = entry.fieldsJSON,
+            let fields = try? ValueJSON.decodeFields(Array(json.utf8))
+        else { return }
+        do {
+            var restored = entry
+            let path = mirror.recordPath(collection, id)
+            restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(expectedHash: nil))
+            try? state.set(restored, collection, id)
+        } catch {
+            log("cannot bring back \(collection)/\(id): \(error)")
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import AgentDecisions
+import EventLoop
+import Foundation
+import PlistFormat
+import SyncCore
+import SyncProtocol
+
+/// The order file: rewritten from the synced positions, and a person's reordering read as
+/// MOVEs of the rows they moved.
+extension SyncEngine {
+    // MARK: - Order
+
+    func currentOrder(_ collection: String) -> [String] {
+        (state.records[collection] ?? [:]).filter { $0.value.isLive && $0.value.position != nil }
+            .sorted { ($0.value.position!, $0.key) < ($1.value.position!, $1.key) }.map(\.key)
+    }
+
+    /// Rewrites the order file from the synced positions, unless the user edited it since the
+    /// agent last wrote or read it (that edit is read first, never overwritten) or moves are
+    /// still in flight (the positions would show the old order for a moment).
+    func writeOrderFile(_ collection: String) {
+        // Offline, an edit could not be turned into MOVEs: it waits for the next subscription.
+        guard Names.collection(ofConflicts: collection) == nil, subscribed.contains(collection) else { return }
+        // A file that does not parse is left for the person fixing it.
+        guard readOrderEdits(collection) != .unreadable else { return }
+        guard (movesInFlight[collection] ?? 0) == 0 else { return }
+        let order = currentOrder(collection)
+        let bytes = PlistFile.encode(.array(order.map(Value.string)), as: .xml)
+        let hash = ContentHash.of(bytes)
+        guard orderBase[collection]?.hash != hash else { return }
+        let path = mirror.orderPath(collection)
+        // The file as last written or read here: anything else on disk is an unread edit.
+        let expected = orderBase[collection]?.hash
+        if mirror.read(path).map(ContentHash.of) != hash {
+            do {
+                try mirror.writeAtomically(bytes, to: path, guard: .init(expectedHash: expected))
+                onOrderFileWritten(collection)
+            } catch MirrorError.superseded {
+                // Saved by someone just now: read that edit; the file is written after its moves.
+                if readOrderEdits(collection) == .rewrite { orderDirty.insert(collection) }
+                return
+            } catch {
+                log("cannot write the order of \(collection): \(error)")
+                return retryOrderFile(collection)
+            }
+        }
+        orderBase[collection] = OrderBase(hash: hash, ids: order)
+        try? state.setOrderHash(hash, collection)
+    }
+
+    /// Writes the order file again later (a full disk): like a change that could not be applied,
+    /// it is retried every `applyRetryMilliseconds` until it is written.
+    func retryOrderFile(_ collection: String) {
+        guard orderRetries.insert(collection).inserted else { return }
+        clock.after(Self.applyRetryMilliseconds) { [self] in
+            orderRetries.remove(collection)
+            orderDirty.insert(collection)
+            batchEnded()
+        }
+    }
+
+    /// The order file as the agent last wrote or read it: what a user's edit started from.
+    struct OrderBase {
+        /// Hash of the file's bytes; nil when only the ids are known (the order at start).
+        var hash: String?
+        var ids: [String]
+    }
+
+    /// What the order file holds: missing, not an array of ids, or the ids.
+    enum OrderFileContent {
+        case missing
+        case unreadable
+        case ids(hash: String, [String])
+    }
+
+    func readOrderFile(_ collection: String) -> OrderFileContent {
+        guard let bytes = mirror.read(mirror.orderPath(collection)) else { return .missing }
+        guard case .array(let items)? = try? PlistFile.decode(bytes).0 else { return .unreadable }
+        return .ids(hash: ContentHash.of(bytes), items.compactMap { if case .string(let id) = $0 { id } else { nil } })
+    }
+
+    /// The order file changed on disk (or may have, e.g. while the agent was stopped): turn the
+    /// user's reordering into MOVEs.
+    func orderFileChanged(_ collection: String) {
+        guard subscribed.contains(collection) else { return }
+        readOrderEdits(collection)
+    }
+
+    /// Reads the order file when it differs from what the agent last wrote or read, and moves
+    /// the rows the user moved. Only those: a row someone else moved meanwhile stays where they
+    /// put it, so two people reordering different rows at once both keep their moves.
+    /// A file that does not parse is reported and left alone until it changes.
+    @discardableResult
+    func readOrderEdits(_ collection: String) -> OrderFileReading {
+        guard let base = orderBase[collection], subscribed.contains(collection) else { return .unchanged }
+        let problemKey = "\(collection).order.plist"
+        let hash: String
+        let desired: [String]
+        switch readOrderFile(collection) {
+        case .missing:
+            orderBase[collection]?.hash = nil
+            try? state.setOrderHash(nil, collection)
+            return base.hash != nil ? .rewrite : .unchanged
+        case .unreadable:
+            if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
+            status.unparseable[problemKey] = "not an array of record ids; the order is not changed until the file is fixed"
+            return .unreadable
+        case .ids(let found, let ids):
+            (hash, desired) = (found, ids)
+        }
+        status.unparseable[problemKey] = nil
+        guard hash != base.hash else { return .unchanged }
+        // Rows the server has not placed yet (a create not answered, or answered but its change,
+        // which carries the position, not back yet) cannot be moved: the edit is read once
+        // they are placed (each placement marks the order for a rewrite, which reads it).
+        guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
+        orderBase[collection] = OrderBase(hash: hash, ids: desired)
+        try? state.setOrderHash(hash, collection)
+        guard desired != base.ids else { return .rewrite }
+        let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
+        for (id, placement) in moves {
+            guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
+            movesInFlight[collection, default: 0] += 1
+            link.send(.move(collection: collection, id: id, baseRev: entry.rev, placement: placement)) { [self] event in
+                movesInFlight[collection, default: 1] -= 1
+                if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
+                    moved.rev = rev
+                    try? state.set(moved, collection, id)
+                } else if case .error(_, let code, let message, let conflict) = event {
+                    log("cannot move \(collection)/\(id): \(code) \(message)")
+                    if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }
+                }
+                orderDirty.insert(collection)
+                batchEnded()
+            }
+        }
+        orderDirty.insert(collection)
+        return .rewrite
+    }
+
+    /// Whether a row of the mirror is not in the synced order yet though it will be: its file
+    /// is there and its create is unanswered, or it is live here without a position.
+    func isAwaitingPlacement(_ collection: String, _ id: String) -> Bool {
+        guard let entry = state.entry(collection, id) else { return mirror.read(mirror.recordPath(collection, id)) != nil }
+        return entry.isLive && entry.position == nil
+    }
+
+    /// What reading the order file found.
+    enum OrderFileReading {
+        /// Nothing new (or an edit that waits for its rows' creates).
+        case unchanged
+        /// An edit was read (or the file was deleted): write it afresh once its moves are in.
+        case rewrite
+        /// The file does not parse: leave it for the person fixing it.
+        case unreadable
+    }
+}
