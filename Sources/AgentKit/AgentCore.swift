@@ -52,9 +52,9 @@ final class AgentCore {
         fileMirror.log = log
         engine.onCollectionFolder = { [unowned self] collection in onWatch(collection) }
         engine.onCollectionGone = { [unowned self] collection in onUnwatch(collection) }
-        fileMirror.onRecord = { [engine] collection, id in engine.fileChanged(collection, id) }
-        fileMirror.onOrder = { [engine] collection in engine.orderFileChanged(collection) }
-        engine.onOrderFileWritten = { [fileMirror] collection in fileMirror.shadowsChanged(collection) }
+        fileMirror.onRecord = { [unowned engine] collection, id in engine.fileChanged(collection, id) }
+        fileMirror.onOrder = { [unowned engine] collection in engine.orderFileChanged(collection) }
+        engine.onOrderFileWritten = { [unowned fileMirror] collection in fileMirror.shadowsChanged(collection) }
         fileMirror.readAll()
         status.collectionsProvider = { [state] in
             var result: [String: (seq: Int64, records: Int)] = [:]

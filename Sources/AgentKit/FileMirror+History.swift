@@ -28,7 +28,7 @@ extension FileMirror {
         knownHash[collection] = ContentHash.of(bytes)
         knownOrder[collection] = entries.map(\.id)
         let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
-        history[collection] = Array(((history[collection] ?? []) + [Version(records: records, order: entries.map(\.id), byApp: byApp)]).suffix(Self.historyLength))
+        history[collection] = Self.trimmed((history[collection] ?? []) + [Version(records: records, order: entries.map(\.id), byApp: byApp)])
         // Saved once the file has been quiet for a second (or after ten seconds of steady
         // saves): encoding eight versions of a large file per save would cost more than the
         // sync itself, and would stall the loop between two saves in a row. A crash loses at
@@ -58,5 +58,14 @@ extension FileMirror {
     /// Saves the histories still waiting (the agent is stopping).
     func flush() {
         for collection in historyUnsavedSince.keys { saveHistory(collection) }
+    }
+
+    /// The newest `historyLength` versions, always with the app's own last save among them
+    /// (what it loaded is told from changes made since by comparing with it).
+    static func trimmed(_ versions: [Version]) -> [Version] {
+        guard versions.count > historyLength else { return versions }
+        let newest = Array(versions.suffix(historyLength - 1))
+        guard !newest.contains(where: \.byApp), let lastSave = versions.last(where: \.byApp) else { return Array(versions.suffix(historyLength)) }
+        return [lastSave] + newest
     }
 }

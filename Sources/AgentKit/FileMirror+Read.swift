@@ -57,14 +57,16 @@ extension FileMirror {
         }
         /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
         /// the newest value appeared in a version the agent wrote (not one the app saved), and
-        /// the version before that held `wanted`. Going back from a value the app itself saved
+        /// `wanted` is a value the file held before it, since the app's own last save (the app
+        /// saved a load made before the change). Going back from a value the app itself saved
         /// (a cancelled edit) is an edit.
         func undoesUnseen<T: Equatable>(_ value: (Version) -> T, _ wanted: T) -> Bool {
             guard var index = versions.indices.last else { return false }
             let newest = value(versions[index])
             while index > 0, value(versions[index - 1]) == newest { index -= 1 }
-            guard index > 0, !versions[index].byApp else { return false }
-            return value(versions[index - 1]) == wanted
+            guard !versions[index].byApp else { return false }
+            let since = versions[..<index].lastIndex(where: \.byApp) ?? 0
+            return versions[since..<index].contains { value($0) == wanted }
         }
         func stale(_ id: String, _ key: String, _ wanted: Value?) -> Bool {
             undoesUnseen({ $0.records[id]?[key] }, wanted)
@@ -92,6 +94,11 @@ extension FileMirror {
                 guard !keys.isEmpty else { continue }
                 for key in keys { updated[key] = entry.fields[key] }
                 fields = updated
+                // A field the app changes that changed elsewhere since the app's own last save:
+                // the app may have saved over a value it never saw. The value it replaces is
+                // kept (`plistsync versions`), as a file a remote change replaces is.
+                let lastSave = versions.last(where: \.byApp)?.records[entry.id]
+                if keys.contains(where: { lastSave?[$0] != before[$0] }) { mirror.keepVersion(collection, entry.id) }
             }
             guard fields != current else { continue }
             do {

@@ -58,6 +58,11 @@ final class Scheduler {
         queue.insert(event, at: low)
     }
 
+    /// Drops every event still to come (the run is over; their closures hold the machines).
+    func clear() {
+        queue.removeAll()
+    }
+
     /// Runs events until the queue is empty or the next one is after `time`; then time is `time`.
     func run(until time: UInt64) {
         while let first = queue.first, first.time <= time {

@@ -29,7 +29,7 @@ final class SimulatedServer {
         self.folder = folder
         dataFolder = folder
         heartbeat = LoopTimer(loop: loop)
-        heartbeat.start(after: 60_000, repeatEvery: 60_000) {}
+        heartbeat.start(after: 1_000, repeatEvery: 1_000) {}
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let data = DataFolder(path: folder)
         let store = try SQLiteServerStore(folder: data)
@@ -92,8 +92,9 @@ final class SimulatedServer {
         let deadline = Date().addingTimeInterval(10)
         while connections.values.contains(where: \.isWaiting) {
             guard Date() < deadline else { throw SimulationFailure("the server did not answer within 10 s") }
-            loop.runOnce(wait: false)
-            if connections.values.contains(where: \.isWaiting) { usleep(20) }
+            // Blocks until the loop has something to do (a commit or login finished on its
+            // thread wakes it); the heartbeat bounds the wait should nothing come.
+            loop.runOnce(wait: true)
         }
         loop.runOnce(wait: false)
         for connection in connections.values.sorted(by: { $0.number < $1.number }) { connection.flush() }

@@ -60,6 +60,8 @@ final class SimulationWorld {
 
     func close() {
         for machine in machines { machine.crash() }
+        scheduler.clear()
+        beforeArrival = nil
         server.close()
     }
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs the deterministic simulation (Tests/SimulationTests) in a release build, one process a
+# core, each on its own range of seeds; exits non-zero when any seed breaks an invariant, and
+# prints the command that replays it.
+#
+#   bash Tests/Simulation/run.sh               # 10,000 seeds (what the test command runs)
+#   bash Tests/Simulation/run.sh --runs 50000  # more seeds
+#   bash Tests/Simulation/run.sh 60            # as many seeds as fit in 60 minutes
+#   SIMULATION_FIRST=123456 bash Tests/Simulation/run.sh   # start at another seed
+#
+# Replay one seed (any build): PLISTSYNC_SIMULATION_SEED=N swift test --filter SimulationTests
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+runs=10000
+minutes=0
+case "${1:-}" in
+    --runs) runs=${2:?--runs needs a number} ;;
+    "") ;;
+    *) minutes=$1 ;;
+esac
+first=${SIMULATION_FIRST:-1}
+processes=${SIMULATION_PROCESSES:-$(nproc)}
+# Each run leaves one descriptor open (a server's lock on its data folder is held until the
+# process ends), so a process takes at most this many seeds.
+chunk=${SIMULATION_CHUNK:-500}
+ulimit -n 4096 2>/dev/null || true
+
+swift build -c release --build-tests -Xswiftc -enable-testing > .build/simulation-build.log 2>&1 || { cat .build/simulation-build.log; exit 1; }
+bundle=.build/release/PlistSyncPackageTests.xctest
+logs=$(mktemp -d)
+[ -n "${SIMULATION_KEEP_LOGS:-}" ] || trap 'rm -rf "$logs"' EXIT
+
+started=$(date +%s)
+deadline=$((started + minutes * 60))
+next=$first
+done_runs=0
+failed=0
+# Chunks of seeds go to the processes until the runs are done (or the minutes are up).
+while :; do
+    if [ "$minutes" -gt 0 ]; then [ "$(date +%s)" -lt "$deadline" ] || break; else [ "$done_runs" -lt "$runs" ] || break; fi
+    pids=()
+    for ((p = 0; p < processes; p++)); do
+        size=$chunk
+        if [ "$minutes" -eq 0 ]; then
+            left=$((runs - done_runs))
+            [ "$left" -gt 0 ] || break
+            [ "$size" -le "$left" ] || size=$left
+        fi
+        PLISTSYNC_SIMULATION_FIRST=$next PLISTSYNC_SIMULATION_RUNS=$size "$bundle" SimulationTests.SimulationTests/testSeededRunsConvergeAndLoseNothing \
+            > "$logs/$next.log" 2>&1 &
+        pids+=($!)
+        next=$((next + size))
+        done_runs=$((done_runs + size))
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
+    for log in "$logs"/*.log; do
+        if grep -q "replay:" "$log"; then
+            grep -E "^  |seed [0-9]+:" "$log" | head -40
+            failed=$((failed + $(grep -c "replay:" "$log")))
+        fi
+        grep -q "^simulation:" "$log" || { echo "a simulation process ended without its summary:"; tail -20 "$log"; failed=$((failed + 1)); }
+        [ -n "${SIMULATION_KEEP_LOGS:-}" ] || rm -f "$log"
+    done
+    [ "$failed" -eq 0 ] || break
+done
+seconds=$(( $(date +%s) - started ))
+echo "simulation: $done_runs seeded runs from seed $first in $seconds s on $processes processes, $failed failed"
+[ "$failed" -eq 0 ]
