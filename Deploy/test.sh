@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs missing packages, builds, and runs `swift test`
-# (unit tests, then integration tests that start real servers on 127.0.0.1), then the libFuzzer
-# harnesses for FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long).
+# (unit tests, then integration tests that start real servers on 127.0.0.1), then the
+# deterministic simulation for SIMULATION_RUNS seeds in a release build (default 10,000; 0 skips
+# it; Tests/Simulation/run.sh MINUTES runs it long), then the libFuzzer harnesses for
+# FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long).
 # The tests are XCTest; the last line sums them up as "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +16,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 swift test --disable-swift-testing "$@" 2>&1 | tee "$log" || status=$?
+simulation_runs=${SIMULATION_RUNS:-10000}
+if [ "$simulation_runs" -gt 0 ] && [ "$#" -eq 0 ]; then
+    bash Tests/Simulation/run.sh --runs "$simulation_runs" || status=1
+fi
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" -gt 0 ] && [ "$#" -eq 0 ]; then
     bash Tests/Fuzz/run.sh "$fuzz_seconds" || status=1

@@ -34,7 +34,12 @@ struct ClientOptions {
         guard let server = addresses.first ?? nil, !addresses.contains(where: { $0 == nil }) else {
             throw UsageError("--server must be HOST:PORT (or HOST:PORT,HOST:PORT,… for servers sharing one store)")
         }
-        guard let user = options.value("user") else { throw UsageError("--user is required") }
+        // Without --user, the one account `plistsync login` stored a token for on this server.
+        let stored = Self.storedLogins(server: server)
+        guard let user = options.value("user") ?? (stored.count == 1 ? stored[0] : nil) else {
+            throw UsageError(stored.isEmpty ? "--user is required (or run `plistsync login` first)"
+                : "--user is required: there are logins for \(stored.joined(separator: ", ")) on \(server)")
+        }
         self.server = server
         alternateServers = addresses.dropFirst().compactMap { $0 }
         self.user = user
@@ -95,6 +100,14 @@ struct ClientOptions {
         let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         guard !line.isEmpty else { throw RuntimeError("the \(what) file \(path) is empty") }
         return line
+    }
+
+    /// The users `plistsync login` stored a token for on `server`, by name.
+    static func storedLogins(server: SocketAddress) -> [String] {
+        let folder = (defaultTokenPath(server: server, user: "") as NSString).deletingLastPathComponent
+        let suffix = String((defaultTokenPath(server: server, user: "") as NSString).lastPathComponent)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0.hasSuffix(suffix) && $0.count > suffix.count }.map { String($0.dropLast(suffix.count)) }.sorted()
     }
 
     /// Where `login` keeps a token: `~/.config/plistsync/<user>@<host>_<port>.token`.

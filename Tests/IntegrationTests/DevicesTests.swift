@@ -70,4 +70,25 @@ final class DevicesTests: XCTestCase {
         XCTAssertNotEqual(code, 0)
         XCTAssertTrue(error.contains("no device nosuch"), error)
     }
+
+    /// Issue 18 (README examples exited 64 with "--user is required"): after `plistsync login`,
+    /// client commands use that login's account on that server without --user; with logins of
+    /// two accounts they say which to choose.
+    func testClientCommandsUseTheOneStoredLoginWithoutUser() throws {
+        let home = ["HOME": scratch!]
+        let server = ["--server", "127.0.0.1:\(self.server.port)"]
+        let refused = try PlistSyncBinary.run(["ls"] + server, environment: home)
+        XCTAssertEqual(refused.0, 64)
+        XCTAssertTrue(refused.2.contains("plistsync login"), refused.2)
+        XCTAssertEqual(try PlistSyncBinary.run(["login"] + server + ["--user", "alice", "--password-stdin"], input: "pw\n", environment: home).0, 0)
+        XCTAssertEqual(try PlistSyncBinary.run(["create", "notes"] + server, environment: home).0, 0)
+        let listed = try PlistSyncBinary.run(["ls", "--json"] + server, environment: home)
+        XCTAssertEqual(listed.0, 0, listed.2)
+        XCTAssertTrue(listed.1.contains("\"notes\""), listed.1)
+        try self.server.addUser("bob", password: "pw2")
+        XCTAssertEqual(try PlistSyncBinary.run(["login"] + server + ["--user", "bob", "--password-stdin"], input: "pw2\n", environment: home).0, 0)
+        let ambiguous = try PlistSyncBinary.run(["ls"] + server, environment: home)
+        XCTAssertEqual(ambiguous.0, 64)
+        XCTAssertTrue(ambiguous.2.contains("alice, bob"), ambiguous.2)
+    }
 }
