@@ -54,6 +54,7 @@ public final class Agent {
         core.onWatch = { [unowned self] collection in watch(collection) }
         core.onUnwatch = { [unowned self] collection in folderWatchers.removeValue(forKey: collection)?.close() }
         core.status.lastError = { [link] in link.lastError }
+        link.onErrorChanged = { [core] in core.status.changed() }
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [core] event in core.rootEvent(event) }
         core.start(log: log)
         for signal in [SignalNumber.interrupt, SignalNumber.terminate] {

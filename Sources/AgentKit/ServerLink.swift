@@ -37,8 +37,18 @@ final class ServerLink: ServerRequests {
     /// Log lines for the operator.
     var log: (String) -> Void = { _ in }
     private(set) var isReady = false
-    /// Why the last attempt failed, for `status`.
-    private(set) var lastError: String?
+    /// Why the last attempt failed, for `status`. A new reason is logged once and the status
+    /// rewritten (`onErrorChanged`): a refused certificate must not hide behind an older error.
+    private(set) var lastError: String? {
+        didSet {
+            guard lastError != oldValue else { return }
+            if let lastError, lastError != loggedError { log(lastError) }
+            loggedError = lastError ?? loggedError
+            onErrorChanged()
+        }
+    }
+    private var loggedError: String?
+    var onErrorChanged: () -> Void = {}
     /// The server's limits from HELLO (the defaults until it says otherwise): a record or line
     /// over them is never sent, since the server would answer with BYE TOO_LARGE.
     private(set) var maxRecordBytes = Limits.standard.maxRecordBytes
@@ -134,7 +144,7 @@ final class ServerLink: ServerRequests {
                     lastError = "login refused: \(code) \(message)"
                     if code == .authFailed { refuseCredential() }
                 }
-                log(lastError ?? "login refused")
+                if lastError == nil { log("login refused") }
                 client.close()
                 return
             }
@@ -188,7 +198,6 @@ final class ServerLink: ServerRequests {
         credentialRefused = true
         lastError = "the server refused this device's \(what) (revoked or changed); stopped retrying: "
             + (what == "token" ? "run `plistsync login` on this machine" : "update \(file)") + ", the agent picks it up by itself"
-        log(lastError!)
         guard credentialWatch == nil else { return }
         let refused = currentSecret
         let timer = LoopTimer(loop: loop)

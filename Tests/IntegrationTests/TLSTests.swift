@@ -124,6 +124,20 @@ final class TLSTests: XCTestCase {
         eventually(10, agent.statusText()) { agent.statusText().contains("is not the expected one") }
     }
 
+    /// Issue 18 item 11: a running agent whose server comes back with another certificate
+    /// says so in its status and its log (the status kept an old "connection refused").
+    func testAnAgentWhoseServerChangesItsCertificateSaysSo() throws {
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        try agent.start(extra: ["--fingerprint", try printedFingerprint()])
+        eventually(10, agent.statusText()) { agent.statusText().contains("\"connected\":true") }
+        server.stop()
+        try FileManager.default.removeItem(atPath: server.dataPath + "/tls")
+        eventually(10, agent.statusText()) { agent.statusText().contains("\"connected\":false") }
+        try server.start()
+        eventually(15, agent.statusText()) { agent.statusText().contains("is not the expected one") }
+        eventually(5, agent.log()) { agent.log().contains("is not the expected one") }
+    }
+
     func testATranscriptReplaysThroughOpenSSLSClient() throws {
         let lines = try String(contentsOf: TranscriptTests.folder.appendingPathComponent("04-records.txt"), encoding: .utf8)
             .split(separator: "\n").map(String.init)
