@@ -1,4 +1,3 @@
-import Foundation
 import PlistFormat
 import SyncCore
 import SyncProtocol

@@ -35,4 +35,19 @@ final class LayeringTests: XCTestCase {
             }
         }
     }
+
+    /// Issue 18: the agent's decisions are pure: AgentDecisions imports only the pure modules
+    /// (no Foundation file APIs, no event loop, no SQLite), so every rule is a function of values.
+    func testAgentDecisionsImportNothingThatDoesIO() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/AgentDecisions")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        XCTAssertFalse(files.isEmpty)
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.hasPrefix("import ") {
+                XCTAssertTrue(["import SyncCore", "import SyncProtocol", "import PlistFormat"].contains(String(line)), "\(file): \(line)")
+            }
+        }
+    }
 }
