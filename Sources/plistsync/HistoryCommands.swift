@@ -15,6 +15,8 @@ enum HistoryCommand: VerbSubcommand {
                plistsync resolve <collection>/<id> --keep mine|theirs|FILE --dir DIR
                plistsync versions <collection>/<id> --dir DIR
                plistsync restore <collection>/<id> [STAMP] --dir DIR
+               plistsync restore BACKUP-FILE [--data DIR | --config F]   (a server backup:
+                                 see `plistsync backup --help`)
                plistsync deletes <collection> --confirm|--undo --dir DIR
 
         A conflict copy (<id>.sync-conflict-<stamp>-<device>.plist) holds the version of a record

@@ -113,7 +113,15 @@ enum ScriptCommand: VerbSubcommand {
             guard words.count == 3 else { throw UsageError("grant needs <collection> <user> <role>") }
             let role = Role(name: words[2].lowercased())
             guard role != nil || words[2].lowercased() == "none" else { throw UsageError("the role is read, write, admin or none") }
-            try expectOK(client, [.grant(collection: words[0], user: words[1], role: role)], report: options.flag("json"))
+            // The reply is a bare OK GRANT: say what was granted.
+            let said = switch role {
+            case .read?: "\(words[1]) may now read \(words[0])"
+            case .write?: "\(words[1]) may now read and write \(words[0])"
+            case .admin?: "\(words[1]) may now administer \(words[0])"
+            case nil: "\(words[1]) no longer has access to \(words[0])"
+            }
+            let json = ValueJSON.encode(.dictionary(["collection": .string(words[0]), "user": .string(words[1]), "role": .string(role?.name ?? "none")]))
+            try expectOK(client, [.grant(collection: words[0], user: words[1], role: role)], onOK: { _ in print(options.flag("json") ? json : said) })
         case "watch":
             guard words.count == 1 else { throw UsageError("watch needs <collection>") }
             var since = try options.value("since").map { text -> String in

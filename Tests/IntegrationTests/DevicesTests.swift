@@ -86,6 +86,8 @@ final class DevicesTests: XCTestCase {
         XCTAssertEqual(listed.0, 0, listed.2)
         XCTAssertTrue(listed.1.contains("\"notes\""), listed.1)
         try self.server.addUser("bob", password: "pw2")
+        let granted = try PlistSyncBinary.run(["grant", "notes", "bob", "write"] + server, environment: home)
+        XCTAssertEqual(granted.1, "bob may now read and write notes\n", "grant says what it did, not a bare GRANT: \(granted.2)")
         XCTAssertEqual(try PlistSyncBinary.run(["login"] + server + ["--user", "bob", "--password-stdin"], input: "pw2\n", environment: home).0, 0)
         let ambiguous = try PlistSyncBinary.run(["ls"] + server, environment: home)
         XCTAssertEqual(ambiguous.0, 64)
