@@ -40,6 +40,8 @@ public enum RemoteChange: Equatable, Sendable {
         case restore(Fields)
         /// Edited here, deleted there: the edit wins and goes up again.
         case keepEdit
+        /// Deleted here, only moved there: the delete goes up again against the new rev.
+        case keepDelete
     }
 
     /// How long a file that does not parse counts as a save in progress: a change for it waits
@@ -118,6 +120,11 @@ public enum RemoteChange: Equatable, Sendable {
             action = .remove
         case (let bytes?, let fields?):
             action = .merge(local: bytes, remote: fields)
+            next.fileHash = SyncedRecord.compareFields
+        case (nil, _?) where remoteJSON == synced?.fieldsJSON:
+            // Deleted here, only moved there: the delete stands and goes up against the new rev
+            // (only an edit of the fields beats a delete).
+            action = .keepDelete
             next.fileHash = SyncedRecord.compareFields
         case (nil, let fields?):
             action = .restore(fields)

@@ -116,8 +116,11 @@ extension SyncEngine {
         guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
         try? state.setOrderHash(hash, collection)
-        guard desired != base.ids else { return .rewrite }
-        let moves = OrderPlanner.moves(from: base.ids, to: desired, current: currentOrder(collection))
+        let current = currentOrder(collection)
+        // Nothing to move when the file lists the rows as they stand (an order file written at
+        // start, before this mirror knew the positions, is not an edit).
+        guard desired != base.ids, desired.filter(Set(current).contains) != current else { return .rewrite }
+        let moves = OrderPlanner.moves(from: base.ids, to: desired, current: current)
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
             movesInFlight[collection, default: 0] += 1

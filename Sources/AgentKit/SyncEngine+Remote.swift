@@ -78,6 +78,8 @@ extension SyncEngine {
                 log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
             case .keepEdit:
                 log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")
+            case .keepDelete:
+                break
             }
         } catch MirrorError.superseded {
             return true

@@ -38,6 +38,11 @@ final class RemoteChangeTests: XCTestCase {
         // Deleted here, edited there: the record comes back.
         let theirs: Fields = ["name": .string("Ada"), "phone": .string("2")]
         XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 4), synced: synced(base), local: nil, context: .init())), .restore(theirs))
+        // Deleted here, only moved there (a new rev, the same fields): the delete stands.
+        guard case .apply(let kept, .keepDelete) = RemoteChange.decide(remote(base, rev: 4, position: "Zz"), synced: synced(base), local: nil, context: .init())
+        else { return XCTFail("a move does not beat a delete") }
+        XCTAssertEqual(kept.rev, 4)
+        XCTAssertNotNil(kept.fileHash, "the missing file is read as a delete of rev 4")
         // Deleted on both sides, or there with nothing typed here.
         XCTAssertEqual(action(RemoteChange.decide(remote(nil, rev: 4), synced: synced(base), local: nil, context: .init())), .bothDeleted)
         XCTAssertEqual(action(RemoteChange.decide(remote(nil, rev: 4), synced: synced(base), local: bytes(base), context: .init())), .remove)
