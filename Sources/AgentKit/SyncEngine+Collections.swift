@@ -136,6 +136,7 @@ extension SyncEngine {
         guard link.isReady, !subscribed.contains(collection), !subscribing.contains(collection) else { return }
         subscribing.insert(collection)
         let since = state.lastSeq[collection] ?? 0
+        if failedApplySeq[collection] != nil { retryFromFailures[collection] = applyFailures[collection, default: 0] }
         if since == 0 { replaySeen[collection] = [] }
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         // At start the order file is compared with the synced order: an edit made while the
@@ -148,6 +149,7 @@ extension SyncEngine {
             switch event {
             case .ok(_, let words, _):
                 subscribed.insert(collection)
+                failedApplyReplayEnded(collection)
                 if failedApplySeq[collection] == nil, words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
                     try? state.setLastSeq(seq, collection)
                 }

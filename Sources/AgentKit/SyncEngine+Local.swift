@@ -100,12 +100,30 @@ extension SyncEngine {
     func applyFailed(_ collection: String, seq: Int64) {
         let first = failedApplySeq[collection] == nil
         failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
+        applyFailures[collection, default: 0] += 1
         if (state.lastSeq[collection] ?? 0) >= seq { try? state.setLastSeq(seq - 1, collection) }
-        guard first else { return }
+        if first { retryFailedApply(collection) }
+    }
+
+    /// Replays the collection from before its first failed change soon. The failure is cleared
+    /// only by a replay that ends with no new one: until then the last seq never passes it
+    /// (a live change applied meanwhile must not carry it past, or a restart skips the change).
+    func retryFailedApply(_ collection: String) {
         clock.after(Self.applyRetryMilliseconds) { [self] in
-            guard failedApplySeq.removeValue(forKey: collection) != nil, subscribed.contains(collection) else { return }
+            guard failedApplySeq[collection] != nil, subscribed.contains(collection) else { return }
             subscribed.remove(collection)
             subscribe(collection)
+        }
+    }
+
+    /// The replay of a collection with failed changes has ended (a retry, or a new subscription
+    /// after a reconnect: either replays from before the first failure).
+    func failedApplyReplayEnded(_ collection: String) {
+        guard let baseline = retryFromFailures.removeValue(forKey: collection) else { return }
+        if applyFailures[collection, default: 0] == baseline {
+            failedApplySeq[collection] = nil
+        } else if failedApplySeq[collection] != nil {
+            retryFailedApply(collection)
         }
     }
 

@@ -48,6 +48,10 @@ final class SyncEngine {
     /// in the way): the last seq is not advanced past it, and the collection is replayed from
     /// there every `applyRetryMilliseconds` until the write succeeds.
     var failedApplySeq: [String: Int64] = [:]
+    /// Per collection, how many changes failed to apply so far, and that count when a retry
+    /// replay started (a replay that adds none clears the failure).
+    var applyFailures: [String: Int] = [:]
+    var retryFromFailures: [String: Int] = [:]
     static let applyRetryMilliseconds: UInt64 = 2_000
     /// Called after an order file was rewritten (an attached app file follows it).
     var onOrderFileWritten: (String) -> Void = { _ in }
