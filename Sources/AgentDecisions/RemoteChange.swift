@@ -101,11 +101,12 @@ public enum RemoteChange: Equatable, Sendable {
         }
         let localHash = local.map(ContentHash.of)
         let locallyChanged = localHash != synced?.fileHash
-        let localFields = local.flatMap { try? PlistFile.decodeRecord($0).0 }
-        if locallyChanged, local != nil, remote.isLive, localFields == nil, let age = context.fileAge, age < saveSettleSeconds {
+        // The file is parsed only where a rule needs its fields (most changes are taken whole).
+        let localFields = { local.flatMap { try? PlistFile.decodeRecord($0).0 } }
+        if locallyChanged, local != nil, remote.isLive, let age = context.fileAge, age < saveSettleSeconds, localFields() == nil {
             return .waitForSave
         }
-        if context.isConflictCopies, synced?.isLive != true, local != nil, let remoteFields = remote.fields, localFields != remoteFields {
+        if context.isConflictCopies, synced?.isLive != true, local != nil, let remoteFields = remote.fields, localFields() != remoteFields {
             return .moveCopyAside
         }
         let format: PlistFile.Format = context.isShadow ? .binary : synced?.format ?? local.flatMap { try? PlistFile.decode($0).1 } ?? .xml
