@@ -24,14 +24,8 @@ final class FileMirror {
     /// saw (it loaded the file before that change).
     var history: [String: [Version]] = [:]
 
-    /// One version of an app file: its records, and whether the app saved it (read here) or the
-    /// agent wrote it (changes from elsewhere the app may not have loaded yet).
-    struct Version {
-        var records: [String: Fields]
-        /// The rows in the file's order (empty in histories saved before it was kept).
-        var order: [String]
-        var byApp: Bool
-    }
+    /// One version of an app file, as remembered.
+    typealias Version = AppFileVersion
     var knownOrder: [String: [String]] = [:]
     static let historyLength = 8
     /// Per collection, how the app file is written.

@@ -1,0 +1,137 @@
+import SyncProtocol
+
+/// One version of an app's whole-list file as the agent remembers it: its rows, their order,
+/// and whether the app saved it (read by the agent) or the agent wrote it (changes from
+/// elsewhere the app may not have loaded yet).
+public struct AppFileVersion: Equatable, Sendable {
+    public var records: [String: Fields]
+    /// The rows in the file's order (empty in histories saved before it was kept).
+    public var order: [String]
+    public var byApp: Bool
+
+    public init(records: [String: Fields], order: [String], byApp: Bool) {
+        self.records = records
+        self.order = order
+        self.byApp = byApp
+    }
+}
+
+/// What a save of an app's whole-list file means for the collection's records (DESIGN.md §5,
+/// attached files): only what the app changed since it saw the file goes in; what changed
+/// elsewhere meanwhile (fields, deletes, moves, new rows) is not undone by a save from a load
+/// made before it. Pure: the agent reads the file and its history, this decides, the agent
+/// writes the shadow record files and the order file.
+public struct AppFileSave: Equatable, Sendable {
+    /// Rows to write into the shadow, with their new fields.
+    public var writes: [Write] = []
+    /// Rows the app deleted.
+    public var removes: [String] = []
+    /// The shadow's new order, when the save moved rows or added some.
+    public var order: [String]?
+    /// The save did not show something (a change it never saw, a row added elsewhere): the
+    /// file is rebuilt to show it.
+    public var missed = false
+
+    /// One shadow record to write. `keepReplaced`: the app changed a field that changed
+    /// elsewhere since its own last save (it may have saved over a value it never saw), so the
+    /// record it replaces is kept, as a file a remote change replaces is.
+    public struct Write: Equatable, Sendable {
+        public var id: String
+        public var fields: Fields
+        public var keepReplaced: Bool
+
+        public init(id: String, fields: Fields, keepReplaced: Bool) {
+            self.id = id
+            self.fields = fields
+            self.keepReplaced = keepReplaced
+        }
+    }
+
+    /// Decides for `saved` (the rows as the app saved them, in its order) given `versions` (the
+    /// file as last read or written, newest last, its order `latestOrder`) and `shadow` (the
+    /// collection's records now).
+    public static func read(_ saved: [(id: String, fields: Fields)], versions: [AppFileVersion], latestOrder: [String],
+                            shadow: [String: Fields]) -> AppFileSave {
+        var result = AppFileSave()
+        let latest = versions.last?.records
+        let lastSave = versions.last(where: \.byApp)?.records
+        /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
+        /// the newest value appeared in a version the agent wrote (not one the app saved), and
+        /// `wanted` is a value the file held before it, since the app's own last save (the app
+        /// saved a load made before the change). Going back from a value the app itself saved
+        /// (a cancelled edit) is an edit.
+        func undoesUnseen<T: Equatable>(_ value: (AppFileVersion) -> T, _ wanted: T) -> Bool {
+            guard var index = versions.indices.last else { return false }
+            let newest = value(versions[index])
+            while index > 0, value(versions[index - 1]) == newest { index -= 1 }
+            guard !versions[index].byApp else { return false }
+            let since = versions[..<index].lastIndex(where: \.byApp) ?? 0
+            return versions[since..<index].contains { value($0) == wanted }
+        }
+        for (id, savedFields) in saved {
+            // Unchanged since the file was last seen: nothing to read or send.
+            if latest?[id] == savedFields { continue }
+            if let latest, latest[id] == nil, undoesUnseen({ $0.records[id] != nil }, true) {
+                // Deleted elsewhere after the app loaded the file: a row the app left as it
+                // loaded it is not brought back; one it edited is (an edit beats a delete).
+                let loaded = versions.last { $0.records[id] != nil }?.records[id]
+                if loaded == nil || loaded == savedFields {
+                    result.missed = true
+                    continue
+                }
+            }
+            var fields = savedFields
+            var keepReplaced = false
+            if let before = latest?[id], var updated = shadow[id] {
+                // Only what the app changed since it saw the file goes on top of the shadow.
+                let changed = Set(before.keys).union(savedFields.keys).filter { before[$0] != savedFields[$0] }
+                let keys = changed.filter { key in !undoesUnseen({ $0.records[id]?[key] }, savedFields[key]) }
+                if keys.count < changed.count { result.missed = true }
+                guard !keys.isEmpty else { continue }
+                for key in keys { updated[key] = savedFields[key] }
+                fields = updated
+                keepReplaced = keys.contains { lastSave?[id]?[$0] != before[$0] }
+            }
+            guard fields != shadow[id] else { continue }
+            result.writes.append(Write(id: id, fields: fields, keepReplaced: keepReplaced))
+        }
+        // Deleted by the app: rows the file had and the save no longer lists, unless the row
+        // came in a version the agent wrote after the app loaded the file (it never saw it).
+        let listed = Set(saved.map(\.id))
+        for id in shadow.keys.sorted() where !listed.contains(id) {
+            guard latest?[id] != nil, !undoesUnseen({ $0.records[id] != nil }, false) else {
+                result.missed = true
+                continue
+            }
+            result.removes.append(id)
+        }
+        // Reordered by the app: only when its order of the rows it saw differs from the newest,
+        // and does not just go back to the order before a version the agent wrote (a save from
+        // a load made before a move elsewhere keeps that move, as it keeps other fields).
+        let savedIDs = saved.map(\.id)
+        let common = Set(latestOrder).intersection(listed)
+        let savedOrder = savedIDs.filter(common.contains)
+        let newestOrder = latestOrder.filter(common.contains)
+        guard versions.isEmpty || newestOrder != savedOrder || savedIDs.contains(where: { !common.contains($0) }) else { return result }
+        if !versions.isEmpty, newestOrder != savedOrder, undoesUnseen({ $0.order.filter(common.contains) }, savedOrder) {
+            result.missed = true
+            result.order = keepingOrder(of: newestOrder, placing: savedIDs)
+        } else {
+            result.order = savedIDs
+        }
+        return result
+    }
+
+    /// `kept` (an order of rows) with the rows of `saved` that it lacks put in, each right after
+    /// the row before it in `saved` (first when it has none).
+    public static func keepingOrder(of kept: [String], placing saved: [String]) -> [String] {
+        var order = kept
+        var present = Set(kept)
+        for (index, id) in saved.enumerated() where !present.contains(id) {
+            let position = index == 0 ? 0 : (order.firstIndex(of: saved[index - 1]).map { $0 + 1 } ?? order.count)
+            order.insert(id, at: position)
+            present.insert(id)
+        }
+        return order
+    }
+}

@@ -1,0 +1,66 @@
+import AgentDecisions
+import SyncProtocol
+import XCTest
+
+/// The rules for a save of an app's whole-list file against the versions the agent remembers.
+final class AppFileSaveTests: XCTestCase {
+    private func row(_ name: String, _ phone: String) -> Fields { ["name": .string(name), "phone": .string(phone)] }
+
+    /// The app loaded v0 (which it saved), the agent then wrote v1 with a change from elsewhere.
+    private var history: [AppFileVersion] {
+        [AppFileVersion(records: ["a": row("Ada", "1"), "g": row("Grace", "1")], order: ["a", "g"], byApp: true),
+         AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1")], order: ["g", "a"], byApp: false)]
+    }
+    private var shadow: [String: Fields] { ["a": row("Ada", "2"), "g": row("Grace", "1")] }
+
+    func testAStaleSaveChangesOnlyWhatTheAppChangedAndKeepsTheMoveItNeverSaw() {
+        // The app saves its old load (Ada's old phone, the old order) with Grace edited.
+        let save = AppFileSave.read([("a", row("Ada", "1")), ("g", row("Grace", "9"))], versions: history, latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(save.writes, [AppFileSave.Write(id: "g", fields: row("Grace", "9"), keepReplaced: false)])
+        XCTAssertEqual(save.removes, [])
+        XCTAssertEqual(save.order, ["g", "a"], "the move made elsewhere stays")
+        XCTAssertTrue(save.missed, "the file is rebuilt to show what the save missed")
+    }
+
+    func testAnEditOfAFieldThatChangedElsewhereKeepsTheValueItReplaces() {
+        let save = AppFileSave.read([("g", row("Grace", "1")), ("a", row("Ada", "3"))], versions: history, latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(save.writes, [AppFileSave.Write(id: "a", fields: row("Ada", "3"), keepReplaced: true)])
+        XCTAssertFalse(save.missed)
+        XCTAssertNil(save.order)
+    }
+
+    func testARowTheAppDeletesGoesAndOneAddedElsewhereStays() {
+        var versions = history
+        versions.append(AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1"), "z": row("Zoe", "1")], order: ["g", "a", "z"], byApp: false))
+        var now = shadow
+        now["z"] = row("Zoe", "1")
+        // A save from the load before Zoe came, without Grace.
+        let save = AppFileSave.read([("a", row("Ada", "2"))], versions: versions, latestOrder: ["g", "a", "z"], shadow: now)
+        XCTAssertEqual(save.removes, ["g"])
+        XCTAssertTrue(save.missed, "Zoe is shown again")
+    }
+
+    func testACancelledEditGoesThrough() {
+        // The app itself saved phone 2 (newest version is its own), then goes back to 1.
+        let versions = [AppFileVersion(records: ["a": row("Ada", "1")], order: ["a"], byApp: true),
+                        AppFileVersion(records: ["a": row("Ada", "2")], order: ["a"], byApp: true)]
+        let save = AppFileSave.read([("a", row("Ada", "1"))], versions: versions, latestOrder: ["a"], shadow: ["a": row("Ada", "2")])
+        XCTAssertEqual(save.writes.map(\.fields), [row("Ada", "1")])
+        XCTAssertFalse(save.missed)
+    }
+
+    func testARowDeletedElsewhereComesBackOnlyWhenTheAppEditedIt() {
+        let versions = [AppFileVersion(records: ["a": row("Ada", "1")], order: ["a"], byApp: true),
+                        AppFileVersion(records: [:], order: [], byApp: false)]
+        let untouched = AppFileSave.read([("a", row("Ada", "1"))], versions: versions, latestOrder: [], shadow: [:])
+        XCTAssertEqual(untouched.writes, [])
+        XCTAssertTrue(untouched.missed)
+        let edited = AppFileSave.read([("a", row("Ada", "5"))], versions: versions, latestOrder: [], shadow: [:])
+        XCTAssertEqual(edited.writes.map(\.id), ["a"], "an edit beats a delete")
+    }
+
+    func testNewRowsArePlacedAfterTheirNeighbourInTheSave() {
+        XCTAssertEqual(AppFileSave.keepingOrder(of: ["g", "a"], placing: ["a", "n", "g"]), ["g", "a", "n"])
+        XCTAssertEqual(AppFileSave.keepingOrder(of: ["g", "a"], placing: ["n", "a", "g"]), ["n", "g", "a"])
+    }
+}
