@@ -35,7 +35,7 @@ final class AgentCore {
         state = try AgentState(path: statePath)
         status = AgentStatus(clock: clock, configuration: configuration, persistent: persistentStatus)
         let remirrored = try state.noteAttached(Set(files.map(\.collection))) { [mirror] in
-            Set(files.map(\.collection).filter { mirror.kind(at: mirror.shadowFolder($0)) == .other })
+            Set(files.map(\.collection).filter { mirror.fileSystem.isFolder(mirror.shadowFolder($0)) })
         }
         for collection in remirrored.sorted() {
             let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
