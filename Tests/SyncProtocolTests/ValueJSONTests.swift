@@ -97,7 +97,7 @@ final class WireDateTests: XCTestCase {
     /// read back it is that Double, bit for bit, with no more digits than that needs.
     func testDatesComeBackAsTheExactDoubleTheyWere() {
         var generator = SystemRandomNumberGenerator()
-        let samples: [Double] = [700_000_000.123_456_789, -978_307_199.999_999_9, 0.1, 1e-9, 5e-324, 86_399.999_999_999_99, 252_423_993_599.5]
+        let samples: [Double] = [700_000_000.123_456_789, -978_307_199.999_999_9, 0.1, 1e-9, Double.leastNonzeroMagnitude, 86_399.999_999_999_99, 252_423_993_599.5]
             + (0..<2_000).map { _ in Double.random(in: -60_000_000_000...250_000_000_000, using: &generator) }
         for seconds in samples {
             let date = Date(timeIntervalSinceReferenceDate: seconds)
