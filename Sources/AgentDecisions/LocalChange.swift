@@ -20,8 +20,9 @@ public enum LocalChange: Equatable, Sendable {
     /// The bytes changed but not the fields (reformatted, rewritten as binary): the new hash
     /// and format are noted, nothing is sent.
     case adopt(hash: String, format: PlistFile.Format)
-    /// Over the server's record or line limit: reported, not sent until the file changes.
-    case tooLarge(bytes: Int)
+    /// Over the server's record or line limit: reported, not sent until the file changes
+    /// (`hash`).
+    case tooLarge(bytes: Int, hash: String)
     /// An edit (or a new record, base rev 0) to push.
     case push(Command, hash: String, fieldsJSON: String, format: PlistFile.Format)
 
@@ -35,8 +36,7 @@ public enum LocalChange: Equatable, Sendable {
         case .link: return .symbolicLink
         case .notAFile: return .notAFile
         case .missing:
-            let live = synced.map { $0.isLive && $0.fileHash != nil } ?? false
-            return .missing(deletable: live && !deleteRefused)
+            return .missing(deletable: synced?.missingFileIsADelete == true && !deleteRefused)
         case .file(let read): bytes = read
         }
         let hash = ContentHash.of(bytes)
@@ -59,7 +59,7 @@ public enum LocalChange: Equatable, Sendable {
         if synced?.fieldsJSON == json { return .adopt(hash: hash, format: format) }
         let command = Command.put(collection: collection, id: id, baseRev: synced?.rev ?? 0, fieldsJSON: json)
         // Checked here, not by the server: a line over its limit would end the connection.
-        guard json.utf8.count <= maxRecordBytes, command.requestText.utf8.count + 40 <= maxLineBytes else { return .tooLarge(bytes: json.utf8.count) }
+        guard json.utf8.count <= maxRecordBytes, command.requestText.utf8.count + 40 <= maxLineBytes else { return .tooLarge(bytes: json.utf8.count, hash: hash) }
         return .push(command, hash: hash, fieldsJSON: json, format: format)
     }
 }

@@ -22,6 +22,10 @@ public struct SyncedRecord: Equatable, Sendable {
 
     public var isLive: Bool { fieldsJSON != nil }
 
+    /// Live and with a file here: a missing file is then a delete (once the server has not
+    /// refused that delete already).
+    public var missingFileIsADelete: Bool { isLive && fileHash != nil }
+
     /// Stands in for a file hash (after a merge, or a rebase on a restored store): matches no
     /// file, so the next look at the file compares its fields instead of trusting its hash.
     public static let compareFields = "merged"

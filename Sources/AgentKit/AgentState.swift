@@ -84,30 +84,24 @@ final class AgentState {
     /// Every collection is then replayed in full and rebased (`isRebasing`): the records are
     /// kept, so what this mirror synced after the backup goes back up as edits.
     func noteServer(_ id: String, restoredSeq: Int64? = nil) throws(StoreError) -> Bool {
-        if serverID == nil { serverID = try db.queryFirst("SELECT value FROM meta WHERE key = 'server_id'") { $0.text(0) } ?? nil }
+        if serverID == nil { serverID = try meta("server_id") }
         guard serverID != id else { return false }
         let changed = serverID != nil
         if changed {
             for collection in Set(records.keys).union(lastSeq.keys) { try setLastSeq(0, collection) }
             try setRebasing(rebasing.union(records.keys).union(lastSeq.keys))
             self.restoredSeq = restoredSeq
-            if let restoredSeq {
-                try db.execute("INSERT INTO meta (key, value) VALUES ('restored_seq', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                               .text(String(restoredSeq)))
-            } else {
-                try db.execute("DELETE FROM meta WHERE key = 'restored_seq'")
-            }
+            try setMeta("restored_seq", restoredSeq.map(String.init))
         }
         serverID = id
-        try db.execute("INSERT INTO meta (key, value) VALUES ('server_id', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(id))
+        try setMeta("server_id", id)
         return changed
     }
 
     /// Collections whose next full replay rebases this mirror on a store restored from an
     /// older backup (meta 'rebase', comma-separated), until that replay ends.
     private(set) lazy var rebasing: Set<String> = {
-        let saved = (try? db.queryFirst("SELECT value FROM meta WHERE key = 'rebase'") { $0.text(0) }) ?? nil
-        return Set((saved ?? "").split(separator: ",").map(String.init))
+        Self.names(in: (try? meta("rebase")) ?? nil) ?? []
     }()
 
     func isRebasing(_ collection: String) -> Bool { rebasing.contains(collection) }
@@ -116,8 +110,7 @@ final class AgentState {
     /// changes at or below it are the backup's, above it news from others. Nil: unknown (every
     /// state in the replay is taken as the backup's).
     private(set) lazy var restoredSeq: Int64? = {
-        let saved = (try? db.queryFirst("SELECT value FROM meta WHERE key = 'restored_seq'") { $0.text(0) }) ?? nil
-        return saved.flatMap { Int64($0) }
+        ((try? meta("restored_seq")) ?? nil).flatMap { Int64($0) }
     }()
 
     /// The collection's full replay ended: it is in step with the store again.
@@ -128,8 +121,7 @@ final class AgentState {
 
     private func setRebasing(_ collections: Set<String>) throws(StoreError) {
         rebasing = collections
-        try db.execute("INSERT INTO meta (key, value) VALUES ('rebase', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                       .text(collections.sorted().joined(separator: ",")))
+        try setMeta("rebase", collections.sorted().joined(separator: ","))
     }
 
     /// Notes which collections are mirrored through an attached app file (the rest as folders);
@@ -140,18 +132,35 @@ final class AgentState {
     /// what that place holds. `attachedBefore` answers for a state written before this was
     /// noted (the collections whose shadow folders exist).
     func noteAttached(_ attached: Set<String>, attachedBefore: () -> Set<String>) throws(StoreError) -> Set<String> {
-        let saved = try db.queryFirst("SELECT value FROM meta WHERE key = 'attached'") { $0.text(0) } ?? nil
-        let before = saved.map { Set($0.split(separator: ",").map(String.init)) } ?? attachedBefore()
+        let saved = try meta("attached")
+        let before = Self.names(in: saved) ?? attachedBefore()
         let changed = attached.symmetricDifference(before).filter { records[$0] != nil || lastSeq[$0] != nil }
         for collection in changed {
             try forget(collection)
             try forget(Names.conflictsCollection(of: collection))
         }
         let value = attached.sorted().joined(separator: ",")
-        if saved != value {
-            try db.execute("INSERT INTO meta (key, value) VALUES ('attached', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(value))
-        }
+        if saved != value { try setMeta("attached", value) }
         return Set(changed)
+    }
+
+    /// A fact about the mirror (the meta table); nil when it was never noted.
+    private func meta(_ key: String) throws(StoreError) -> String? {
+        try db.queryFirst("SELECT value FROM meta WHERE key = ?", .text(key)) { $0.text(0) } ?? nil
+    }
+
+    /// Notes a fact about the mirror; nil removes it.
+    private func setMeta(_ key: String, _ value: String?) throws(StoreError) {
+        guard let value else {
+            try db.execute("DELETE FROM meta WHERE key = ?", .text(key))
+            return
+        }
+        try db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(key), .text(value))
+    }
+
+    /// The collection names of a comma-separated meta value.
+    private static func names(in value: String?) -> Set<String>? {
+        value.map { Set($0.split(separator: ",").map(String.init)) }
     }
 
     func entry(_ collection: String, _ id: String) -> Entry? {

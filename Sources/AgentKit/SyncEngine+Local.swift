@@ -85,8 +85,7 @@ extension SyncEngine {
             entry.fileHash = hash
             entry.format = format
             try? state.set(entry, collection, id)
-        case .tooLarge(let size):
-            let hash = file.bytes.map(ContentHash.of)
+        case .tooLarge(let size, let hash):
             if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
             status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
             refused[key] = hash
@@ -130,7 +129,7 @@ extension SyncEngine {
     /// The synced state of a record whose file is gone, when that is a delete to push: it was
     /// live, had a file here, and the server has not refused this delete already.
     func deletableEntry(_ key: RecordKey) -> AgentState.Entry? {
-        guard let entry = state.entry(key.collection, key.id), entry.isLive, entry.fileHash != nil, refused[key] != Self.refusedDelete
+        guard let entry = state.entry(key.collection, key.id), entry.missingFileIsADelete, refused[key] != Self.refusedDelete
         else { return nil }
         return entry
     }

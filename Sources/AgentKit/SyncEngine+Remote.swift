@@ -17,10 +17,13 @@ extension SyncEngine {
         let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
         let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
+        let fileHash = bytes.map(ContentHash.of)
+        // The file's age matters only for an edit here (a save in progress): no stat otherwise.
+        let fileAge = fileHash != nil && fileHash != entry?.fileHash
+            ? mirror.fileSystem.modificationDate(path).map { clock.now.timeIntervalSince($0) } : nil
         let context = RemoteChange.Context(
             fromConflict: fromConflict, seq: seq, rebasing: state.isRebasing(collection), restoredSeq: state.restoredSeq,
-            isConflictCopies: Names.collection(ofConflicts: collection) != nil, isShadow: mirror.isShadow(collection),
-            fileAge: mirror.fileSystem.modificationDate(path).map { clock.now.timeIntervalSince($0) })
+            isConflictCopies: Names.collection(ofConflicts: collection) != nil, isShadow: mirror.isShadow(collection), fileAge: fileAge)
         let (next, action): (SyncedRecord, RemoteChange.Action)
         switch RemoteChange.decide(remote, synced: entry, local: bytes, context: context) {
         case .forget:
@@ -49,7 +52,6 @@ extension SyncEngine {
         case .apply(let decided, let decidedAction):
             (next, action) = (decided, decidedAction)
         }
-        let fileHash = bytes.map(ContentHash.of)
         // A save made while this change is written wins the race: the change is then not
         // recorded, and the save goes up against the old revision, to be merged (CONFLICT).
         let writeGuard = MirrorFolder.WriteGuard(expectedHash: fileHash) { [self] in
