@@ -1,15 +1,16 @@
+import SyncCore
 import SyncProtocol
 
 /// One version of an app's whole-list file as the agent remembers it: its rows, their order,
 /// and whether the app saved it (read by the agent) or the agent wrote it (changes from
 /// elsewhere the app may not have loaded yet).
 public struct AppFileVersion: Equatable, Sendable {
-    public var records: [String: Fields]
+    public var records: [RecordID: Fields]
     /// The rows in the file's order (empty in histories saved before it was kept).
-    public var order: [String]
+    public var order: [RecordID]
     public var byApp: Bool
 
-    public init(records: [String: Fields], order: [String], byApp: Bool) {
+    public init(records: [RecordID: Fields], order: [RecordID], byApp: Bool) {
         self.records = records
         self.order = order
         self.byApp = byApp
@@ -25,9 +26,9 @@ public struct AppFileSave: Equatable, Sendable {
     /// Rows to write into the shadow, with their new fields.
     public var writes: [Write] = []
     /// Rows the app deleted.
-    public var removes: [String] = []
+    public var removes: [RecordID] = []
     /// The shadow's new order, when the save moved rows or added some.
-    public var order: [String]?
+    public var order: [RecordID]?
     /// The save did not show something (a change it never saw, a row added elsewhere): the
     /// file is rebuilt to show it.
     public var missed = false
@@ -36,11 +37,11 @@ public struct AppFileSave: Equatable, Sendable {
     /// elsewhere since its own last save (it may have saved over a value it never saw), so the
     /// record it replaces is kept, as a file a remote change replaces is.
     public struct Write: Equatable, Sendable {
-        public var id: String
+        public var id: RecordID
         public var fields: Fields
         public var keepReplaced: Bool
 
-        public init(id: String, fields: Fields, keepReplaced: Bool) {
+        public init(id: RecordID, fields: Fields, keepReplaced: Bool) {
             self.id = id
             self.fields = fields
             self.keepReplaced = keepReplaced
@@ -50,8 +51,8 @@ public struct AppFileSave: Equatable, Sendable {
     /// Decides for `saved` (the rows as the app saved them, in its order) given `versions` (the
     /// file as last read or written, newest last, its order `latestOrder`) and `shadow` (the
     /// collection's records now).
-    public static func read(_ saved: [(id: String, fields: Fields)], versions: [AppFileVersion], latestOrder: [String],
-                            shadow: [String: Fields]) -> AppFileSave {
+    public static func read(_ saved: [(id: RecordID, fields: Fields)], versions: [AppFileVersion], latestOrder: [RecordID],
+                            shadow: [RecordID: Fields]) -> AppFileSave {
         var result = AppFileSave()
         let latest = versions.last?.records
         let lastSave = versions.last(where: \.byApp)?.records
@@ -124,7 +125,7 @@ public struct AppFileSave: Equatable, Sendable {
 
     /// `kept` (an order of rows) with the rows of `saved` that it lacks put in, each right after
     /// the row before it in `saved` (first when it has none).
-    public static func keepingOrder(of kept: [String], placing saved: [String]) -> [String] {
+    public static func keepingOrder(of kept: [RecordID], placing saved: [RecordID]) -> [RecordID] {
         var order = kept
         var present = Set(kept)
         for (index, id) in saved.enumerated() where !present.contains(id) {

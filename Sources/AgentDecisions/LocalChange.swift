@@ -29,7 +29,7 @@ public enum LocalChange: Equatable, Sendable {
     /// Decides for the file of `collection/id`. `refusedHash`: bytes the server refused, or a
     /// change could not be written over (the same push would fail again); `deleteRefused`: the
     /// server refused this record's delete, so a missing file is not a delete again.
-    public static func decide(collection: String, id: String, file: LocalFile, synced: SyncedRecord?, refusedHashes: Set<String>,
+    public static func decide(collection: String, id: RecordID, file: LocalFile, synced: SyncedRecord?, refusedHashes: Set<String>,
                               deleteRefused: Bool, maxRecordBytes: Int, maxLineBytes: Int) -> LocalChange {
         let bytes: [UInt8]
         switch file {
@@ -57,7 +57,7 @@ public enum LocalChange: Equatable, Sendable {
             json = ValueJSON.encode(fields: restored)
         }
         if synced?.fieldsJSON == json { return .adopt(hash: hash, format: format) }
-        let command = Command.put(collection: collection, id: id, baseRev: synced?.rev ?? 0, fieldsJSON: json)
+        let command = Command.put(collection: collection, id: id.string, baseRev: synced?.rev ?? 0, fieldsJSON: json)
         // Checked here, not by the server: a line over its limit would end the connection.
         guard json.utf8.count <= maxRecordBytes, command.requestText.utf8.count + 40 <= maxLineBytes else { return .tooLarge(bytes: json.utf8.count, hash: hash) }
         return .push(command, hash: hash, fieldsJSON: json, format: format)

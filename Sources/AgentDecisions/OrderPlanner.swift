@@ -31,10 +31,10 @@ public enum OrderPlanner {
     /// row moved to the top or the bottom goes FIRST or LAST; any other next to its nearest
     /// neighbour in `desired` that nobody else moved (after the one before it, else before the
     /// one after it), so concurrent moves of other rows stay where their movers put them.
-    public static func moves(from base: [String], to desired: [String], current: [String]) -> [(id: String, placement: Placement)] {
+    public static func moves(from base: [RecordID], to desired: [RecordID], current: [RecordID]) -> [(id: RecordID, placement: Placement)] {
         let baseIndex = Dictionary(base.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let present = Set(current)
-        var seen: Set<String> = []
+        var seen: Set<RecordID> = []
         let wanted = desired.filter { present.contains($0) && seen.insert($0).inserted }
         // A row the base did not have (listed from elsewhere) goes where the user put it.
         let based = wanted.filter { baseIndex[$0] != nil }
@@ -42,16 +42,16 @@ public enum OrderPlanner {
         let known = current.filter { baseIndex[$0] != nil }
         let steady = Set(longestIncreasingRun(known.map { baseIndex[$0]! }).map { known[$0] })
         var anchors = Set(wanted.filter { kept.contains($0) && steady.contains($0) })
-        var result: [(id: String, placement: Placement)] = []
+        var result: [(id: RecordID, placement: Placement)] = []
         for (offset, id) in wanted.enumerated() where !kept.contains(id) {
             if offset == 0 {
                 result.append((id, .first))
             } else if offset == wanted.count - 1 {
                 result.append((id, .last))
             } else if let previous = wanted[..<offset].last(where: anchors.contains) {
-                result.append((id, .after(previous)))
+                result.append((id, .after(previous.string)))
             } else if let next = wanted[(offset + 1)...].first(where: anchors.contains) {
-                result.append((id, .before(next)))
+                result.append((id, .before(next.string)))
             } else {
                 result.append((id, offset == 0 ? .first : .last))
             }

@@ -179,7 +179,7 @@ final class AgentCore {
             for key in ready { dueFiles[key] = nil }
             batch(starting: true)
             for key in ready.sorted(by: { ($0.collection, $0.id) < ($1.collection, $1.id) }) {
-                if key.id.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
+                if key.id.string.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
             }
             batch(starting: false)
             armDueFiles()

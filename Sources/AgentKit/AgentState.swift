@@ -12,7 +12,7 @@ final class AgentState {
     typealias Entry = SyncedRecord
 
     private let db: SQLiteDatabase
-    private(set) var records: [String: [String: Entry]] = [:]
+    private(set) var records: [String: [RecordID: Entry]] = [:]
     private(set) var lastSeq: [String: Int64] = [:]
     private(set) var orderHash: [String: String] = [:]
 
@@ -72,7 +72,7 @@ final class AgentState {
                        format: PlistFile.Format(rawValue: row.text(6) ?? "xml") ?? .xml))
             })
         {
-            records[collection, default: [:]][id] = entry
+            records[collection, default: [:]][RecordID(id)] = entry
         }
     }
 
@@ -163,11 +163,11 @@ final class AgentState {
         value.map { Set($0.split(separator: ",").map(String.init)) }
     }
 
-    func entry(_ collection: String, _ id: String) -> Entry? {
+    func entry(_ collection: String, _ id: RecordID) -> Entry? {
         records[collection]?[id]
     }
 
-    func set(_ entry: Entry?, _ collection: String, _ id: String) throws(StoreError) {
+    func set(_ entry: Entry?, _ collection: String, _ id: RecordID) throws(StoreError) {
         records[collection, default: [:]][id] = entry
         if let entry {
             try db.execute(
@@ -176,10 +176,10 @@ final class AgentState {
                 ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, position = excluded.position,
                     fields = excluded.fields, file_hash = excluded.file_hash, format = excluded.format
                 """,
-                .text(collection), .text(id), .integer(entry.rev), entry.position.map(SQLValue.text) ?? .null,
+                .text(collection), .text(id.string), .integer(entry.rev), entry.position.map(SQLValue.text) ?? .null,
                 entry.fieldsJSON.map(SQLValue.text) ?? .null, entry.fileHash.map(SQLValue.text) ?? .null, .text(entry.format.rawValue))
         } else {
-            try db.execute("DELETE FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id))
+            try db.execute("DELETE FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id.string))
         }
     }
 

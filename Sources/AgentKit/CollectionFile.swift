@@ -50,7 +50,7 @@ public enum CollectionFile {
         } else {
             throw ShapeError("the top level is not an array (of records) or a keyed archive of one")
         }
-        var seen: Set<String> = []
+        var seen: Set<RecordID> = []
         var entries: [Entry] = []
         for (index, element) in elements.enumerated() {
             guard case .dictionary(let fields) = element else { throw ShapeError("element \(index) is not a dictionary") }
@@ -66,7 +66,7 @@ public enum CollectionFile {
                 id = newID()
             }
             guard Names.isValidRecordID(id) else { throw ShapeError("element \(index): \(ValueJSON.quoted(id)) cannot be a record id") }
-            guard seen.insert(id).inserted else { throw ShapeError("element \(index): the id \(ValueJSON.quoted(id)) appears twice") }
+            guard seen.insert(RecordID(id)).inserted else { throw ShapeError("element \(index): the id \(ValueJSON.quoted(id)) appears twice") }
             entries.append(Entry(id: id, fields: fields))
         }
         return (entries, kind)

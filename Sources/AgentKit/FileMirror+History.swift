@@ -1,6 +1,7 @@
 import AgentDecisions
 import Foundation
 import PlistFormat
+import SyncCore
 import SyncProtocol
 
 /// The last versions of each app file, who made them, and their saving beside the shadow
@@ -14,21 +15,32 @@ extension FileMirror {
             case .string(let hash)? = saved["hash"], case .array(let versions)? = saved["versions"], case .array(let order)? = saved["order"]
         else { return }
         knownHash[collection] = hash
-        knownOrder[collection] = order.compactMap { if case .string(let id) = $0 { id } else { nil } }
+        knownOrder[collection] = Self.ids(order)
         history[collection] = versions.compactMap { version in
-            guard case .dictionary(let saved) = version, case .dictionary(let records)? = saved["records"], case .bool(let byApp)? = saved["app"] else { return nil }
-            var order: [String] = []
-            if case .array(let ids)? = saved["order"] { order = ids.compactMap { if case .string(let id) = $0 { id } else { nil } } }
-            return Version(records: records.compactMapValues { if case .dictionary(let fields) = $0 { fields } else { nil } }, order: order, byApp: byApp)
+            guard case .dictionary(let saved) = version, case .bool(let byApp)? = saved["app"] else { return nil }
+            var records: [RecordID: Fields] = [:]
+            if case .array(let rows)? = saved["rows"] {
+                for case .array(let row) in rows where row.count == 2 {
+                    if case .string(let id) = row[0], case .dictionary(let fields) = row[1] { records[RecordID(id)] = fields }
+                }
+            } else if case .dictionary(let byID)? = saved["records"] {
+                // Written before 'rows': ids that differ only in normalisation were one key.
+                for case (let id, .dictionary(let fields)) in byID { records[RecordID(id)] = fields }
+            } else {
+                return nil
+            }
+            var order: [RecordID] = []
+            if case .array(let ids)? = saved["order"] { order = Self.ids(ids) }
+            return Version(records: records, order: order, byApp: byApp)
         }
     }
 
     /// Makes `entries` (the app file as just read or written, `bytes`) the newest version.
     func remember(_ collection: String, _ entries: [CollectionFile.Entry], _ bytes: [UInt8], byApp: Bool) {
         knownHash[collection] = ContentHash.of(bytes)
-        knownOrder[collection] = entries.map(\.id)
-        let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
-        history[collection] = Self.trimmed((history[collection] ?? []) + [Version(records: records, order: entries.map(\.id), byApp: byApp)])
+        let order = entries.map { RecordID($0.id) }
+        knownOrder[collection] = order
+        history[collection] = Self.trimmed((history[collection] ?? []) + [Version(records: Self.records(entries), order: order, byApp: byApp)])
         // Saved once the file has been quiet for a second (or after ten seconds of steady
         // saves): encoding eight versions of a large file per save would cost more than the
         // sync itself, and would stall the loop between two saves in a row. A crash loses at
@@ -47,13 +59,27 @@ extension FileMirror {
         guard historyUnsavedSince.removeValue(forKey: collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
         let saved: Value = .dictionary([
             "hash": .string(hash),
-            "order": .array((knownOrder[collection] ?? []).map(Value.string)),
-            "versions": .array(versions.map {
-                .dictionary(["records": .dictionary($0.records.mapValues(Value.dictionary)), "order": .array($0.order.map(Value.string)), "app": .bool($0.byApp)])
+            "order": Self.value(knownOrder[collection] ?? []),
+            "versions": .array(versions.map { version in
+                // Rows as [id, fields] pairs: a dictionary's keys would merge ids that differ
+                // only in normalisation.
+                let rows = version.records.sorted { $0.key < $1.key }.map { Value.array([.string($0.key.string), .dictionary($0.value)]) }
+                return .dictionary(["rows": .array(rows), "order": Self.value(version.order), "app": .bool(version.byApp)])
             }),
         ])
         try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
     }
+
+    /// The rows of an app file by id (the first of an id listed twice).
+    static func records(_ entries: [CollectionFile.Entry]) -> [RecordID: Fields] {
+        Dictionary(entries.map { (RecordID($0.id), $0.fields) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    static func ids(_ values: [Value]) -> [RecordID] {
+        values.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } }
+    }
+
+    static func value(_ ids: [RecordID]) -> Value { .array(ids.map { .string($0.string) }) }
 
     /// Saves the histories still waiting (the agent is stopping).
     func flush() {

@@ -1,6 +1,7 @@
 import AgentDecisions
 import Foundation
 import PlistFormat
+import SyncCore
 import SyncProtocol
 
 /// Reading a save of an app file into its shadow: only what the app changed since it loaded the
@@ -35,7 +36,7 @@ extension FileMirror {
         status.unparseable[file.name] = nil
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         let shadow = shadowRecords(collection)
-        let save = AppFileSave.read(entries.map { ($0.id, $0.fields) }, versions: history[collection] ?? [],
+        let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history[collection] ?? [],
                                     latestOrder: knownOrder[collection] ?? [], shadow: shadow)
         // A shadow file that cannot be written (a full disk): the save is not taken as read,
         // and is read again later; remembered as read, its edits would count as seen and a
@@ -58,7 +59,7 @@ extension FileMirror {
             onRecord(collection, id)
         }
         if let ids = save.order, !unwritten {
-            let order = PlistFile.encode(.array(ids.map(Value.string)), as: .xml)
+            let order = PlistFile.encode(.array(ids.map { .string($0.string) }), as: .xml)
             if mirror.read(mirror.orderPath(collection)) != order {
                 do {
                     try mirror.writeAtomically(order, to: mirror.orderPath(collection))
@@ -75,10 +76,10 @@ extension FileMirror {
         // Whatever the file does not show of the shadow (a change the save missed, one that
         // arrived while the app saved, one a crash kept from the history) is written into it:
         // the file is rebuilt whenever it differs from the shadow after a read.
-        let records = Dictionary(entries.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
+        let records = Self.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
         if save.missed || dirty.contains(collection) || shadowRecords(collection) != records
-            || shownOrder != entries.map(\.id).filter(Set(shownOrder).contains)
+            || shownOrder != entries.map { RecordID($0.id) }.filter(Set(shownOrder).contains)
         {
             shadowsChanged(collection)
         }

@@ -1,6 +1,7 @@
 import AgentDecisions
 import Foundation
 import PlistFormat
+import SyncCore
 import SyncProtocol
 
 /// Keeps each attached app file and its collection's shadow folder in step: a save of the app's
@@ -26,14 +27,14 @@ final class FileMirror {
 
     /// One version of an app file, as remembered.
     typealias Version = AppFileVersion
-    var knownOrder: [String: [String]] = [:]
+    var knownOrder: [String: [RecordID]] = [:]
     static let historyLength = 8
     /// Per collection, how the app file is written.
     var kinds: [String: CollectionFile.Kind] = [:]
     var rebuildScheduled = false
     /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
-    var shadowCache: [String: [String: Fields]] = [:]
-    var shadowOrders: [String: [String]] = [:]
+    var shadowCache: [String: [RecordID: Fields]] = [:]
+    var shadowOrders: [String: [RecordID]] = [:]
     /// Collections whose shadow changed since their app file was last rebuilt or read.
     var dirty: Set<String> = []
     static let historySaveDelayMilliseconds: UInt64 = 1000
@@ -43,7 +44,7 @@ final class FileMirror {
     var historyVersionCount: [String: Int] = [:]
     var historyUnsavedSince: [String: UInt64] = [:]
     /// A record file or the order file of a shadow was changed here: the engine reconciles it.
-    var onRecord: (String, String) -> Void = { _, _ in }
+    var onRecord: (String, RecordID) -> Void = { _, _ in }
     var onOrder: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
 
@@ -85,10 +86,10 @@ final class FileMirror {
     }
 
     /// The shadow's records now, from the cache.
-    func shadowRecords(_ collection: String) -> [String: Fields] {
+    func shadowRecords(_ collection: String) -> [RecordID: Fields] {
         dirty.formUnion(refreshCache())
         if let cached = shadowCache[collection] { return cached }
-        var records: [String: Fields] = [:]
+        var records: [RecordID: Fields] = [:]
         for id in mirror.recordIDs(in: collection) {
             if let bytes = mirror.read(mirror.recordPath(collection, id)), let fields = try? PlistFile.decodeRecord(bytes).0 { records[id] = fields }
         }
@@ -97,11 +98,11 @@ final class FileMirror {
     }
 
     /// The shadow's order file, read again only after a write to it.
-    func shadowOrder(_ collection: String) -> [String] {
+    func shadowOrder(_ collection: String) -> [RecordID] {
         if let cached = shadowOrders[collection] { return cached }
-        var order: [String] = []
+        var order: [RecordID] = []
         if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
-            order = items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+            order = items.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } }
         }
         shadowOrders[collection] = order
         return order
@@ -138,7 +139,7 @@ final class FileMirror {
         order += ids.filter { seen.insert($0).inserted }.sorted()
         // The file as last read or written holds exactly this: nothing to encode or write.
         if knownHash[collection] != nil, knownOrder[collection] == order, history[collection]?.last?.records == records { return }
-        let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id, fields: $0) } }
+        let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id.string, fields: $0) } }
         let kind = kinds[collection] ?? file.defaultKind
         let bytes = CollectionFile.encode(entries, idKey: file.idKey, as: kind)
         let hash = ContentHash.of(bytes)

@@ -31,13 +31,13 @@ extension MirrorFolder {
     /// Keeps the current file of a record in `.plistsync/versions/` before it is overwritten or
     /// deleted by a remote change: `<id>.<stamp>.plist`, or `<id>.<stamp>-<n>.plist` when that
     /// second already has one, so no kept version ever replaces another.
-    func keepVersion(_ collection: String, _ id: String) {
+    func keepVersion(_ collection: String, _ id: RecordID) {
         let path = recordPath(collection, id)
         guard let bytes = read(path) else { return }
         let folder = stateFolder + "/versions/" + collection
         try? ensureFolder(folder)
         let stamp = Self.stamp(now())
-        let target = unusedPath { counter in folder + "/" + id + "." + stamp + (counter > 1 ? "-\(counter)" : "") + ".plist" }
+        let target = unusedPath { counter in folder + "/" + id.string + "." + stamp + (counter > 1 ? "-\(counter)" : "") + ".plist" }
         try? writeAtomically(bytes, to: target)
     }
 
@@ -47,7 +47,7 @@ extension MirrorFolder {
         var counter = 1
         while true {
             let path = candidate(counter)
-            if pending[path] == nil, fileSystem.kind(at: path) == .missing { return path }
+            if pending[Array(path.utf8)] == nil, fileSystem.kind(at: path) == .missing { return path }
             counter += 1
         }
     }
@@ -66,10 +66,10 @@ extension MirrorFolder {
 
     /// Saves a local version that lost a field conflict beside the record. A second loser in the
     /// same second gets `-2`, `-3`, … after the device name instead of replacing the first.
-    func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: String, device: String) throws -> String {
+    func writeConflictCopy(_ bytes: [UInt8], _ collection: String, _ id: RecordID, device: String) throws -> String {
         let stamp = Self.stamp(now())
         let path = unusedPath { counter in
-            folder(collection) + "/" + Self.conflictCopyName(id: id, stamp: stamp, device: counter > 1 ? "\(device)-\(counter)" : device)
+            folder(collection) + "/" + Self.conflictCopyName(id: id.string, stamp: stamp, device: counter > 1 ? "\(device)-\(counter)" : device)
         }
         try writeAtomically(bytes, to: path)
         return path

@@ -17,7 +17,9 @@ final class MirrorFolder {
     let fileSystem: any FileSystem
     /// The time that stamps conflict copies, kept versions and dropped folders.
     let now: () -> Date
-    var pending: [String: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
+    /// Writes waiting for the end of the batch, by the bytes of their paths (two names that differ
+    /// only in Unicode normalisation are two files).
+    var pending: [[UInt8]: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
 
     /// Keeps a write from replacing a file someone saved after the write was decided (in a
     /// batch: checked at its end, after the sync).
@@ -69,26 +71,26 @@ final class MirrorFolder {
     func noteWrite(_ path: String) {
         if !attachedCollections.isEmpty, path.hasPrefix(stateFolder + "/files/") { touchedShadowPaths.insert(path) }
     }
-    func recordPath(_ collection: String, _ id: String) -> String { folder(collection) + "/" + id + ".plist" }
+    func recordPath(_ collection: String, _ id: RecordID) -> String { folder(collection) + "/" + id.string + ".plist" }
     func orderPath(_ collection: String) -> String {
         attachedCollections.contains(collection) ? shadowFolder(collection) + ".order.plist" : root + "/" + collection + ".order.plist"
     }
 
     /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
     /// copy, not `.plist`).
-    static func recordID(forFileName name: String) -> String? {
+    static func recordID(forFileName name: String) -> RecordID? {
         guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.contains(".sync-conflict-") else {
             return nil
         }
         let id = String(name.dropLast(6))
-        return Names.isValidRecordID(id) ? id : nil
+        return Names.isValidRecordID(id) ? RecordID(id) : nil
     }
 
     /// The id of a conflict copy (in the collection's conflicts companion) for a file name.
-    static func conflictCopyID(forFileName name: String) -> String? {
+    static func conflictCopyID(forFileName name: String) -> RecordID? {
         guard name.hasSuffix(".plist"), !name.hasPrefix(".") else { return nil }
         let id = String(name.dropLast(6))
-        return Names.isValidConflictCopyID(id) ? id : nil
+        return Names.isValidConflictCopyID(id) ? RecordID(id) : nil
     }
 
     /// A collection name for a folder entry of the root, or nil when it is not one.
@@ -98,7 +100,7 @@ final class MirrorFolder {
 
     /// The record ids that have files in a collection's folder.
     /// (For a conflicts companion: the conflict copies in its collection's folder.)
-    func recordIDs(in collection: String) -> [String] {
+    func recordIDs(in collection: String) -> [RecordID] {
         let names = fileSystem.names(in: folder(collection)) ?? []
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         return names.compactMap(isCompanion ? Self.conflictCopyID(forFileName:) : Self.recordID(forFileName:))
@@ -140,7 +142,7 @@ final class MirrorFolder {
     }
 
     func read(_ path: String) -> [UInt8]? {
-        if let waiting = pending[path] { return waiting.bytes }
+        if let waiting = pending[Array(path.utf8)] { return waiting.bytes }
         return fileSystem.contents(at: path)
     }
 

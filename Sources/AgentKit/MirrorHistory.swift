@@ -39,7 +39,7 @@ public struct MirrorHistory {
     public func conflicts(in collections: [String]? = nil) -> [ConflictCopy] {
         let names = collections ?? (mirror.collectionFolders() + mirror.attachedCollections.sorted())
         return names.flatMap { collection in
-            mirror.recordIDs(in: Names.conflictsCollection(of: collection)).compactMap { stem in
+            mirror.recordIDs(in: Names.conflictsCollection(of: collection)).map(\.string).compactMap { stem in
                 Self.parseConflictCopy(stem, collection: collection, path: mirror.folder(collection) + "/" + stem + ".plist")
             }
         }.sorted { ($0.collection, $0.recordID, $0.stamp, $0.device) < ($1.collection, $1.recordID, $1.stamp, $1.device) }
@@ -71,7 +71,7 @@ public struct MirrorHistory {
     /// copies deleted.
     @discardableResult
     public func resolve(_ collection: String, _ id: String, keep choice: Choice) throws -> [ConflictCopy] {
-        let copies = conflicts(in: [collection]).filter { $0.recordID == id }
+        let copies = conflicts(in: [collection]).filter { RecordID($0.recordID) == RecordID(id) }
         let source: String?
         switch choice {
         case .theirs:
@@ -104,8 +104,11 @@ public struct MirrorHistory {
         let folder = mirror.stateFolder + "/versions/" + collection
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         return names.compactMap { name -> KeptVersion? in
-            guard name.hasPrefix(id + "."), name.hasSuffix(".plist") else { return nil }
-            let stamp = String(name.dropFirst(id.utf8.count + 1).dropLast(6))
+            // By bytes: `hasPrefix` would take a twin's versions (ids that differ only in
+            // normalisation), and an id's length in characters is not its length in bytes.
+            let prefix = Array((id + ".").utf8)
+            guard name.utf8.starts(with: prefix), name.hasSuffix(".plist") else { return nil }
+            let stamp = String(decoding: name.utf8.dropFirst(prefix.count).dropLast(6), as: UTF8.self)
             guard Self.isStamp(stamp) else { return nil }
             return KeptVersion(collection: collection, recordID: id, stamp: stamp, path: folder + "/" + name)
         }.sorted { Self.stampOrder($0.stamp) < Self.stampOrder($1.stamp) }
@@ -127,11 +130,11 @@ public struct MirrorHistory {
     private func replaceRecord(_ collection: String, _ id: String, with bytes: [UInt8]) throws {
         guard Names.isValidCollection(collection), Names.isValidRecordID(id) else { throw HistoryError("not a record: \(collection)/\(id)") }
         guard mirror.hasFolder(collection) else { throw HistoryError("\(mirror.folder(collection)) is not a mirrored collection folder") }
-        mirror.keepVersion(collection, id)
+        mirror.keepVersion(collection, RecordID(id))
         do {
-            try mirror.writeAtomically(bytes, to: mirror.recordPath(collection, id))
+            try mirror.writeAtomically(bytes, to: mirror.recordPath(collection, RecordID(id)))
         } catch {
-            throw HistoryError("cannot write \(mirror.recordPath(collection, id)): \(error)")
+            throw HistoryError("cannot write \(mirror.recordPath(collection, RecordID(id))): \(error)")
         }
     }
 

@@ -177,7 +177,7 @@ extension SyncEngine {
     /// After a full replay: records the server no longer has (a purged tombstone) are gone.
     /// On a store restored from an older backup they were made after it: forgotten here, their
     /// files go up as new records.
-    func forgetRecords(in collection: String, except seen: Set<String>) {
+    func forgetRecords(in collection: String, except seen: Set<RecordID>) {
         if state.isRebasing(collection) {
             for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) { try? state.set(nil, collection, id) }
             try? state.endRebase(collection)

@@ -31,7 +31,7 @@ extension SyncEngine {
     }
 
     /// A file event for one record (nil id: rescan the collection).
-    func fileChanged(_ collection: String, _ id: String?) {
+    func fileChanged(_ collection: String, _ id: RecordID?) {
         guard let id else { return scan(collection) }
         reconcile(collection, id)
     }
@@ -40,7 +40,7 @@ extension SyncEngine {
 
     /// Compares one record's file with the last synced state and pushes the difference (what
     /// to do is `LocalChange`'s to decide).
-    func reconcile(_ collection: String, _ id: String) {
+    func reconcile(_ collection: String, _ id: RecordID) {
         let key = RecordKey(collection: collection, id: id)
         let path = mirror.recordPath(collection, id)
         let file: LocalFile
@@ -158,7 +158,7 @@ extension SyncEngine {
     }
 
     /// The ids (of `ids`) whose files are still missing and whose deletes can be pushed now.
-    func stillDeleted(_ collection: String, _ ids: Set<String>) -> [String] {
+    func stillDeleted(_ collection: String, _ ids: Set<RecordID>) -> [RecordID] {
         ids.sorted().filter { id in
             let key = RecordKey(collection: collection, id: id)
             let path = mirror.recordPath(collection, id)
@@ -167,12 +167,12 @@ extension SyncEngine {
         }
     }
 
-    func pushDeletes(_ collection: String, _ ids: [String]) {
+    func pushDeletes(_ collection: String, _ ids: [RecordID]) {
         recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now, count: ids.count))
         for id in ids {
             let key = RecordKey(collection: collection, id: id)
             guard let entry = deletableEntry(key) else { continue }
-            push(key, .delete(collection: collection, id: id, baseRev: entry.rev), hash: nil, fieldsJSON: nil, format: entry.format)
+            push(key, .delete(collection: collection, id: id.string, baseRev: entry.rev), hash: nil, fieldsJSON: nil, format: entry.format)
         }
     }
 

@@ -23,7 +23,7 @@ extension SyncEngine {
 
     /// Holds deletes until a person confirms or undoes them with `plistsync deletes`, which
     /// leaves a request file in `DIR/.plistsync/deletes/` that is looked for every 500 ms.
-    func hold(_ collection: String, _ ids: [String]) {
+    func hold(_ collection: String, _ ids: [RecordID]) {
         let first = heldDeletes[collection] == nil
         heldDeletes[collection, default: []].formUnion(ids)
         let count = heldDeletes[collection]!.count
@@ -61,7 +61,7 @@ extension SyncEngine {
     }
 
     /// Writes a record's file again from its last synced state.
-    func restoreDeletedFile(_ collection: String, _ id: String) {
+    func restoreDeletedFile(_ collection: String, _ id: RecordID) {
         guard let entry = state.entry(collection, id), let json = entry.fieldsJSON,
             let fields = try? ValueJSON.decodeFields(Array(json.utf8))
         else { return }

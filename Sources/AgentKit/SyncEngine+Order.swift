@@ -10,7 +10,7 @@ import SyncProtocol
 extension SyncEngine {
     // MARK: - Order
 
-    func currentOrder(_ collection: String) -> [String] {
+    func currentOrder(_ collection: String) -> [RecordID] {
         (state.records[collection] ?? [:]).filter { $0.value.isLive && $0.value.position != nil }
             .sorted { ($0.value.position!, $0.key) < ($1.value.position!, $1.key) }.map(\.key)
     }
@@ -25,7 +25,7 @@ extension SyncEngine {
         guard readOrderEdits(collection) != .unreadable else { return }
         guard (movesInFlight[collection] ?? 0) == 0 else { return }
         let order = currentOrder(collection)
-        let bytes = PlistFile.encode(.array(order.map(Value.string)), as: .xml)
+        let bytes = PlistFile.encode(.array(order.map { .string($0.string) }), as: .xml)
         let hash = ContentHash.of(bytes)
         guard orderBase[collection]?.hash != hash else { return }
         let path = mirror.orderPath(collection)
@@ -63,20 +63,20 @@ extension SyncEngine {
     struct OrderBase {
         /// Hash of the file's bytes; nil when only the ids are known (the order at start).
         var hash: String?
-        var ids: [String]
+        var ids: [RecordID]
     }
 
     /// What the order file holds: missing, not an array of ids, or the ids.
     enum OrderFileContent {
         case missing
         case unreadable
-        case ids(hash: String, [String])
+        case ids(hash: String, [RecordID])
     }
 
     func readOrderFile(_ collection: String) -> OrderFileContent {
         guard let bytes = mirror.read(mirror.orderPath(collection)) else { return .missing }
         guard case .array(let items)? = try? PlistFile.decode(bytes).0 else { return .unreadable }
-        return .ids(hash: ContentHash.of(bytes), items.compactMap { if case .string(let id) = $0 { id } else { nil } })
+        return .ids(hash: ContentHash.of(bytes), items.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } })
     }
 
     /// The order file changed on disk (or may have, e.g. while the agent was stopped): turn the
@@ -95,7 +95,7 @@ extension SyncEngine {
         guard let base = orderBase[collection], subscribed.contains(collection) else { return .unchanged }
         let problemKey = "\(collection).order.plist"
         let hash: String
-        let desired: [String]
+        let desired: [RecordID]
         switch readOrderFile(collection) {
         case .missing:
             orderBase[collection]?.hash = nil
@@ -124,7 +124,7 @@ extension SyncEngine {
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
             movesInFlight[collection, default: 0] += 1
-            link.send(.move(collection: collection, id: id, baseRev: entry.rev, placement: placement)) { [self] event in
+            link.send(.move(collection: collection, id: id.string, baseRev: entry.rev, placement: placement)) { [self] event in
                 movesInFlight[collection, default: 1] -= 1
                 if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
                     moved.rev = rev
@@ -143,7 +143,7 @@ extension SyncEngine {
 
     /// Whether a row of the mirror is not in the synced order yet though it will be: its file
     /// is there and its create is unanswered, or it is live here without a position.
-    func isAwaitingPlacement(_ collection: String, _ id: String) -> Bool {
+    func isAwaitingPlacement(_ collection: String, _ id: RecordID) -> Bool {
         guard let entry = state.entry(collection, id) else { return mirror.read(mirror.recordPath(collection, id)) != nil }
         return entry.isLive && entry.position == nil
     }

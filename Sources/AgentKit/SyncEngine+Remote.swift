@@ -12,7 +12,7 @@ extension SyncEngine {
     /// Applies a server state to the file and the state (what to do is `RemoteChange`'s to
     /// decide); false when the file could not be written (nothing is recorded then).
     @discardableResult
-    func applyRemote(_ collection: String, _ id: String, _ remote: RemoteState, fromConflict: Bool = false, seq: Int64? = nil) -> Bool {
+    func applyRemote(_ collection: String, _ id: RecordID, _ remote: RemoteState, fromConflict: Bool = false, seq: Int64? = nil) -> Bool {
         let key = RecordKey(collection: collection, id: id)
         let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
@@ -104,7 +104,7 @@ extension SyncEngine {
     static let refusedDelete = "refused-delete"
 
     /// Three-way merge of a local edit with a server change, written to the record's file.
-    func merge(_ collection: String, _ id: String, local bytes: [UInt8], base entry: AgentState.Entry?,
+    func merge(_ collection: String, _ id: RecordID, local bytes: [UInt8], base entry: AgentState.Entry?,
                        remote: Fields, format: PlistFile.Format, path: String, guard writeGuard: MirrorFolder.WriteGuard) throws {
         guard let (localFields, localFormat) = try? PlistFile.decodeRecord(bytes) else {
             // A broken local file cannot be merged: keep its bytes as a conflict copy.

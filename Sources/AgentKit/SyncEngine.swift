@@ -25,7 +25,7 @@ final class SyncEngine {
     var subscribing: Set<String> = []
     var creating: Set<String> = []
     /// Ids seen in a full (SINCE 0) replay, to forget records the server no longer has.
-    var replaySeen: [String: Set<String>] = [:]
+    var replaySeen: [String: Set<RecordID>] = [:]
     var inFlight: Set<RecordKey> = []
     /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
     var refused: [RecordKey: String] = [:]
@@ -40,7 +40,7 @@ final class SyncEngine {
     /// Record files found missing, pushed as DEL only after `deleteSettleMilliseconds` if the
     /// file is still gone and its folder still there (`rm -rf` of a folder removes files first);
     /// a file that comes back (an editor's save renames it away first) leaves the list.
-    var pendingDeletes: [String: Set<String>] = [:]
+    var pendingDeletes: [String: Set<RecordID>] = [:]
     /// Per collection, which round of pending deletes the scheduled check belongs to.
     var pendingDeleteRound: [String: Int] = [:]
     static let deleteSettleMilliseconds: UInt64 = 500
@@ -67,7 +67,7 @@ final class SyncEngine {
     /// Per collection, when each recent delete was pushed (for the mass-delete window).
     var recentDeletes: [String: [Date]] = [:]
     /// Deletes held for confirmation, per collection.
-    var heldDeletes: [String: Set<String>] = [:]
+    var heldDeletes: [String: Set<RecordID>] = [:]
     /// Pushes refused for now (a full disk on the server), each tried again after its delay,
     /// which doubles from `firstRetryMilliseconds` up to `lastRetryMilliseconds`.
     var retrying: Set<RecordKey> = []
@@ -158,8 +158,8 @@ final class SyncEngine {
                 status.problems["\(collection)/\(id.prefix(80))"] = "the server sent a change with an unsafe id or position; ignored"
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
-            replaySeen[collection]?.insert(id)
-            if applyRemote(collection, id, remote, seq: seq) {
+            replaySeen[collection]?.insert(RecordID(id))
+            if applyRemote(collection, RecordID(id), remote, seq: seq) {
                 if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
                 status.noteApplied()
                 status.noteSynced()

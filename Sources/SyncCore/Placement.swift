@@ -15,8 +15,8 @@ extension Placement {
         switch self {
         case .first: 0
         case .last: ids.count
-        case .before(let anchor): ids.firstIndex(of: anchor) ?? 0
-        case .after(let anchor): (ids.firstIndex(of: anchor) ?? ids.count - 1) + 1
+        case .before(let anchor): ids.recordIDs.firstIndex(of: RecordID(anchor)) ?? 0
+        case .after(let anchor): (ids.recordIDs.firstIndex(of: RecordID(anchor)) ?? ids.count - 1) + 1
         }
     }
 }
@@ -101,7 +101,7 @@ extension Placement {
         entries.insert((id, baseRev, fieldsJSON), at: index)
         let keys = PositionKey.sequence(count: entries.count)
         var states: [RecordState] = []
-        for (entry, key) in zip(entries, keys) where entry.id != id {
+        for (entry, key) in zip(entries, keys) where RecordID(entry.id) != RecordID(id) {
             states.append(RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields)))
         }
         return states + [RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))]

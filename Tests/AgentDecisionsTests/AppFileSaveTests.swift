@@ -1,4 +1,5 @@
 import AgentDecisions
+import SyncCore
 import SyncProtocol
 import XCTest
 
@@ -11,7 +12,7 @@ final class AppFileSaveTests: XCTestCase {
         [AppFileVersion(records: ["a": row("Ada", "1"), "g": row("Grace", "1")], order: ["a", "g"], byApp: true),
          AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1")], order: ["g", "a"], byApp: false)]
     }
-    private var shadow: [String: Fields] { ["a": row("Ada", "2"), "g": row("Grace", "1")] }
+    private var shadow: [RecordID: Fields] { ["a": row("Ada", "2"), "g": row("Grace", "1")] }
 
     func testAStaleSaveChangesOnlyWhatTheAppChangedAndKeepsTheMoveItNeverSaw() {
         // The app saves its old load (Ada's old phone, the old order) with Grace edited.

@@ -7,7 +7,7 @@ import SyncCore
 /// The moves an order-file edit turns into, against the order on the server now.
 final class OrderPlannerTests: XCTestCase {
     private func plan(_ base: [String], _ desired: [String], _ current: [String]) -> [String] {
-        OrderPlanner.moves(from: base, to: desired, current: current).map { move in
+        OrderPlanner.moves(from: base.recordIDs, to: desired.recordIDs, current: current.recordIDs).map { move in
             switch move.placement {
             case .first: "\(move.id) FIRST"
             case .last: "\(move.id) LAST"

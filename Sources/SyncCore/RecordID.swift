@@ -1,0 +1,38 @@
+/// A record's id (or a file's name) compared by its bytes. Swift's `String` equality is
+/// canonical equivalence: `Zoë` written with one precomposed scalar equals `Zoë` written with
+/// `e` and a combining diaeresis. On Linux those are two files, and on the server two records;
+/// every map, set and comparison of ids in the agent goes through this type so they stay two.
+public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The id as given (never normalised).
+    public let string: String
+
+    public init(_ string: String) { self.string = string }
+    public init(stringLiteral value: String) { string = value }
+
+    public var description: String { string }
+
+    public static func == (left: RecordID, right: RecordID) -> Bool {
+        left.string.utf8.elementsEqual(right.string.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        var bytes = string
+        bytes.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends the id
+    }
+
+    /// Byte order, as SQLite's BINARY collation and PostgreSQL's "C" collation sort ids.
+    public static func < (left: RecordID, right: RecordID) -> Bool {
+        left.string.utf8.lexicographicallyPrecedes(right.string.utf8)
+    }
+}
+
+extension Array where Element == String {
+    /// The ids, each to be compared by its bytes.
+    public var recordIDs: [RecordID] { map { RecordID($0) } }
+}
+
+extension Array where Element == RecordID {
+    /// The ids as strings (for the wire and file names).
+    public var strings: [String] { map(\.string) }
+}
