@@ -23,6 +23,9 @@ public enum LocalChange: Equatable, Sendable {
     /// Over the server's record or line limit: reported, not sent until the file changes
     /// (`hash`).
     case tooLarge(bytes: Int, hash: String)
+    /// The record had no file here only because a twin's file stood at its path (this file
+    /// system folds names), and that file is gone: the synced state is written as its file.
+    case writeSynced
     /// An edit (or a new record, base rev 0) to push.
     case push(Command, hash: String, fieldsJSON: String, format: PlistFile.Format)
 
@@ -36,6 +39,7 @@ public enum LocalChange: Equatable, Sendable {
         case .link: return .symbolicLink
         case .notAFile: return .notAFile
         case .missing:
+            if let synced, synced.isLive, synced.fileHash == SyncedRecord.nameClash { return .writeSynced }
             return .missing(deletable: synced?.missingFileIsADelete == true && !deleteRefused)
         case .file(let read): bytes = read
         }

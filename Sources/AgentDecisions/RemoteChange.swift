@@ -20,6 +20,10 @@ public enum RemoteChange: Equatable, Sendable {
     case waitForSave
     /// Two machines made a conflict copy of one name: this one moves to a free name first.
     case moveCopyAside
+    /// The record's path leads to a twin's file on this file system (`Context.nameClash`): the
+    /// state is recorded without a file of its own here, and that file is neither read nor
+    /// written.
+    case nameClash(SyncedRecord)
     /// Applied: `next` is what is synced afterwards (its file hash set by the writer for
     /// `take` and `restore`), `action` what happens to the file.
     case apply(next: SyncedRecord, action: Action)
@@ -65,9 +69,11 @@ public enum RemoteChange: Equatable, Sendable {
         public var isShadow = false
         /// Seconds since the file was last modified.
         public var fileAge: Double?
+        /// The record's path leads to another record's file (this file system folds names).
+        public var nameClash = false
 
         public init(fromConflict: Bool = false, seq: Int64? = nil, rebasing: Bool = false, restoredSeq: Int64? = nil,
-                    isConflictCopies: Bool = false, isShadow: Bool = false, fileAge: Double? = nil) {
+                    isConflictCopies: Bool = false, isShadow: Bool = false, fileAge: Double? = nil, nameClash: Bool = false) {
             self.fromConflict = fromConflict
             self.seq = seq
             self.rebasing = rebasing
@@ -75,6 +81,7 @@ public enum RemoteChange: Equatable, Sendable {
             self.isConflictCopies = isConflictCopies
             self.isShadow = isShadow
             self.fileAge = fileAge
+            self.nameClash = nameClash
         }
     }
 
@@ -83,6 +90,10 @@ public enum RemoteChange: Equatable, Sendable {
     public static func decide(_ remote: RemoteState, synced: SyncedRecord?, local: [UInt8]?, context: Context) -> RemoteChange {
         if remote.rev == 0 { return .forget }
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
+        if context.nameClash {
+            return .nameClash(SyncedRecord(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON,
+                                           fileHash: remote.isLive ? SyncedRecord.nameClash : nil, format: synced?.format ?? .xml))
+        }
         // On a restored store a state of the backup (at or below where it ended) that is older
         // than what was synced here becomes the base; a state made since the restore by someone
         // else, or a CONFLICT naming an older rev, is news, merged like a newer change.

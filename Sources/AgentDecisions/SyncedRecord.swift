@@ -24,11 +24,20 @@ public struct SyncedRecord: Equatable, Sendable {
 
     /// Live and with a file here: a missing file is then a delete (once the server has not
     /// refused that delete already).
-    public var missingFileIsADelete: Bool { isLive && fileHash != nil }
+    public var missingFileIsADelete: Bool { isLive && fileHash != nil && fileHash != Self.nameClash }
 
     /// Stands in for a file hash (after a merge, or a rebase on a restored store): matches no
     /// file, so the next look at the file compares its fields instead of trusting its hash.
     public static let compareFields = "merged"
+
+    /// Stands in for a file hash when the record has no file here because this file system
+    /// takes its name for a twin's (ids that differ only in Unicode normalisation or case): the
+    /// file is written once the twin's is gone.
+    public static let nameClash = "name-clash"
+
+    /// Whether the record has no file of its own here for that reason (or none is expected), so
+    /// a file found at its path may be a twin's.
+    public var mayBeNameClash: Bool { fileHash == nil || fileHash == Self.nameClash }
 }
 
 /// What stands where a record's file belongs, as the decisions need to know it.

@@ -79,7 +79,7 @@ extension FileMirror {
         let records = Self.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
         if save.missed || dirty.contains(collection) || shadowRecords(collection) != records
-            || shownOrder != entries.map { RecordID($0.id) }.filter(Set(shownOrder).contains)
+            || shownOrder != entries.map(\.id).recordIDs.filter(Set(shownOrder).contains)
         {
             shadowsChanged(collection)
         }

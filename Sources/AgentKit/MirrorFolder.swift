@@ -41,6 +41,9 @@ final class MirrorFolder {
     }
 
     var stateFolder: String { root + "/.plistsync" }
+    /// Whether the file system takes names that differ only in normalisation or case for one
+    /// file (`MirrorFolder+NameClash`), once a probe could tell.
+    var probedNameFolding: Bool?
     /// Collections mirrored through an app's file (`AttachedFile`): their records live in a
     /// hidden shadow folder, one file each, which the sync engine treats like any collection
     /// folder.
@@ -61,15 +64,15 @@ final class MirrorFolder {
 
     /// Shadow record paths written or removed since `takeTouchedShadowPaths()`: the app files are
     /// rebuilt from a cache, re-reading only these.
-    var touchedShadowPaths: Set<String> = []
+    var touchedShadowPaths: Set<RecordID> = []
 
-    func takeTouchedShadowPaths() -> Set<String> {
+    func takeTouchedShadowPaths() -> [String] {
         defer { touchedShadowPaths.removeAll() }
-        return touchedShadowPaths
+        return touchedShadowPaths.map(\.string)
     }
 
     func noteWrite(_ path: String) {
-        if !attachedCollections.isEmpty, path.hasPrefix(stateFolder + "/files/") { touchedShadowPaths.insert(path) }
+        if !attachedCollections.isEmpty, path.hasPrefix(stateFolder + "/files/") { touchedShadowPaths.insert(RecordID(path)) }
     }
     func recordPath(_ collection: String, _ id: RecordID) -> String { folder(collection) + "/" + id.string + ".plist" }
     func orderPath(_ collection: String) -> String {

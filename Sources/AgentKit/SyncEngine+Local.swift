@@ -43,7 +43,7 @@ extension SyncEngine {
     func reconcile(_ collection: String, _ id: RecordID) {
         let key = RecordKey(collection: collection, id: id)
         let path = mirror.recordPath(collection, id)
-        let file: LocalFile
+        var file: LocalFile
         switch mirror.kind(at: path) {
         case .missing: file = .missing
         case .link: file = .link
@@ -55,6 +55,14 @@ extension SyncEngine {
             pendingDeletes[collection] = nil
         }
         guard subscribed.contains(collection), !inFlight.contains(key), !retrying.contains(key) else { return }
+        // A file at its path may be a twin's (a folding file system): then its own is gone
+        // (a delete), or it never had one here. A record waiting for a twin's name waits
+        // while the twin still holds it.
+        let synced = state.entry(collection, id)
+        if file != .missing || synced?.fileHash == SyncedRecord.nameClash, isNameClash(key, synced: synced, live: synced?.isLive ?? true) {
+            guard file != .missing, synced?.missingFileIsADelete == true, mirror.clashingName(collection, id) != nil else { return }
+            file = .missing
+        }
         if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
         if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
         let change = LocalChange.decide(
@@ -75,6 +83,9 @@ extension SyncEngine {
             if deletable { deleteWhenSettled(key) }
         case .unchanged:
             break
+        case .writeSynced:
+            status.problems[nameClashProblemKey(key)] = nil
+            restoreDeletedFile(collection, id)
         case .unparseable(let reason):
             // Half-written or broken: never pushed; looked at again when the file changes.
             if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }
@@ -93,6 +104,51 @@ extension SyncEngine {
         case .push(let command, let hash, let json, let format):
             push(key, command, hash: hash, fieldsJSON: json, format: format)
         }
+    }
+
+    /// Whether the path of `key` leads to another record's file on this file system (their ids
+    /// differ only in Unicode normalisation or case, `MirrorFolder+NameClash`): then the record
+    /// is reported (when `live`: a deleted one has nothing to report), and neither read from
+    /// nor written to that file.
+    func isNameClash(_ key: RecordKey, synced: SyncedRecord?, live: Bool) -> Bool {
+        let problemKey = nameClashProblemKey(key)
+        // A twin whose file is gone but whose delete is not done yet still holds the name for
+        // a record without a file of its own here.
+        let holder = synced?.mayBeNameClash ?? true && mirror.foldsNames ? twinHoldingName(key).map { $0.string + ".plist" } : nil
+        guard let other = mirror.clashingName(key.collection, key.id) ?? holder else {
+            if status.problems[problemKey]?.hasPrefix(Self.nameClashProblem) == true { status.problems[problemKey] = nil }
+            return false
+        }
+        // A deleted record has nothing to report.
+        guard live else { return true }
+        if status.problems[problemKey] == nil { log("not syncing \(key) here: this file system takes its name for \(other)'s") }
+        status.problems[problemKey] = Self.nameClashProblem + " as \(other), another record's file (the names differ only in Unicode normalisation or case); not synced to this folder"
+        status.changed()
+        return true
+    }
+
+    static let nameClashProblem = "this file system cannot hold this record's file under the same name"
+
+    /// Keyed by the id's scalars: Swift takes the twins' `collection/id` keys for one.
+    func nameClashProblemKey(_ key: RecordKey) -> String {
+        key.collection + "/" + key.id.string.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined()
+    }
+
+    /// A twin of the record (`RecordID.foldsTogether`) that has, or is about to delete, a file
+    /// at its path.
+    func twinHoldingName(_ key: RecordKey) -> RecordID? {
+        (state.records[key.collection] ?? [:]).first { id, entry in
+            id.foldsTogether(with: key.id) && entry.fileHash != nil && entry.fileHash != SyncedRecord.nameClash
+        }?.key
+    }
+
+    /// A record's file is gone for good: a twin waiting for its name gets its file now, and one
+    /// whose file waited for it is pushed.
+    func reviveTwins(of key: RecordKey) {
+        guard mirror.foldsNames else { return }
+        var twins = Set((state.records[key.collection] ?? [:]).keys.filter { $0.foldsTogether(with: key.id) })
+        twins.formUnion(mirror.recordIDs(in: key.collection).filter { $0.foldsTogether(with: key.id) })
+        for id in twins.sorted() { reconcile(key.collection, id) }
     }
 
     /// A change could not be written: keep the last seq before it and replay from there soon.
@@ -215,6 +271,7 @@ extension SyncEngine {
                     orderDirty.insert(key.collection)
                 }
                 try? state.set(entry, key.collection, key.id)
+                if fieldsJSON == nil { reviveTwins(of: key) }
                 refused[key] = nil
                 retryDelay[key] = nil
                 status.problems[key.description] = nil

@@ -11,7 +11,8 @@ extension SyncEngine {
     // MARK: - Order
 
     func currentOrder(_ collection: String) -> [RecordID] {
-        (state.records[collection] ?? [:]).filter { $0.value.isLive && $0.value.position != nil }
+        // A record whose file a twin's takes the place of (`SyncedRecord.nameClash`) is not listed.
+        (state.records[collection] ?? [:]).filter { $0.value.isLive && $0.value.position != nil && $0.value.fileHash != SyncedRecord.nameClash }
             .sorted { ($0.value.position!, $0.key) < ($1.value.position!, $1.key) }.map(\.key)
     }
 

@@ -23,7 +23,8 @@ extension SyncEngine {
             ? mirror.fileSystem.modificationDate(path).map { clock.now.timeIntervalSince($0) } : nil
         let context = RemoteChange.Context(
             fromConflict: fromConflict, seq: seq, rebasing: state.isRebasing(collection), restoredSeq: state.restoredSeq,
-            isConflictCopies: Names.collection(ofConflicts: collection) != nil, isShadow: mirror.isShadow(collection), fileAge: fileAge)
+            isConflictCopies: Names.collection(ofConflicts: collection) != nil, isShadow: mirror.isShadow(collection), fileAge: fileAge,
+            nameClash: isNameClash(key, synced: entry, live: remote.isLive))
         let (next, action): (SyncedRecord, RemoteChange.Action)
         switch RemoteChange.decide(remote, synced: entry, local: bytes, context: context) {
         case .forget:
@@ -42,6 +43,9 @@ extension SyncEngine {
             return true
         case .waitForSave:
             return false
+        case .nameClash(let recorded):
+            try? state.set(recorded, collection, id)
+            return true
         case .moveCopyAside:
             guard let moved = mirror.moveConflictCopyAside(path),
                 let movedID = MirrorFolder.conflictCopyID(forFileName: (moved as NSString).lastPathComponent)
@@ -94,6 +98,7 @@ extension SyncEngine {
         unwritten[key] = nil
         try? state.set(applied, collection, id)
         orderDirty.insert(collection)
+        if action == .remove { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
         if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }
         if fromConflict || fileHash != entry?.fileHash { reconcile(collection, id) }

@@ -1,4 +1,4 @@
-/// A record's id (or a file's name) compared by its bytes. Swift's `String` equality is
+/// A record's id (or a file's name or path) compared by its bytes. Swift's `String` equality is
 /// canonical equivalence: `Zoë` written with one precomposed scalar equals `Zoë` written with
 /// `e` and a combining diaeresis. On Linux those are two files, and on the server two records;
 /// every map, set and comparison of ids in the agent goes through this type so they stay two.
@@ -19,6 +19,12 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible,
         var bytes = string
         bytes.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends the id
+    }
+
+    /// Whether a file system that folds names (Unicode normalisation, case: macOS) takes the two
+    /// ids' files for one file.
+    public func foldsTogether(with other: RecordID) -> Bool {
+        self != other && string.lowercased() == other.string.lowercased()
     }
 
     /// Byte order, as SQLite's BINARY collation and PostgreSQL's "C" collation sort ids.

@@ -1,5 +1,7 @@
 import Foundation
+@testable import AgentKit
 import PlistFormat
+import SyncCore
 import SyncProtocol
 
 /// People and their apps editing the mirror folders the way real ones do, each typing values
@@ -9,8 +11,9 @@ import SyncProtocol
 final class SimulatedApps {
     private let world: SimulationWorld
     let values: TypedValues
-    /// Record ids the apps choose from (few, so that machines collide on them).
-    static let ids = ["Ada", "Grace", "Alan", "Zoe", "Edsger"]
+    /// Record ids the apps choose from (few, so that machines collide on them); two differ
+    /// only in Unicode normalisation (two files, two records).
+    static let ids = ["Ada", "Grace", "Alan", "Zo\u{00EB}", "Zoe\u{0308}", "Edsger"]
     static let fieldNames = ["name", "phone", "note"]
     let collection = "c"
 
@@ -57,12 +60,12 @@ final class SimulatedApps {
     }
 
     /// Files an in-place save is still being written to (an app saves a file once at a time).
-    private var saving: Set<String> = []
+    private var saving: Set<RecordID> = []
 
     /// The second half of an in-place save; on a full disk the person saves again a bit later.
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
         guard (try? fs.overwrite(target, with: bytes)) == nil else {
-            saving.remove(target)
+            saving.remove(RecordID(target))
             return
         }
         world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }
@@ -76,14 +79,14 @@ final class SimulatedApps {
         if present.isEmpty || roll < 20 {
             // A new record (maybe one another machine is creating too).
             let id = Self.ids.randomElement(using: &world.scheduler.random)!
-            guard !present.contains(id) else { return }
+            guard fs.kind(at: path(machine, id)) == .missing else { return }
             var fields: [String: Value] = [:]
             for field in Self.fieldNames.prefix(2) { fields[field] = .string(newValue(machine, id, field)) }
             if !save(fields, to: path(machine, id), by: machine) { untype(fields) }
         } else if roll < 75 {
             // An edit of one field, saved atomically or in place in two writes.
             let id = present.randomElement(using: &world.scheduler.random)!
-            guard !saving.contains(path(machine, id)), var fields = read(path(machine, id)) else { return }
+            guard !saving.contains(RecordID(path(machine, id))), var fields = read(path(machine, id)) else { return }
             let field = Self.fieldNames.randomElement(using: &world.scheduler.random)!
             let old = fields[field]
             let value = newValue(machine, id, field)
@@ -101,7 +104,7 @@ final class SimulatedApps {
                 let started = (try? fs.overwrite(target, with: Array(bytes.prefix(bytes.count / 2)))) != nil
                 outcome(started)
                 guard started else { return machine.note("app could not save: disk full") }
-                saving.insert(target)
+                saving.insert(RecordID(target))
                 world.scheduler.after(UInt64.random(in: 1...60, using: &world.scheduler.random)) { [self] in finishInPlace(target, bytes) }
             } else {
                 outcome(save(fields, to: path(machine, id), by: machine))
@@ -109,7 +112,7 @@ final class SimulatedApps {
         } else if roll < 88 {
             // A delete of a file the person looked at.
             let id = present.randomElement(using: &world.scheduler.random)!
-            guard !saving.contains(path(machine, id)) else { return }
+            guard !saving.contains(RecordID(path(machine, id))) else { return }
             if let fields = read(path(machine, id)) {
                 for case .string(let value) in fields.values { values.replaced(value) }
             }

@@ -1,20 +1,27 @@
 import Foundation
 @testable import AgentKit
+import SyncCore
 
 /// An in-memory file system shared by every simulated machine (each has its own root), with
 /// the faults a real one has: a full disk for chosen roots, and every change reported to a
 /// watcher the way inotify reports it (a rename or create or delete is `renamed`, a write is
-/// `changed`, both for the folder holding the name).
+/// `changed`, both for the folder holding the name). Names are compared by their bytes, as on
+/// Linux; with `normalising`, names that differ only in Unicode normalisation are one file (as
+/// on macOS or ZFS with `normalization=formD`), listed under the name it was created with.
 final class SimulatedFileSystem: FileSystem {
     private enum Node {
         case file([UInt8], modified: Date)
         case folder
     }
 
-    private var nodes: [String: Node] = ["/": .folder]
-    private var children: [String: Set<String>] = ["/": []]
+    /// Nodes by `key(path)`.
+    private var nodes: [RecordID: Node] = ["/": .folder]
+    /// Per folder key, its entries: name key → the name as created.
+    private var children: [RecordID: [RecordID: String]] = ["/": [:]]
     /// Roots (prefixes) whose writes fail with ENOSPC.
     var fullDisks: Set<String> = []
+    /// Roots (prefixes) on a normalising file system.
+    var normalisingRoots: Set<String> = []
     /// Called for every change: the folder, the name in it, and whether it is a rename-kind
     /// event (create, delete, rename) rather than a write.
     var onChange: (_ folder: String, _ name: String, _ renamed: Bool) -> Void = { _, _, _ in }
@@ -26,34 +33,44 @@ final class SimulatedFileSystem: FileSystem {
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
     }
 
+    private func key(_ path: String) -> RecordID {
+        RecordID(normalisingRoots.contains { path.hasPrefix($0) } ? path.precomposedStringWithCanonicalMapping : path)
+    }
+
     func isFull(_ path: String) -> Bool {
         fullDisks.contains { path.hasPrefix($0) }
     }
 
     private func put(_ path: String, _ node: Node) {
         let (folder, name) = Self.split(path)
-        let existed = nodes[path] != nil
-        nodes[path] = node
-        children[folder, default: []].insert(name)
-        if case .folder = node, children[path] == nil { children[path] = [] }
+        let existed = nodes[key(path)] != nil
+        nodes[key(path)] = node
+        let nameKey = key(folder + "/" + name)
+        if children[key(folder), default: [:]][nameKey] == nil { children[key(folder), default: [:]][nameKey] = name }
+        if case .folder = node, children[key(path)] == nil { children[key(path)] = [:] }
         if !existed { onChange(folder, name, true) }
     }
 
     private func take(_ path: String) -> Node? {
-        guard let node = nodes.removeValue(forKey: path) else { return nil }
+        guard let node = nodes.removeValue(forKey: key(path)) else { return nil }
         let (folder, name) = Self.split(path)
-        children[folder]?.remove(name)
+        children[key(folder)]?[key(folder + "/" + name)] = nil
         onChange(folder, name, true)
         return node
+    }
+
+    /// The names in a folder as created, in byte order.
+    private func entries(_ folder: String) -> [String] {
+        (children[key(folder)] ?? [:]).values.sorted { RecordID($0) < RecordID($1) }
     }
 
     /// Every path under `folder` (files and folders, deepest last), for moving a whole tree.
     private func subtree(_ folder: String) -> [String] {
         var result: [String] = []
-        for name in (children[folder] ?? []).sorted() {
+        for name in entries(folder) {
             let path = folder + "/" + name
             result.append(path)
-            if case .folder? = nodes[path] { result += subtree(path) }
+            if case .folder? = nodes[key(path)] { result += subtree(path) }
         }
         return result
     }
@@ -61,7 +78,7 @@ final class SimulatedFileSystem: FileSystem {
     // MARK: - FileSystem
 
     func kind(at path: String) -> FileKind {
-        switch nodes[path] {
+        switch nodes[key(path)] {
         case nil: .missing
         case .file?: .file
         case .folder?: .folder
@@ -69,30 +86,30 @@ final class SimulatedFileSystem: FileSystem {
     }
 
     func isFolder(_ path: String) -> Bool {
-        if case .folder? = nodes[path] { return true }
+        if case .folder? = nodes[key(path)] { return true }
         return false
     }
 
     func contents(at path: String) -> [UInt8]? {
-        if case .file(let bytes, _)? = nodes[path] { return bytes }
+        if case .file(let bytes, _)? = nodes[key(path)] { return bytes }
         return nil
     }
 
     func names(in folder: String) -> [String]? {
         guard isFolder(folder) else { return nil }
-        return (children[folder] ?? []).sorted()
+        return entries(folder)
     }
 
     func makeFolder(_ path: String) throws(FileSystemError) {
         guard path != "/", !isFolder(path) else { return }
-        guard nodes[path] == nil else { throw .exists }
+        guard nodes[key(path)] == nil else { throw .exists }
         try makeFolder(Self.split(path).folder)
         put(path, .folder)
     }
 
     func writeFile(_ path: String, _ bytes: [UInt8], durable: Bool) throws(FileSystemError) {
         guard isFolder(Self.split(path).folder) else { throw .notFound }
-        if case .folder? = nodes[path] { throw .other("is a folder") }
+        if case .folder? = nodes[key(path)] { throw .other("is a folder") }
         guard !isFull(path) else {
             _ = take(path)
             throw .noSpace
@@ -105,34 +122,39 @@ final class SimulatedFileSystem: FileSystem {
     func makeDurable(_ paths: [String], under root: String) {}
 
     func rename(_ from: String, to: String) throws(FileSystemError) {
-        guard let node = nodes[from] else { throw .notFound }
+        guard let node = nodes[key(from)] else { throw .notFound }
         guard isFolder(Self.split(to).folder) else { throw .notFound }
         if case .folder = node {
-            guard nodes[to] == nil else { throw .exists }
+            guard nodes[key(to)] == nil else { throw .exists }
             let inside = subtree(from)
+            let moved = inside.map { ($0, nodes[key($0)]!) }
             _ = take(from)
+            children[key(from)] = nil
             put(to, .folder)
-            for path in inside {
-                let moved = nodes.removeValue(forKey: path)!
-                children[Self.split(path).folder]?.remove(Self.split(path).name)
-                let target = to + path.dropFirst(from.count)
-                nodes[target] = moved
-                children[Self.split(target).folder, default: []].insert(Self.split(target).name)
-                if case .folder = moved, children[target] == nil { children[target] = [] }
+            for (path, _) in moved.reversed() {
+                nodes[key(path)] = nil
+                children[key(path)] = nil
+                children[key(Self.split(path).folder)]?[key(path)] = nil
             }
-            for path in inside { children[path] = nil }
+            for (path, node) in moved {
+                let target = to + String(decoding: path.utf8.dropFirst(from.utf8.count), as: UTF8.self)
+                let (folder, name) = Self.split(target)
+                nodes[key(target)] = node
+                children[key(folder), default: [:]][key(target)] = name
+                if case .folder = node, children[key(target)] == nil { children[key(target)] = [:] }
+            }
             return
         }
-        if case .folder? = nodes[to] { throw .other("is a folder") }
+        if case .folder? = nodes[key(to)] { throw .other("is a folder") }
         _ = take(from)
         _ = take(to)
         put(to, node)
     }
 
     func exchange(_ first: String, _ second: String) throws(FileSystemError) {
-        guard let one = nodes[first], let other = nodes[second] else { throw .notFound }
-        nodes[first] = other
-        nodes[second] = one
+        guard let one = nodes[key(first)], let other = nodes[key(second)] else { throw .notFound }
+        nodes[key(first)] = other
+        nodes[key(second)] = one
         for path in [first, second] {
             let (folder, name) = Self.split(path)
             onChange(folder, name, true)
@@ -140,28 +162,26 @@ final class SimulatedFileSystem: FileSystem {
     }
 
     func renameWithoutReplacing(_ from: String, to: String) throws(FileSystemError) {
-        guard nodes[to] == nil else { throw .exists }
+        guard nodes[key(to)] == nil else { throw .exists }
         try rename(from, to: to)
     }
 
     func removeFile(_ path: String) {
-        if case .file? = nodes[path] { _ = take(path) }
+        if case .file? = nodes[key(path)] { _ = take(path) }
     }
 
     func modificationDate(_ path: String) -> Date? {
-        if case .file(_, let modified)? = nodes[path] { return modified }
+        if case .file(_, let modified)? = nodes[key(path)] { return modified }
         return nil
     }
 
     // MARK: - For the simulation's apps and checks
 
-    /// Every file under `folder`, recursively, by path.
-    func files(under folder: String) -> [String: [UInt8]] {
-        var result: [String: [UInt8]] = [:]
-        for path in subtree(folder) {
-            if case .file(let bytes, _)? = nodes[path] { result[path] = bytes }
+    /// Every file under `folder`, recursively, with its path.
+    func files(under folder: String) -> [(path: String, bytes: [UInt8])] {
+        subtree(folder).compactMap { path in
+            if case .file(let bytes, _)? = nodes[key(path)] { (path, bytes) } else { nil }
         }
-        return result
     }
 
     /// Writes a file in place (an app's non-atomic save: truncate, write): on a full disk the

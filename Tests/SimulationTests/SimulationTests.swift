@@ -37,7 +37,11 @@ final class SimulationTests: XCTestCase {
                 let subject = trace ?? String(report.violations[0].components(separatedBy: "c/").dropFirst().first?.prefix { $0.isLetter } ?? "")
                 for (machine, log) in report.logs.sorted(by: { $0.key < $1.key }) {
                     let lines = log.filter { subject.isEmpty || $0.contains(subject) || $0.contains("crashed") || $0.contains("started") || $0.contains("dropped") }
-                    text += "\n--- \(machine)\n" + lines.suffix(trace == nil ? 150 : 100_000).joined(separator: "\n")
+                    // Non-ASCII spelled out: ids that differ only in normalisation look alike.
+                    let spelled = lines.suffix(trace == nil ? 150 : 100_000).map { line in
+                        line.unicodeScalars.map { $0.isASCII ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined()
+                    }
+                    text += "\n--- \(machine)\n" + spelled.joined(separator: "\n")
                 }
             }
             text += "\n  replay: PLISTSYNC_SIMULATION_SEED=\(seed) swift test --filter SimulationTests"
