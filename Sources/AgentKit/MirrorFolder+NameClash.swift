@@ -8,13 +8,13 @@ import SyncCore
 /// instead of being read from, or written over, its twin's file.
 extension MirrorFolder {
     /// Whether this file system takes names that differ only in normalisation or in case for
-    /// one file: probed with a hidden file in the mirror's root (which the agent ignores). A
-    /// probe that cannot write (a full disk) answers no, and is made again next time.
-    var foldsNames: Bool {
+    /// one file: probed with a hidden file in the mirror's root (which the agent ignores). Nil
+    /// while a probe cannot tell (it cannot write: a full disk); probed again next time.
+    var foldsNames: Bool? {
         if let probedNameFolding { return probedNameFolding }
         let base = root + "/.plistsync-name-probe-\(UUID().uuidString.prefix(8))-"
         let probe = base + "zo\u{00EB}"
-        guard (try? fileSystem.writeFile(probe, [], durable: false)) != nil else { return false }
+        guard (try? fileSystem.writeFile(probe, [], durable: false)) != nil else { return nil }
         defer { fileSystem.removeFile(probe) }
         let folds = fileSystem.kind(at: base + "zoe\u{0308}") != .missing || fileSystem.kind(at: base + "ZO\u{00CB}") != .missing
         probedNameFolding = folds
@@ -23,8 +23,10 @@ extension MirrorFolder {
 
     /// The name of the file this file system finds for `id`'s path when that file is not named
     /// `id` byte for byte (it belongs to a twin id); nil when there is no such clash.
+    /// (Unknown whether the file system folds names, the listing is looked at: that is right on
+    /// any file system, only slower.)
     func clashingName(_ collection: String, _ id: RecordID) -> String? {
-        guard foldsNames, fileSystem.kind(at: recordPath(collection, id)) != .missing else { return nil }
+        guard foldsNames != false, fileSystem.kind(at: recordPath(collection, id)) != .missing else { return nil }
         let wanted = RecordID(id.string + ".plist")
         let names = fileSystem.names(in: folder(collection)) ?? []
         guard !names.contains(where: { RecordID($0) == wanted }) else { return nil }

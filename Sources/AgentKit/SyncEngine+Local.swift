@@ -62,6 +62,13 @@ extension SyncEngine {
         if file != .missing || synced?.fileHash == SyncedRecord.nameClash, isNameClash(key, synced: synced, live: synced?.isLive ?? true) {
             guard file != .missing, synced?.missingFileIsADelete == true, mirror.clashingName(collection, id) != nil else { return }
             file = .missing
+        } else if let synced, synced.fileHash == SyncedRecord.nameClash, file.bytes != nil {
+            // A file of its own name stands there now, made here while the record waited for
+            // the name: the server's state arrives onto it like any record onto a file (merged).
+            try? state.set(nil, collection, id)
+            let fields = synced.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
+            applyRemote(collection, id, RemoteState(rev: synced.rev, position: synced.position, fields: fields))
+            return
         }
         if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
         if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
@@ -86,6 +93,7 @@ extension SyncEngine {
         case .writeSynced:
             status.problems[nameClashProblemKey(key)] = nil
             restoreDeletedFile(collection, id)
+            orderDirty.insert(collection)
         case .unparseable(let reason):
             // Half-written or broken: never pushed; looked at again when the file changes.
             if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }
@@ -114,7 +122,7 @@ extension SyncEngine {
         let problemKey = nameClashProblemKey(key)
         // A twin whose file is gone but whose delete is not done yet still holds the name for
         // a record without a file of its own here.
-        let holder = synced?.mayBeNameClash ?? true && mirror.foldsNames ? twinHoldingName(key).map { $0.string + ".plist" } : nil
+        let holder = synced?.mayBeNameClash ?? true && mirror.foldsNames == true ? twinHoldingName(key).map { $0.string + ".plist" } : nil
         guard let other = mirror.clashingName(key.collection, key.id) ?? holder else {
             if status.problems[problemKey]?.hasPrefix(Self.nameClashProblem) == true { status.problems[problemKey] = nil }
             return false
@@ -138,14 +146,14 @@ extension SyncEngine {
     /// at its path.
     func twinHoldingName(_ key: RecordKey) -> RecordID? {
         (state.records[key.collection] ?? [:]).first { id, entry in
-            id.foldsTogether(with: key.id) && entry.fileHash != nil && entry.fileHash != SyncedRecord.nameClash
+            id.foldsTogether(with: key.id) && entry.missingFileIsADelete
         }?.key
     }
 
     /// A record's file is gone for good: a twin waiting for its name gets its file now, and one
     /// whose file waited for it is pushed.
     func reviveTwins(of key: RecordKey) {
-        guard mirror.foldsNames else { return }
+        guard mirror.foldsNames != false else { return }
         var twins = Set((state.records[key.collection] ?? [:]).keys.filter { $0.foldsTogether(with: key.id) })
         twins.formUnion(mirror.recordIDs(in: key.collection).filter { $0.foldsTogether(with: key.id) })
         for id in twins.sorted() { reconcile(key.collection, id) }
@@ -218,8 +226,9 @@ extension SyncEngine {
         ids.sorted().filter { id in
             let key = RecordKey(collection: collection, id: id)
             let path = mirror.recordPath(collection, id)
-            return subscribed.contains(collection) && !inFlight.contains(key) && !retrying.contains(key) && mirror.kind(at: path) == .missing
-                && mirror.read(path) == nil && deletableEntry(key) != nil
+            // A twin's file at its path (a folding file system) is not its own.
+            let gone = mirror.kind(at: path) == .missing && mirror.read(path) == nil || mirror.clashingName(collection, id) != nil
+            return subscribed.contains(collection) && !inFlight.contains(key) && !retrying.contains(key) && gone && deletableEntry(key) != nil
         }
     }
 

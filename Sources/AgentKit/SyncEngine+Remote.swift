@@ -45,6 +45,8 @@ extension SyncEngine {
             return false
         case .nameClash(let recorded):
             try? state.set(recorded, collection, id)
+            // A twin that waited for this record's name (its delete here) may go ahead now.
+            reviveTwins(of: key)
             return true
         case .moveCopyAside:
             guard let moved = mirror.moveConflictCopyAside(path),
@@ -98,7 +100,7 @@ extension SyncEngine {
         unwritten[key] = nil
         try? state.set(applied, collection, id)
         orderDirty.insert(collection)
-        if action == .remove { reviveTwins(of: key) }
+        if applied.fileHash == nil { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
         if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }
         if fromConflict || fileHash != entry?.fileHash { reconcile(collection, id) }

@@ -27,6 +27,9 @@ enum BinaryPlistWriter {
         private var entries: [Entry] = []
         private var references: [Int] = []
         private var shared: [Value: Int] = [:]
+        /// Strings by their bytes: `Value` equality takes two spellings of the same text (Unicode
+        /// normalisation) for one, and sharing them would write one spelling for both.
+        private var sharedStrings: [[UInt8]: Int] = [:]
         private var sharedUIDs: [UInt64: Int] = [:]
 
         /// A value and everything in it; its object number.
@@ -42,6 +45,12 @@ enum BinaryPlistWriter {
             case .real(let real) where real == 0:
                 // 0.0 == -0.0: each zero keeps its own sign.
                 return append(.scalar(value))
+            case .string(let text):
+                let bytes = Array(text.utf8)
+                if let index = sharedStrings[bytes] { return index }
+                let index = append(.scalar(value))
+                sharedStrings[bytes] = index
+                return index
             default:
                 if let index = shared[value] { return index }
                 let index = append(.scalar(value))

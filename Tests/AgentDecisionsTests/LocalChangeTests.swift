@@ -50,6 +50,17 @@ final class LocalChangeTests: XCTestCase {
         XCTAssertEqual(decide(.missing, nil), .missing(deletable: false))
     }
 
+    /// A record that waited for a twin's name (a folding file system) has no file to delete; once
+    /// the name is free, its file is written.
+    func testARecordWaitingForItsNameIsWrittenNotDeleted() {
+        var waiting = synced(["phone": .string("1")], file: nil)
+        waiting.fileHash = SyncedRecord.nameClash
+        XCTAssertFalse(waiting.missingFileIsADelete)
+        XCTAssertEqual(decide(.missing, waiting), .writeSynced)
+        waiting.fieldsJSON = nil
+        XCTAssertEqual(decide(.missing, waiting), .missing(deletable: false))
+    }
+
     func testHalfAFileLinksFoldersAndOversizedFilesAreNeverPushed() {
         let file = bytes(["phone": .string("1")])
         guard case .unparseable = decide(.file(Array(file.prefix(file.count / 2))), synced(["phone": .string("1")], file: file)) else { return XCTFail() }

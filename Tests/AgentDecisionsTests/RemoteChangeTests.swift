@@ -28,6 +28,16 @@ final class RemoteChangeTests: XCTestCase {
                        .merge(local: bytes(mine), remote: theirs))
     }
 
+    /// The path leads to a twin's file (a folding file system): the state is kept without a file
+    /// of its own, whatever the file there holds.
+    func testAStateWhosePathLeadsToATwinsFileIsRecordedWithoutAFile() {
+        let twins: Fields = ["name": .string("the twin")]
+        XCTAssertEqual(RemoteChange.decide(remote(base, rev: 2), synced: nil, local: bytes(twins), context: .init(nameClash: true)),
+                       .nameClash(SyncedRecord(rev: 2, position: "a0", fieldsJSON: ValueJSON.encode(fields: base), fileHash: SyncedRecord.nameClash, format: .xml)))
+        XCTAssertEqual(RemoteChange.decide(remote(nil, rev: 3), synced: nil, local: bytes(twins), context: .init(nameClash: true)),
+                       .nameClash(SyncedRecord(rev: 3, position: nil, fieldsJSON: nil, fileHash: nil, format: .xml)))
+    }
+
     func testAnEditBeatsADeleteWhicheverSideMadeTheEdit() {
         // Deleted there, edited here: the edit stays and goes up again.
         let mine: Fields = ["name": .string("Ada"), "phone": .string("9")]

@@ -80,6 +80,19 @@ final class PlistFileTests: XCTestCase {
         XCTAssertEqual(back.map { value -> FloatingPointSign? in if case .real(let real) = value { real.sign } else { nil } }, [.plus, .minus, .plus])
     }
 
+    /// Two spellings of the same text (Unicode normalisation) are equal `Value`s but different
+    /// strings: a binary file that shared them wrote the first spelling for both.
+    func testBinaryFilesKeepEachSpellingOfTheSameText() throws {
+        let spellings = ["Zo\u{00EB}", "Zoe\u{0308}"]
+        for format in [PlistFile.Format.binary, .xml] {
+            guard case .array(let back) = try PlistFile.decode(PlistFile.encode(.array(spellings.map(Value.string)), as: format)).0 else {
+                return XCTFail("not an array")
+            }
+            XCTAssertEqual(back.map { value -> [UInt8] in if case .string(let text) = value { Array(text.utf8) } else { [] } },
+                           spellings.map { Array($0.utf8) }, "\(format)")
+        }
+    }
+
     func testHandWrittenXMLWithCommentsEntitiesAndCDATA() throws {
         let text = """
             <?xml version="1.0" encoding="UTF-8"?>

@@ -138,4 +138,41 @@ final class ScenarioTests: XCTestCase {
         try saveList(b, rows)
         XCTAssertTrue(world.run(within: 10_000) { list(a) == rows && list(b) == rows }, "the move back reaches A: \(String(describing: list(a)))")
     }
+
+    /// Issue 18 item 5: on a file system that takes `Zoë` precomposed and decomposed for one name
+    /// (macOS), B holds the twin that came first and reports the other instead of reading it from,
+    /// or writing it over, the first one's file; once the first is deleted, the other's file is
+    /// written.
+    func testOnAFileSystemThatFoldsNamesOneTwinIsHeldAndTheOtherWaitsForItsName() throws {
+        let composed = "Zo\u{00EB}"
+        let decomposed = "Zoe\u{0308}"
+        fs.normalisingRoots.insert(b.root + "/")
+        func save(_ machine: SimulatedMachine, _ id: String, _ value: String) throws {
+            try fs.makeFolder(machine.root + "/c")
+            try fs.writeFile(machine.root + "/c/.saving", PlistFile.encode(.dictionary(["v": .string(value)]), as: .xml), durable: true)
+            try fs.rename(machine.root + "/c/.saving", to: machine.root + "/c/" + id + ".plist")
+        }
+        func files(_ machine: SimulatedMachine) -> [[UInt8]: String] {
+            var result: [[UInt8]: String] = [:]
+            for name in fs.names(in: machine.root + "/c") ?? [] where name.hasSuffix(".plist") && !name.hasPrefix(".") {
+                if case .dictionary(let fields)? = try? PlistFile.decode(fs.contents(at: machine.root + "/c/" + name) ?? []).0,
+                   case .string(let value)? = fields["v"] { result[Array(name.utf8)] = value }
+            }
+            return result
+        }
+        let clashes = { [self] in b.core?.status.problems.values.filter { $0.hasPrefix(SyncEngine.nameClashProblem) }.count ?? 0 }
+        try save(a, composed, "composed")
+        try a.start()
+        try b.start()
+        XCTAssertTrue(world.run(within: 10_000) { files(b) == [Array((composed + ".plist").utf8): "composed"] }, "\(files(b))")
+        try save(a, decomposed, "decomposed")
+        XCTAssertTrue(world.run(within: 10_000) { clashes() == 1 }, b.log.joined(separator: "\n"))
+        world.scheduler.run(until: world.scheduler.now + 2_000)
+        XCTAssertEqual(files(b), [Array((composed + ".plist").utf8): "composed"], "the held twin's file is not written over")
+        XCTAssertEqual(files(a).count, 2, "nothing went back up from B")
+        fs.removeFile(a.root + "/c/" + composed + ".plist")
+        XCTAssertTrue(world.run(within: 10_000) { files(b) == [Array((decomposed + ".plist").utf8): "decomposed"] && clashes() == 0 },
+                      "\(files(b))\n" + b.log.joined(separator: "\n"))
+        XCTAssertEqual(files(a), [Array((decomposed + ".plist").utf8): "decomposed"])
+    }
 }
