@@ -87,7 +87,13 @@ extension SyncEngine {
             status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
             status.changed()
         case .missing(let deletable):
-            if deletable { deleteWhenSettled(key) }
+            if deletable {
+                deleteWhenSettled(key)
+            } else if synced == nil {
+                // A new file gone before its create went through: an order edit that waited for
+                // its placement is read now.
+                orderDirty.insert(collection)
+            }
         case .unchanged:
             break
         case .writeSynced:
