@@ -205,7 +205,9 @@ final class Simulation {
         var violations: [String] = []
         for machine in world.machines {
             guard let rows = listApp.rows(machine) else {
-                violations.append("\(machine.name): list.plist is missing or does not parse")
+                // An empty collection need not make the file where the app never saved one.
+                let absent = world.fileSystem.kind(at: machine.root + "/" + SimulatedListApp.file.name) == .missing
+                if !(absent && server.order.isEmpty) { violations.append("\(machine.name): list.plist is missing or does not parse") }
                 continue
             }
             var order = server.order
