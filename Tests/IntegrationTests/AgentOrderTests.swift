@@ -98,7 +98,7 @@ extension AgentOrderTests {
         try late.save("list", "top", ["name": .string("top")])
         try writeOrder(late, ["top"] + ids)
         // The create is answered meanwhile; its change waits at the proxy.
-        usleep(600_000)
+        eventually(10, late.statusText()) { late.statusText().contains("\"pending\":0") && late.statusText().contains("\"pushed\":1") }
         proxy.release()
         eventually(15, "B \(b.order("list"))\nlate \(late.order("list"))\n\(late.log())") {
             b.order("list") == ["top"] + ids && late.order("list") == ["top"] + ids

@@ -10,7 +10,7 @@ final class AgentSafetyTests: XCTestCase {
         let server = try TestServer.running()
         let first = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
         try first.start()
-        usleep(500_000)
+        eventually { first.statusText().contains("\"pid\":\(first.pid)") }
         let second = try TestAgent(server: server, user: "alice", password: "pw", device: "two")
         let (status, _, err) = try PlistSyncBinary.run(
             ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", second.directory + ".password",
@@ -48,8 +48,7 @@ final class AgentSafetyTests: XCTestCase {
         XCTAssertFalse(listed.contains("hunter2"))
         try alice.expect("k COLLECTIONS", equals: "* COLLECTION c admin 1")
         XCTAssertEqual(try alice.line(), "k OK COLLECTIONS 1")
-        usleep(300_000)
-        XCTAssertTrue(agent.statusText().contains("symbolic link"), agent.statusText())
+        eventually(10, agent.statusText()) { agent.statusText().contains("symbolic link") }
     }
 
     /// A 2 MB plist used to make the agent reconnect ~3 times a second (BYE TOO_LARGE, push again).
@@ -66,11 +65,11 @@ final class AgentSafetyTests: XCTestCase {
             small = (try? alice.expect("g GET c Small", prefix: "g ")) ?? ""
         }
         XCTAssertTrue(small.hasPrefix("g OK GET c Small 1 "), agent.log())
-        usleep(2_000_000)
-        try alice.expect("h GET c Huge", prefix: "h ERR NOT_FOUND ")
-        let log = agent.log()
-        XCTAssertEqual(log.components(separatedBy: "connected to").count - 1, 1, log)
-        XCTAssertTrue(agent.statusText().contains("too large"), agent.statusText())
+        // Never sent, and the agent stays on its one connection.
+        holds(2, agent.log()) {
+            alice.ask("h GET c Huge").hasPrefix("h ERR NOT_FOUND ") && agent.log().components(separatedBy: "connected to").count - 1 == 1
+        }
+        eventually(10, agent.statusText()) { agent.statusText().contains("too large") }
     }
 
     func testUnsafeNamesFromARogueServerNeverLeaveTheMirror() throws {
@@ -177,31 +176,28 @@ final class VanishedFolderTests: XCTestCase {
             ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { !$0.hasPrefix(".") }.count
         }
         eventually { files() == 300 }
-        usleep(300_000)
-        func liveCount() throws -> String {
-            try alice.send("l LIST c")
-            while true {
-                let line = try alice.line()
+        eventually { agent.statusText().contains("\"pending\":0") }
+        func liveCount() -> String {
+            guard (try? alice.send("l LIST c")) != nil else { return "" }
+            while let line = try? alice.line() {
                 if line.hasPrefix("l ") { return line }
             }
+            return ""
         }
         try FileManager.default.removeItem(atPath: folder)
-        usleep(1_500_000)
-        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
-        XCTAssertTrue(agent.statusText().contains("the folder is missing"), agent.statusText())
+        holds(1.5, agent.log()) { liveCount().hasPrefix("l OK LIST c 300 ") }
+        eventually(10, agent.statusText()) { agent.statusText().contains("the folder is missing") }
         // Restarted with the folder still gone: still nothing deleted, nothing recreated.
         agent.stop()
         try agent.start()
-        usleep(1_500_000)
-        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
-        XCTAssertFalse(FileManager.default.fileExists(atPath: folder))
+        holds(1.5, agent.log()) { liveCount().hasPrefix("l OK LIST c 300 ") && !FileManager.default.fileExists(atPath: folder) }
         // Made again (empty): the collection is downloaded afresh, not deleted.
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         eventually { files() == 300 }
-        XCTAssertTrue(try liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
+        XCTAssertTrue(liveCount().hasPrefix("l OK LIST c 300 "), agent.log())
         // A single deleted file is still a delete.
         try FileManager.default.removeItem(atPath: agent.path("c", "r7"))
-        eventually { (try? liveCount())?.hasPrefix("l OK LIST c 299 ") ?? false }
+        eventually { liveCount().hasPrefix("l OK LIST c 299 ") }
     }
 }
 
@@ -250,16 +246,13 @@ final class FailedApplyTests: XCTestCase {
         try alice.expect("p PUT c r 1 {\"v\":2}", prefix: "p OK PUT c r 2 ")
         try alice.expect("q PUT c other 0 {\"v\":3}", prefix: "q OK PUT c other 1 ")
         eventually { agent.fields("c", "other") == ["v": .integer(3)] }
-        usleep(1_000_000)
-        // Nothing was deleted on the server, and the agent says what is wrong.
-        try alice.expect("g2 GET c r", prefix: "g2 OK GET c r 2 ")
-        XCTAssertTrue(agent.statusText().contains("folder"), agent.statusText())
+        // Nothing is deleted on the server, and the agent says what is wrong.
+        holds(1, agent.log()) { alice.ask("g2 GET c r").hasPrefix("g2 OK GET c r 2 ") }
+        eventually(10, agent.statusText()) { agent.statusText().contains("folder") }
         // The folder goes away: the change that could not be written arrives by itself.
         try FileManager.default.removeItem(atPath: agent.path("c", "r"))
         eventually(15) { agent.fields("c", "r") == ["v": .integer(2)] }
-        usleep(1_000_000)
-        try alice.expect("g3 GET c r", prefix: "g3 OK GET c r ")
-        XCTAssertEqual(agent.fields("c", "r"), ["v": .integer(2)])
+        holds(1, agent.log()) { alice.ask("g3 GET c r").hasPrefix("g3 OK GET c r ") && agent.fields("c", "r") == ["v": .integer(2)] }
         XCTAssertEqual(try alice.tombstones(in: "c"), 0, agent.log())
     }
 }
@@ -284,8 +277,7 @@ final class AgentFullDiskTests: XCTestCase {
         let agent = try TestAgent(port: { server.port }, user: "alice", password: "pw", device: "one", directory: mountPoint + "/mirror")
         try agent.start()
         eventually { agent.fields("c", "r") == ["v": .integer(1)] }
-        eventually { agent.statusText().contains("\"last_sync\"") }
-        usleep(300_000)
+        eventually { agent.statusText().contains("\"last_sync\"") && agent.statusText().contains("\"pending\":0") }
         // Fill the volume to the last byte.
         let filler = open(mountPoint + "/filler", O_WRONLY | O_CREAT, 0o600)
         let chunk = [UInt8](repeating: 7, count: 4096)
@@ -325,8 +317,7 @@ final class StatusAcrossRestartTests: XCTestCase {
         let (_, out, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
         XCTAssertTrue(out.contains("unparseable: c/bad") && out.contains("problem: c/link"), out)
         try server.start()
-        usleep(1_500_000)
-        XCTAssertTrue(agent.statusText().contains("c/bad") && agent.statusText().contains("c/link"), agent.statusText())
+        holds(1.5, agent.statusText()) { agent.statusText().contains("c/bad") && agent.statusText().contains("c/link") }
         unlink(agent.path("c", "link"))
         try agent.save("c", "bad", ["v": .integer(2)])
         eventually(15, agent.statusText()) { !agent.statusText().contains("c/bad") && !agent.statusText().contains("c/link") }

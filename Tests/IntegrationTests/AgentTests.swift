@@ -134,8 +134,7 @@ final class AgentTests: TwoAgentTestCase {
         let half = Array(PlistFile.encode(.dictionary(["name": .string("Ada Byron")]), as: .xml).prefix(80))
         try Data(half).write(to: URL(fileURLWithPath: a.path("contacts", "Ada")))
         eventually { (try? String(contentsOfFile: a.directory + "/.plistsync/status.json", encoding: .utf8))?.contains("contacts/Ada") == true }
-        usleep(200_000)
-        XCTAssertEqual(b.fields("contacts", "Ada"), ada, "a broken file was pushed")
+        holds(0.5, "a broken file was pushed") { b.fields("contacts", "Ada") == ada }
         let (status, output, _) = try PlistSyncBinary.run(["status", "--dir", a.directory])
         XCTAssertEqual(status, 0)
         XCTAssertTrue(output.contains("unparseable: contacts/Ada"), output)
@@ -181,7 +180,8 @@ final class AgentTests: TwoAgentTestCase {
         var edited = ada
         edited["phone"] = .string("offline edit")
         try b.save("contacts", "Ada", edited)
-        usleep(300_000)
+        // Both agents know the server is gone before it comes back.
+        eventually { a.statusText().contains("\"connected\":false") && b.statusText().contains("\"connected\":false") }
         try server.start()
         eventually(15) { a.fields("contacts", "Ada") == edited && b.fields("contacts", "Grace") != nil }
         converged()
@@ -220,8 +220,7 @@ final class AgentTests: TwoAgentTestCase {
         eventually { bobAgent.fields("shared", "note") == ["text": .string("hello bob")] }
         try bobAgent.save("shared", "reply", ["text": .string("hi alice")])
         eventually { a.fields("shared", "reply") == ["text": .string("hi alice")] }
-        usleep(300_000)
-        XCTAssertEqual(eveAgent.snapshot(), [:])
+        holds(0.5) { eveAgent.snapshot() == [:] }
     }
 
     func testReadOnlyMemberIsRefusedOnceNotInALoop() throws {
@@ -237,8 +236,7 @@ final class AgentTests: TwoAgentTestCase {
         try FileManager.default.removeItem(atPath: reader.path("shared", "note"))
         try reader.save("shared", "mine", ["text": .string("not allowed")])
         eventually { reader.log().contains("server refused shared/note: FORBIDDEN") && reader.log().contains("server refused shared/mine: FORBIDDEN") }
-        usleep(500_000)
-        XCTAssertEqual(reader.log().components(separatedBy: "server refused shared/note").count, 2, reader.log())
+        holds(0.5, reader.log()) { reader.log().components(separatedBy: "server refused shared/note").count == 2 }
         XCTAssertEqual(a.fields("shared", "note"), ["text": .string("read me")])
         XCTAssertNil(a.fields("shared", "mine"))
         let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", reader.directory])

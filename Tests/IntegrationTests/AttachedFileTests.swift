@@ -125,14 +125,13 @@ final class AttachedFileTests: TwoAgentTestCase {
             guard let data = a.statusText().data(using: .utf8), let status = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
             return status["pushed"] as? Int
         }
-        usleep(500_000)
-        eventually { pushed() != nil }
+        eventually { pushed() != nil && a.statusText().contains("\"pending\":0") }
         let before = try XCTUnwrap(pushed())
         list[500]["value"] = -1
         try writeList(a, "big.plist", list)
         eventually(10) { readList(b, "big.plist") == list as NSArray }
-        usleep(500_000)
-        XCTAssertEqual(pushed(), before + 1, "one element changed: one PUT")
+        eventually(5, "\(String(describing: pushed()))") { pushed() == before + 1 }
+        holds(0.5, "one element changed: one PUT") { pushed() == before + 1 }
     }
 
     func testTwoFilesWhoseCollectionNamesShareAPrefixEachFollowTheirOwnChanges() throws {

@@ -29,8 +29,7 @@ final class MassDeleteTests: XCTestCase {
         for index in 0..<count { batch += "p PUT c r\(index) 0 {\"n\":\(index)}\n" }
         try alice.send(bytes: Array(batch.utf8))
         for _ in 0..<count { XCTAssertTrue(try alice.line().hasPrefix("p OK PUT")) }
-        eventually { self.files().count == count }
-        usleep(300_000)
+        eventually { self.files().count == count && self.agent.statusText().contains("\"pending\":0") }
     }
 
     private func files() -> [String] {
@@ -53,15 +52,13 @@ final class MassDeleteTests: XCTestCase {
         try agent.start()
         try seed(150)
         deleteFiles(0..<150)
-        usleep(1_500_000)
-        XCTAssertEqual(try liveCount(), 150, agent.log())
+        holds(1.5, agent.log()) { (try? self.liveCount()) == 150 }
         eventually { self.agent.statusText().contains("150 files deleted at once are held") }
         let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
         XCTAssertTrue(status.contains("plistsync deletes c --confirm"), status)
         agent.stop()
         try agent.start()
-        usleep(1_500_000)
-        XCTAssertEqual(try liveCount(), 150, "a restart must not push the held deletes: \(agent.log())")
+        holds(1.5, "a restart must not push the held deletes: \(agent.log())") { (try? self.liveCount()) == 150 }
         let (code, out, error) = try PlistSyncBinary.run(["deletes", "c", "--confirm", "--dir", agent.directory])
         XCTAssertEqual(code, 0, error)
         XCTAssertTrue(out.contains("delete the held records of c"), out)

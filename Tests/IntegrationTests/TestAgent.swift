@@ -137,6 +137,17 @@ func eventually(_ seconds: Double = 10, _ message: @autoclosure () -> String = "
     XCTFail("condition not met within \(seconds) s. \(message())", file: file, line: line)
 }
 
+/// Polls `condition` for `seconds` and fails the moment it stops holding: how a test says
+/// "this does not happen" without sleeping and then looking once.
+func holds(_ seconds: Double, _ message: @autoclosure () -> String = "", file: StaticString = #filePath, line: UInt = #line,
+           _ condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    repeat {
+        guard condition() else { return XCTFail("condition stopped holding. \(message())", file: file, line: line) }
+        usleep(20_000)
+    } while Date() < deadline
+}
+
 /// A fresh server with the account alice and two agents of hers, `a` (laptop) and `b`
 /// (desktop), made for each test and not yet started.
 class TwoAgentTestCase: XCTestCase {

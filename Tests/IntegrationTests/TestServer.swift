@@ -290,6 +290,12 @@ final class LineClient: @unchecked Sendable {
     }
 
     /// Sends `request` and checks the reply line starts with `prefix`; returns the line.
+    /// The one-line reply to `request`, or "" when there is none (for polling).
+    func ask(_ request: String) -> String {
+        guard (try? send(request)) != nil else { return "" }
+        return (try? self.line()) ?? ""
+    }
+
     @discardableResult
     func expect(_ request: String, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
         try send(request)
