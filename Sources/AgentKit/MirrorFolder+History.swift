@@ -47,7 +47,7 @@ extension MirrorFolder {
         var counter = 1
         while true {
             let path = candidate(counter)
-            if pending[Array(path.utf8)] == nil, fileSystem.kind(at: path) == .missing { return path }
+            if pending[RecordID(path)] == nil, fileSystem.kind(at: path) == .missing { return path }
             counter += 1
         }
     }

@@ -17,8 +17,8 @@ extension MirrorFolder {
         fileSystem.makeDurable(pending.values.map(\.temp), under: root)
         let batch = pending
         pending.removeAll()
-        for (pathBytes, entry) in batch {
-            let path = String(decoding: pathBytes, as: UTF8.self)
+        for (key, entry) in batch {
+            let path = key.string
             if let writeGuard = entry.guard {
                 if !replace(entry.temp, holding: entry.bytes, onto: path, expecting: writeGuard.expectedHash) { writeGuard.onSuperseded() }
             } else {
@@ -79,8 +79,8 @@ extension MirrorFolder {
         if batchDepth > 0 {
             // A second write of one path in a batch keeps the first one's guard: that one was
             // decided on the file that is on disk.
-            let replaced = pending[Array(path.utf8)]
-            pending[Array(path.utf8)] = (temp, bytes, replaced.map(\.guard) ?? writeGuard)
+            let replaced = pending[RecordID(path)]
+            pending[RecordID(path)] = (temp, bytes, replaced.map(\.guard) ?? writeGuard)
             if let replaced { fileSystem.removeFile(replaced.temp) }
             return
         }
@@ -166,7 +166,7 @@ extension MirrorFolder {
 
     func remove(_ path: String) {
         noteWrite(path)
-        if let waiting = pending.removeValue(forKey: Array(path.utf8)) { fileSystem.removeFile(waiting.temp) }
+        if let waiting = pending.removeValue(forKey: RecordID(path)) { fileSystem.removeFile(waiting.temp) }
         fileSystem.removeFile(path)
     }
 
@@ -176,7 +176,7 @@ extension MirrorFolder {
     /// decided on the file on disk, is the one that counts.
     func remove(_ path: String, guard writeGuard: WriteGuard) throws {
         noteWrite(path)
-        let waiting = pending.removeValue(forKey: Array(path.utf8))
+        let waiting = pending.removeValue(forKey: RecordID(path))
         if let waiting { fileSystem.removeFile(waiting.temp) }
         let removalGuard = waiting.map { $0.guard ?? writeGuard } ?? writeGuard
         guard takeAway(path, expecting: removalGuard.expectedHash) else {

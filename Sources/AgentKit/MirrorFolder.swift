@@ -17,9 +17,9 @@ final class MirrorFolder {
     let fileSystem: any FileSystem
     /// The time that stamps conflict copies, kept versions and dropped folders.
     let now: () -> Date
-    /// Writes waiting for the end of the batch, by the bytes of their paths (two names that differ
-    /// only in Unicode normalisation are two files).
-    var pending: [[UInt8]: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
+    /// Writes waiting for the end of the batch, by their paths compared by bytes (two names that
+    /// differ only in Unicode normalisation are two files).
+    var pending: [RecordID: (temp: String, bytes: [UInt8], guard: WriteGuard?)] = [:]
 
     /// Keeps a write from replacing a file someone saved after the write was decided (in a
     /// batch: checked at its end, after the sync).
@@ -145,7 +145,7 @@ final class MirrorFolder {
     }
 
     func read(_ path: String) -> [UInt8]? {
-        if let waiting = pending[Array(path.utf8)] { return waiting.bytes }
+        if let waiting = pending[RecordID(path)] { return waiting.bytes }
         return fileSystem.contents(at: path)
     }
 

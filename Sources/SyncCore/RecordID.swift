@@ -12,7 +12,9 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible,
     public var description: String { string }
 
     public static func == (left: RecordID, right: RecordID) -> Bool {
-        left.string.utf8.elementsEqual(right.string.utf8)
+        var left = left.string
+        var right = right.string
+        return left.withUTF8 { leftBytes in right.withUTF8 { leftBytes.count == $0.count && leftBytes.elementsEqual($0) } }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -55,16 +55,30 @@ final class SimulatedServer {
     /// Stops the server (every client gets `* BYE SHUTDOWN`), `plistsync restore`s the backup
     /// (a new server id), and serves again.
     func restore(from file: String) throws {
-        // Every client is cut off first, so the shutdown finishes at once and lets go of the
-        // store (and its lock on the data folder).
+        try serveAgain { target in try DataFolder(path: target).restore(from: file) }
+    }
+
+    /// The server process is killed (`kill -9`) and started again on what its disk holds: every
+    /// client loses its connection, and the server its memory (subscriptions, paces, caches).
+    /// Every answered write was committed (the simulation settles each request), so the data
+    /// folder copied as it stands is what a restart finds.
+    func crashAndRestart() throws {
+        let current = dataFolder
+        try serveAgain { target in try FileManager.default.copyItem(atPath: current, toPath: target) }
+    }
+
+    /// Cuts every client off, ends the server, makes a new data folder with `fill` and serves it.
+    /// A new folder: a process keeps the lock on a data folder it served until it exits.
+    private func serveAgain(_ fill: (String) throws -> Void) throws {
+        backups += 1
+        let target = folder + "-backup-\(backups)"
+        try fill(target)
+        // Every client is cut off first, so the shutdown finishes at once and lets go of the store.
         for connection in connections.values.sorted(by: { $0.number < $1.number }) { connection.cutOff() }
         server.shutdown()
         for _ in 0..<20 { loop.runOnce(wait: false) }
         server = nil
-        // Into a new folder: a process keeps the lock on a data folder it served until it exits.
-        backups += 1
-        dataFolder = folder + "-backup-\(backups)"
-        try DataFolder(path: dataFolder).restore(from: file)
+        dataFolder = target
         server = try Server(configuration: configuration, store: try SQLiteServerStore(folder: DataFolder(path: dataFolder)), loop: loop)
     }
 

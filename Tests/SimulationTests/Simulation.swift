@@ -91,8 +91,14 @@ final class Simulation {
                     world.scheduler.after(UInt64.random(in: 10...3000, using: &world.scheduler.random)) { try? machine.start() }
                 } else if roll < 95 {
                     machine.link?.drop()
-                } else if roll < 98 {
+                } else if roll < 97 {
                     fillDisk(world, machine)
+                } else if roll < 98 {
+                    do {
+                        try world.server.crashAndRestart()
+                    } catch {
+                        world.fail("server restart: \(error)")
+                    }
                 } else {
                     world.serverDiskFull = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverDiskFull = false }
