@@ -41,7 +41,7 @@ final class AgentCore {
             let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
             AgentLog.info("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
         }
-        fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock)
+        fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock, device: configuration.device)
         engine = SyncEngine(configuration: configuration, link: link, clock: clock, state: state, mirror: mirror, status: status)
     }
 

@@ -42,8 +42,27 @@ extension FileMirror {
         // and is read again later; remembered as read, its edits would count as seen and a
         // later stale save would drop them.
         var unwritten = false
+        var keptAsCopy = false
         for write in save.writes {
             let recordPath = mirror.recordPath(collection, write.id)
+            if let other = mirror.clashingName(collection, write.id) {
+                // This file system takes the row's name for another row's shadow file (ids that
+                // differ only in normalisation or case): kept as a conflict copy, which reaches
+                // every mirror, instead of being written over the other row.
+                do {
+                    let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(write.fields), as: .binary), collection, write.id, device: device)
+                    log("\(file.name): the row \(write.id) cannot be kept beside \(other) on this file system; kept as \(copy)")
+                    status.noteConflict(copy)
+                    if let copyID = MirrorFolder.conflictCopyID(forFileName: (copy as NSString).lastPathComponent) {
+                        onRecord(Names.conflictsCollection(of: collection), copyID)
+                    }
+                    keptAsCopy = true
+                } catch {
+                    log("cannot write a conflict copy of \(collection)/\(write.id): \(error)")
+                    unwritten = true
+                }
+                continue
+            }
             if write.keepReplaced { mirror.keepVersion(collection, write.id) }
             do {
                 try mirror.writeAtomically(PlistFile.encode(.dictionary(write.fields), as: .binary), to: recordPath)
@@ -54,7 +73,7 @@ extension FileMirror {
             }
             onRecord(collection, write.id)
         }
-        for id in save.removes {
+        for id in save.removes where mirror.clashingName(collection, id) == nil {
             mirror.remove(mirror.recordPath(collection, id))
             onRecord(collection, id)
         }
@@ -78,7 +97,7 @@ extension FileMirror {
         // the file is rebuilt whenever it differs from the shadow after a read.
         let records = Self.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
-        if save.missed || dirty.contains(collection) || shadowRecords(collection) != records
+        if save.missed || keptAsCopy || dirty.contains(collection) || shadowRecords(collection) != records
             || shownOrder != entries.map(\.id).recordIDs.filter(Set(shownOrder).contains)
         {
             shadowsChanged(collection)

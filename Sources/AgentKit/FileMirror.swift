@@ -51,10 +51,13 @@ final class FileMirror {
     /// App files whose last save is read again soon (it could not be split into the shadow).
     var readRetries: Set<String> = []
     let clock: any AgentClock
+    /// This machine's name in the conflict copies it makes.
+    let device: String
 
-    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus, clock: any AgentClock) {
+    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus, clock: any AgentClock, device: String) {
         self.mirror = mirror
         self.clock = clock
+        self.device = device
         self.files = files
         self.status = status
         mirror.attachedCollections = Set(files.map(\.collection))
