@@ -98,8 +98,14 @@ extension SyncEngine {
             break
         case .writeSynced:
             status.problems[nameClashProblemKey(key)] = nil
-            restoreDeletedFile(collection, id)
             orderDirty.insert(collection)
+            if !restoreDeletedFile(collection, id) {
+                // A full disk: tried again, like a change that could not be written.
+                clock.after(Self.applyRetryMilliseconds) { [self] in
+                    reconcile(collection, id)
+                    batchEnded()
+                }
+            }
         case .unparseable(let reason):
             // Half-written or broken: never pushed; looked at again when the file changes.
             if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }

@@ -60,18 +60,21 @@ extension SyncEngine {
         clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
     }
 
-    /// Writes a record's file again from its last synced state.
-    func restoreDeletedFile(_ collection: String, _ id: RecordID) {
+    /// Writes a record's file again from its last synced state; false when it cannot be written.
+    @discardableResult
+    func restoreDeletedFile(_ collection: String, _ id: RecordID) -> Bool {
         guard let entry = state.entry(collection, id), let json = entry.fieldsJSON,
             let fields = try? ValueJSON.decodeFields(Array(json.utf8))
-        else { return }
+        else { return true }
         do {
             var restored = entry
             let path = mirror.recordPath(collection, id)
             restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(expectedHash: nil))
             try? state.set(restored, collection, id)
+            return true
         } catch {
             log("cannot bring back \(collection)/\(id): \(error)")
+            return false
         }
     }
 }
