@@ -106,6 +106,16 @@ extension FileMirror {
 
     static let readRetryMilliseconds: UInt64 = 2_000
 
+    /// The app file could not be written (a full disk): written again soon, like a change that
+    /// could not be applied.
+    func rebuildAgainLater(_ file: AttachedFile) {
+        guard rebuildRetries.insert(file.name).inserted else { return }
+        clock.after(Self.readRetryMilliseconds) { [self] in
+            rebuildRetries.remove(file.name)
+            shadowsChanged(file.collection)
+        }
+    }
+
     func readAgainLater(_ file: AttachedFile) {
         guard readRetries.insert(file.name).inserted else { return }
         clock.after(Self.readRetryMilliseconds) { [self] in

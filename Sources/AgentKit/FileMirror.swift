@@ -48,8 +48,10 @@ final class FileMirror {
     var onOrder: (String) -> Void = { _ in }
     var log: (String) -> Void = { _ in }
 
-    /// App files whose last save is read again soon (it could not be split into the shadow).
+    /// App files whose last save is read again soon (it could not be split into the shadow), and
+    /// those written again soon (a full disk).
     var readRetries: Set<String> = []
+    var rebuildRetries: Set<String> = []
     let clock: any AgentClock
     /// This machine's name in the conflict copies it makes.
     let device: String
@@ -160,6 +162,7 @@ final class FileMirror {
             read(file)
         } catch {
             log("cannot write \(target): \(error)")
+            rebuildAgainLater(file)
         }
     }
 }
