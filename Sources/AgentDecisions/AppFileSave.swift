@@ -97,10 +97,11 @@ public struct AppFileSave: Equatable, Sendable {
             result.writes.append(Write(id: id, fields: fields, keepReplaced: keepReplaced))
         }
         // Deleted by the app: rows the file had and the save no longer lists, unless the row
-        // came in a version the agent wrote after the app loaded the file (it never saw it).
+        // came in a version the agent wrote after the app loaded the file (it never saw it), or
+        // changed elsewhere since the file last showed it (an edit beats a delete).
         let listed = Set(saved.map(\.id))
         for id in shadow.keys.sorted() where !listed.contains(id) {
-            guard latest?[id] != nil, !undoesUnseen({ $0.records[id] != nil }, false) else {
+            guard latest?[id] != nil, latest?[id] == shadow[id], !undoesUnseen({ $0.records[id] != nil }, false) else {
                 result.missed = true
                 continue
             }

@@ -41,6 +41,18 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertTrue(save.missed, "Zoe is shown again")
     }
 
+    /// A row changed elsewhere after the file last showed it (the change is in the shadow, not
+    /// yet in the file) and deleted by the app: the edit beats the delete (simulation seed 24741).
+    func testARowChangedElsewhereSinceTheFileShowedItIsNotDeleted() {
+        var now = shadow
+        now["g"] = row("Grace", "7")
+        let save = AppFileSave.read([("a", row("Ada", "2"))], versions: history, latestOrder: ["g", "a"], shadow: now)
+        XCTAssertEqual(save.removes, [])
+        XCTAssertTrue(save.missed, "the file is rebuilt to show the row with its new value")
+        let unchanged = AppFileSave.read([("a", row("Ada", "2"))], versions: history, latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(unchanged.removes, ["g"], "a row as the file showed it is deleted")
+    }
+
     func testACancelledEditGoesThrough() {
         // The app itself saved phone 2 (newest version is its own), then goes back to 1.
         let versions = [AppFileVersion(records: ["a": row("Ada", "1")], order: ["a"], byApp: true),
