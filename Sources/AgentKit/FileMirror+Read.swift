@@ -7,9 +7,14 @@ import SyncProtocol
 /// Reading a save of an app file into its shadow: only what the app changed since it loaded the
 /// file goes in; what changed elsewhere meanwhile (fields, deletes, moves) is not undone.
 extension FileMirror {
-    /// Reads every attached file (at start).
+    /// Reads every attached file (at start), then makes each show its shadow: a crash can lose
+    /// the last second of history, after which a file the app saved back to an older version
+    /// looks like nothing new, and would keep showing what the collection no longer holds.
     func readAll() {
-        for file in files { read(file) }
+        for file in files {
+            read(file)
+            shadowsChanged(file.collection)
+        }
     }
 
     /// The app saved its file: split it into the shadow.
