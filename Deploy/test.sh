@@ -9,8 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # openssl: TLS tests replay a transcript through s_client; systemd: systemd-analyze checks the units;
-# postgresql: the cluster tests start a throwaway PostgreSQL server (initdb in a temp folder).
-bash Deploy/install-deps.sh openssl systemd postgresql
+# postgresql: the cluster tests start a throwaway PostgreSQL server (initdb in a temp folder);
+# haproxy: a cluster test fails a node over through Deploy/cluster/haproxy.cfg.
+bash Deploy/install-deps.sh openssl systemd postgresql haproxy
 swift build --build-tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
