@@ -13,13 +13,24 @@ public final class PGConnection: @unchecked Sendable {
     /// Statements run after every connect (session settings).
     private let setup: String
 
+    /// Seconds a connect waits for the database unless the URL says otherwise
+    /// (`?connect_timeout=N`): libpq alone waits for ever on a host that accepts the connection
+    /// and never answers.
+    public static let defaultConnectTimeoutSeconds = 10
+
     /// Connects to `url` (`postgresql://user@host:port/db`, or libpq's `key=value` form) and
     /// runs `settings` (`SET …` statements), again after each reconnect.
     public init(url: String, settings: [String] = []) throws(PGError) {
         self.url = url
         // Notices ("relation … already exists, skipping") are not for the server's log.
         setup = (["SET client_min_messages TO warning"] + settings).joined(separator: "; ")
-        guard let connection = PQconnectdb(url) else { throw PGError(sqlState: nil, message: "out of memory", connectionLost: true) }
+        // The default comes first: what the URL says, expanded from `dbname`, overrides it.
+        let keywords = ["connect_timeout", "dbname"]
+        let values = [String(Self.defaultConnectTimeoutSeconds), url]
+        let connected = Self.withCStrings(keywords) { keywordArray in
+            Self.withCStrings(values) { valueArray in PQconnectdbParams(keywordArray, valueArray, 1) }
+        }
+        guard let connection = connected else { throw PGError(sqlState: nil, message: "out of memory", connectionLost: true) }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.trimmed(PQerrorMessage(connection))
             PQfinish(connection)
@@ -62,12 +73,16 @@ public final class PGConnection: @unchecked Sendable {
             _ = try rows(of: PQprepare(handle, name, sql, Int32(parameters.count), nil))
             prepared[sql] = name
         }
-        let copies = parameters.map { $0.map { strdup($0) } ?? nil }
-        defer { for copy in copies { free(copy) } }
-        let result = copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { values in
-            PQexecPrepared(handle, name, Int32(parameters.count), values.baseAddress, nil, nil, 0)
-        }
+        let result = Self.withCStrings(parameters) { values in PQexecPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0) }
         return try rows(of: result)
+    }
+
+    /// `strings` as C strings (nil stays NULL) followed by a NULL, as libpq's arrays are, for the
+    /// length of `body`.
+    private static func withCStrings<Result>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Result) -> Result {
+        let copies = strings.map { $0.map { strdup($0) } ?? nil } + [nil]
+        defer { for copy in copies { free(copy) } }
+        return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 
     /// Reads what the server has sent and returns the notifications among it (LISTEN).

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import PostgresKit
 import PostgresStore
 import RecordStore
 import ServerKit
@@ -126,7 +127,14 @@ enum ServeCommand: Subcommand {
             return store
         }
         guard StoreURL.isPostgres(url) else { throw UsageError("--store takes a postgresql:// URL") }
-        return try PostgresServerStore(url: url)
+        let shown = PostgresServerStore.redacted(url)
+        ServerLog.info("connecting to the PostgreSQL database \(shown)")
+        do {
+            return try PostgresServerStore(url: url)
+        } catch {
+            let wait = "a connect waits \(PGConnection.defaultConnectTimeoutSeconds) s unless the URL sets ?connect_timeout=N"
+            throw RuntimeError("cannot use the PostgreSQL database \(shown): \(error) (\(wait))")
+        }
     }
 
     /// `--tls`, `--tls-cert`/`--tls-key` and `--plain-listen`; makes the self-signed

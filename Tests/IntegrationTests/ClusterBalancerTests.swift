@@ -106,3 +106,38 @@ final class ClusterBalancerTests: XCTestCase {
         }
     }
 }
+
+/// Issue 19, item 2: a node whose database accepts the connection and never answers says so
+/// and exits within the connect timeout (libpq alone waits for ever, silently).
+final class PostgresStartTests: XCTestCase {
+    func testANodeWhoseDatabaseNeverAnswersExitsWithAClearMessage() throws {
+        // A listener that completes TCP handshakes (the kernel's backlog) and never reads.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) } }
+        XCTAssertEqual(listen(silent, 16), 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+        let logPath = NSTemporaryDirectory() + "plistsync-silent-db-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let process = try PlistSyncBinary.launch(
+            ["serve", "--listen", "127.0.0.1:0", "--store", "postgresql://plistsync:secret@127.0.0.1:\(port)/plistsync"], log: logPath)
+        let started = Date()
+        let deadline = started.addingTimeInterval(Double(10 + 15))
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return XCTFail("still waiting for the database after \(Int(Date().timeIntervalSince(started))) s")
+        }
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        XCTAssertNotEqual(process.terminationStatus, 0, log)
+        XCTAssertTrue(log.contains("connecting to the PostgreSQL database postgresql://plistsync:***@127.0.0.1:\(port)/plistsync"), log)
+        XCTAssertTrue(log.contains("cannot use the PostgreSQL database") && log.contains("timeout expired"), log)
+        XCTAssertFalse(log.contains("secret"), "the password is never printed: \(log)")
+    }
+}
