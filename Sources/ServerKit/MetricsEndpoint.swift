@@ -2,10 +2,14 @@ import EventLoop
 
 /// A small HTTP listener that answers `GET /metrics` with the server's figures in the
 /// Prometheus text format (version 0.0.4), one connection a scrape. Anything else gets 404;
-/// a request that does not end its headers within 8 KiB is cut off.
+/// a request that does not end its headers within 8 KiB is cut off. At most
+/// `maxOpenConnections` are open at once (a scraper needs one): more are closed as they come,
+/// so idle connections here cannot take the descriptors the protocol's clients need.
 final class MetricsEndpoint {
     private var listener: TCPListener?
     private let render: () -> String
+    static let maxOpenConnections = 8
+    private var openConnections = 0
 
     init(loop: EventLoop, address: SocketAddress, render: @escaping () -> String) throws(LoopError) {
         self.render = render
@@ -23,10 +27,15 @@ final class MetricsEndpoint {
     static let requestTimeoutMilliseconds: UInt64 = 10_000
 
     private func serve(_ connection: TCPConnection) {
+        guard openConnections < Self.maxOpenConnections else { return connection.close() }
+        openConnections += 1
         var request: [UInt8] = []
         let deadline = LoopTimer(loop: connection.loop)
         deadline.start(after: Self.requestTimeoutMilliseconds) { connection.close() }
-        connection.onClose = { deadline.close() }
+        connection.onClose = { [unowned self] in
+            deadline.close()
+            openConnections -= 1
+        }
         connection.onData = { [unowned self] bytes in
             request += bytes
             guard let end = Self.headersEnd(request) else {

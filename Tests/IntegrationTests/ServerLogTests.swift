@@ -53,6 +53,25 @@ final class MetricsTests: XCTestCase {
         return lines
     }
 
+    /// Issue 19, item 7: idle connections to the metrics port are capped, so they cannot take
+    /// the descriptors a protocol client needs (600 of them under a 512-descriptor limit kept a
+    /// new client from its PONG until they timed out).
+    func testIdleMetricsConnectionsCannotTakeTheDescriptorsClientsNeed() throws {
+        let server = try TestServer.running(["--metrics-listen", "127.0.0.1:0"])
+        let line = try XCTUnwrap(server.log().split(separator: "\n").first { $0.contains("metrics on http://") })
+        let port = try XCTUnwrap(Int(line.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        let pid = server.pid
+        XCTAssertEqual(try PlistSyncShell.run("prlimit", ["--pid", "\(pid)", "--nofile=256:256"]), 0)
+        var idle: [LineClient] = []
+        for _ in 0..<300 { idle.append(try LineClient(port: port)) }
+        let client = try server.connect()
+        client.timeoutSeconds = 3
+        try client.expect("p PING", equals: "p OK PONG")
+        // The metrics port still answers a scrape.
+        idle.removeAll()
+        eventually(5) { ((try? self.scrape(port)) ?? []).first == "HTTP/1.1 200 OK" }
+    }
+
     func testMetricsCountConnectionsChangesLoginsAndLag() throws {
         let server = try TestServer.running(["--metrics-listen", "127.0.0.1:0"])
         let line = try XCTUnwrap(server.log().split(separator: "\n").first { $0.contains("metrics on http://") })

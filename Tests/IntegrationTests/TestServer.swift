@@ -122,6 +122,8 @@ final class TestServer {
 
     var isRunning: Bool { process?.isRunning ?? false }
 
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
     /// The server's resident memory in KiB, from /proc.
     func residentKilobytes() -> Int {
         guard let pid = process?.processIdentifier,
