@@ -58,6 +58,19 @@ final class Directory {
     /// Bytes of record fields stored in the collections `user` owns.
     func bytesOwned(by user: String) -> Int { ownedBytes[user] ?? 0 }
 
+    /// Bytes of writes admitted into each user's collections and not yet committed (quotas).
+    private var reservedBytes: [String: Int] = [:]
+
+    /// What a user's collections hold, with the writes in progress at their whole size.
+    func bytesClaimed(by user: String) -> Int { bytesOwned(by: user) + (reservedBytes[user] ?? 0) }
+
+    func reserve(_ bytes: Int, for user: String) { reservedBytes[user, default: 0] += bytes }
+
+    func release(_ bytes: Int, reservedFor user: String) {
+        reservedBytes[user, default: 0] -= bytes
+        if reservedBytes[user] == 0 { reservedBytes[user] = nil }
+    }
+
     /// The user who created `collection`.
     func owner(of collection: String) -> String? { info(collection)?.owner }
 

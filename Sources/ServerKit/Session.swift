@@ -564,6 +564,7 @@ final class Session {
         writeBytesInFlight += bytes
         let operation: StoreOperation
         let verb: String
+        var reservation: (owner: String, bytes: Int)?
         do throws(ProtocolError) {
             if server.diskFull, !command.isDelete {
                 throw ProtocolError(.noSpace, "the server's disk is full: only DEL is accepted until it has room")
@@ -574,7 +575,7 @@ final class Session {
                 guard json.utf8.count <= server.configuration.limits.maxRecordBytes else {
                     throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(server.configuration.limits.maxRecordBytes)")
                 }
-                try checkByteQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
+                reservation = try reserveQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
                 operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
                 verb = "PUT"
             case .move(let collection, let id, let baseRev, let placement):
@@ -594,19 +595,25 @@ final class Session {
             return
         }
         perform(.commit(operation, completion: { [self] result in
+            if let reservation { server.directory.release(reservation.bytes, reservedFor: reservation.owner) }
             fillSlot(slot, with: Self.writeReply(tag, verb, result))
         }))
     }
 
     /// With `--max-bytes-per-user`, a PUT into a collection whose owner is at the quota is
     /// refused: a create when it would pass it, an update once the owner is over it (an update
-    /// may shrink a record; a DEL is always allowed, so space can be freed).
-    private func checkByteQuota(_ collection: String, adding bytes: Int, creating: Bool) throws(ProtocolError) {
+    /// may shrink a record; a DEL is always allowed, so space can be freed). Writes admitted and
+    /// not yet committed count as their whole size, so writes in one batch cannot pass the quota
+    /// together; the reservation (returned) ends when the write's commit does.
+    private func reserveQuota(_ collection: String, adding bytes: Int, creating: Bool) throws(ProtocolError) -> (owner: String, bytes: Int)? {
         let quota = server.configuration.maxBytesPerUser
-        guard quota > 0, let owner = server.directory.owner(of: collection) else { return }
-        let used = server.directory.bytesOwned(by: owner)
-        guard creating ? used + bytes > quota : used >= quota else { return }
-        throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes; the limit is \(quota) (--max-bytes-per-user)")
+        guard quota > 0, let owner = server.directory.owner(of: collection) else { return nil }
+        let used = server.directory.bytesClaimed(by: owner)
+        guard creating ? used + bytes > quota : used >= quota else {
+            server.directory.reserve(bytes, for: owner)
+            return (owner, bytes)
+        }
+        throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes (writes in progress included); the limit is \(quota) (--max-bytes-per-user)")
     }
 
     private static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreFailure>) -> String {

@@ -494,4 +494,31 @@ final class ByteQuotaTests: XCTestCase {
         try server.start()
         try server.login("alice", "wonderland").expect("p5 PUT c four 0 {\"v\":\"\(value)\"}", prefix: "p5 ERR QUOTA ")
     }
+
+    /// Issue 19, item 6: writes waiting in the same batch cannot pass the quota together (two
+    /// connections pipelining 10 × 100 kB each stored 2,000,160 bytes under a 1,000,000 quota).
+    func testPipelinedWritesFromTwoConnectionsStayWithinTheQuota() throws {
+        let server = try TestServer.running(["--max-bytes-per-user", "1000000"], users: [("alice", "wonderland")])
+        let first = try server.login("alice", "wonderland")
+        try first.expect("c CREATE c", equals: "c OK CREATE c")
+        let second = try server.login("alice", "wonderland")
+        let value = String(repeating: "q", count: 100_000)
+        for (index, client) in [first, second].enumerated() {
+            var batch = ""
+            for row in 0..<10 { batch += "p PUT c r\(index)-\(row) 0 {\"v\":\"\(value)\"}\n" }
+            try client.send(bytes: Array(batch.utf8))
+        }
+        var ok = 0
+        var refused = 0
+        for client in [first, second] {
+            for _ in 0..<10 {
+                let reply = try client.line()
+                if reply.hasPrefix("p OK PUT") { ok += 1 } else if reply.hasPrefix("p ERR QUOTA") { refused += 1 } else { XCTFail(reply) }
+            }
+        }
+        XCTAssertEqual(ok + refused, 20)
+        let perRecord = "{\"v\":\"\(value)\"}".utf8.count
+        XCTAssertLessThanOrEqual(ok * perRecord, 1_000_000, "\(ok) records of \(perRecord) bytes stored")
+        XCTAssertEqual(ok, 1_000_000 / perRecord, "the quota fills up to the last record that fits")
+    }
 }
