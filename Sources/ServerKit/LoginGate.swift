@@ -118,7 +118,7 @@ final class LoginGate {
             }
             guard let account else {
                 // No hash to check: the answer waits just as long as for a wrong password.
-                throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
+                throttle.failed(address: address, now: loop.nowMilliseconds)
                 return answerFailure(turn: turn, completion)
             }
             let stored = account.passwordHash
@@ -129,7 +129,7 @@ final class LoginGate {
                     throttle.succeeded(address: address, account: name)
                     completion(.success(account))
                 } else {
-                    throttle.failed(address: address, account: name, now: loop.nowMilliseconds)
+                    throttle.failed(address: address, now: loop.nowMilliseconds)
                     answerFailure(turn: turn, completion)
                 }
             })
