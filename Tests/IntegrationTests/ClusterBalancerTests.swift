@@ -18,16 +18,10 @@ final class ClusterBalancerTests: XCTestCase {
     }
 
     /// A port nobody listens on now.
-    private func freePort() throws -> Int {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(probe) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+    private func freePort() -> Int {
+        let probe = boundLoopbackSocket()
+        close(probe.descriptor)
+        return probe.port
     }
 
     /// The shipped configuration with its listener and nodes made local.
@@ -67,7 +61,7 @@ final class ClusterBalancerTests: XCTestCase {
         nodes = try (0..<2).map { _ in try TestServer(extraArguments: ["--store", url]) }
         try nodes[0].addUser("alice", password: "pw")
         for node in nodes { try node.start() }
-        let port = try freePort()
+        let port = freePort()
         let configPath = NSTemporaryDirectory() + "plistsync-haproxy-\(UUID().uuidString).cfg"
         try configuration(listen: port).write(toFile: configPath, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: configPath) }
@@ -112,16 +106,9 @@ final class ClusterBalancerTests: XCTestCase {
 final class PostgresStartTests: XCTestCase {
     func testANodeWhoseDatabaseNeverAnswersExitsWithAClearMessage() throws {
         // A listener that completes TCP handshakes (the kernel's backlog) and never reads.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (silent, port) = boundLoopbackSocket()
         defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) } }
         XCTAssertEqual(listen(silent, 16), 0)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) } }
-        let port = UInt16(bigEndian: address.sin_port)
         let logPath = NSTemporaryDirectory() + "plistsync-silent-db-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: logPath) }
         let process = try PlistSyncBinary.launch(
@@ -140,4 +127,16 @@ final class PostgresStartTests: XCTestCase {
         XCTAssertTrue(log.contains("cannot use the PostgreSQL database") && log.contains("timeout expired"), log)
         XCTAssertFalse(log.contains("secret"), "the password is never printed: \(log)")
     }
+}
+
+/// A TCP socket bound to a free port on 127.0.0.1, and that port.
+func boundLoopbackSocket() -> (descriptor: Int32, port: Int) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+    return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
 }
