@@ -62,8 +62,9 @@ struct AuthThrottle {
         return slot
     }
 
-    /// Whether `account` has logged in from `address` lately (its own pace then does not apply).
-    private func isKnown(_ address: String, for account: String) -> Bool {
+    /// Whether `account` has logged in from `address` lately (its own pace then does not apply,
+    /// and its password is hashed before strangers').
+    func isKnown(_ address: String, for account: String) -> Bool {
         knownAddresses[account]?.contains(address) ?? false
     }
 

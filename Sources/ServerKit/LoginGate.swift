@@ -5,10 +5,11 @@ import SyncCore
 /// `maxAttemptsInFlightPerAddress` attempts per address are worked on at once (the rest wait in
 /// that address's line, one at most per connection, so the connection limits bound it and a
 /// host opening 1,000 sessions at once is served, not refused), each is paced by `AuthThrottle`
-/// before any hashing, hashing runs on a thread of its own (never the thread pool the commits use), at
-/// most `maxQueuedHashes` wait for it, and every failure is answered
-/// a fixed time after the attempt's turn came, so a wrong password, an unknown user and any
-/// account's iteration count look the same from outside.
+/// before any hashing, hashing runs on a thread of its own (never the thread pool the commits
+/// use), at most `maxQueuedHashes` wait for it (logins from an address the account knows in a
+/// line of their own, served first), and every failure is answered a fixed time after the
+/// attempt's turn came, so a wrong password, an unknown user and any account's iteration count
+/// look the same from outside.
 ///
 /// Loop-thread object.
 final class LoginGate {
@@ -37,8 +38,21 @@ final class LoginGate {
     private let store: ServerStore
     private let hasher: WorkerThread
     private var throttle = AuthThrottle()
-    /// Password checks handed to the hashing thread and not yet answered.
-    private var hashesWaiting = 0
+    /// Password checks waiting for the hashing thread, in two lines: logins from an address the
+    /// account knows go first, so a flood of guesses from elsewhere does not keep the owner out
+    /// past the pre-auth deadline. One check is on the thread at a time.
+    private var knownLine: [HashJob] = []
+    private var strangersLine: [HashJob] = []
+    private var hashing = false
+    private var hashesWaiting: Int { knownLine.count + strangersLine.count + (hashing ? 1 : 0) }
+
+    private struct HashJob {
+        let password: String
+        let stored: String
+        /// Whether the connection still waits for the answer (a gone one's check is not made).
+        let isStillWanted: () -> Bool
+        let done: (Bool) -> Void
+    }
     private var timers: [ObjectIdentifier: LoopTimer] = [:]
     private var lines: [String: AddressLine] = [:]
 
@@ -108,7 +122,8 @@ final class LoginGate {
             // the delay add up: pacing is never hidden inside the delay.
             let turn = loop.nowMilliseconds
             guard isStillWanted() else { return completion(.failure(.failed)) }
-            guard hashesWaiting < Self.maxQueuedHashes else { return refuse(.busy, completion) }
+            let known = throttle.isKnown(address, for: name)
+            guard (known ? knownLine.count : hashesWaiting) < Self.maxQueuedHashes else { return refuse(.busy, completion) }
             let account: StoredUser?
             do {
                 account = try store.user(named: name)
@@ -121,10 +136,7 @@ final class LoginGate {
                 throttle.failed(address: address, now: loop.nowMilliseconds)
                 return answerFailure(turn: turn, completion)
             }
-            let stored = account.passwordHash
-            hashesWaiting += 1
-            hasher.submit({ PasswordHasher.verify(password, against: stored) }, then: { [self] matches in
-                hashesWaiting -= 1
+            hash(HashJob(password: password, stored: account.passwordHash, isStillWanted: isStillWanted) { [self] matches in
                 if matches {
                     throttle.succeeded(address: address, account: name)
                     completion(.success(account))
@@ -132,13 +144,44 @@ final class LoginGate {
                     throttle.failed(address: address, now: loop.nowMilliseconds)
                     answerFailure(turn: turn, completion)
                 }
-            })
+            }, known: known)
         }
         if slot <= loop.nowMilliseconds {
             check()
         } else {
             after(slot - loop.nowMilliseconds, check)
         }
+    }
+
+    /// Queues a password check in its line and keeps the hashing thread busy with the first.
+    private func hash(_ job: HashJob, known: Bool) {
+        if known { knownLine.append(job) } else { strangersLine.append(job) }
+        hashNext()
+    }
+
+    private func hashNext() {
+        guard !hashing else { return }
+        var job: HashJob
+        while true {
+            if !knownLine.isEmpty {
+                job = knownLine.removeFirst()
+            } else if !strangersLine.isEmpty {
+                job = strangersLine.removeFirst()
+            } else {
+                return
+            }
+            guard !job.isStillWanted() else { break }
+            // The asker has gone: no hash is made, and the attempt counts as a wrong one (it
+            // frees its place in its address's line that way too).
+            job.done(false)
+        }
+        hashing = true
+        let (password, stored) = (job.password, job.stored)
+        hasher.submit({ PasswordHasher.verify(password, against: stored) }, then: { [self] matches in
+            hashing = false
+            job.done(matches)
+            hashNext()
+        })
     }
 
     /// Checks a login token (a SHA-256 lookup, no hashing thread needed).

@@ -369,6 +369,36 @@ final class HardeningTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(login), 1.0, "the owner waited behind an attacker")
     }
 
+    /// Issue 19, item 4: a flood of wrong passwords at several strong (default work factor)
+    /// accounts fills the hashing queue; the owner of another account logging in from her known
+    /// address is hashed before it, not after (she waited 10 s and got BYE AUTH_TIMEOUT).
+    func testTheOwnerOnHerKnownAddressIsNotQueuedBehindAFloodOfGuesses() throws {
+        let server = try TestServer(extraArguments: [])
+        let accounts = (0..<8).map { "strong\($0)" }
+        for name in accounts + ["alice"] {
+            let (status, _, err) = try PlistSyncBinary.run(
+                ["user", "add", name, "--password-stdin", "--data", server.dataPath], input: "right-\(name)\n")
+            XCTAssertEqual(status, 0, err)
+        }
+        try server.start()
+        // alice's usual address is known to her account.
+        try server.login("alice", "right-alice").expect("q QUIT", equals: "q OK BYE")
+        var attackers: [LineClient] = []
+        for index in 0..<40 {
+            let client = try server.connect(from: "127.0.1.\(index + 1)")
+            try client.send("h HELLO 1\na AUTH \(accounts[index % accounts.count]) guess\(index)")
+            attackers.append(client)
+        }
+        usleep(200_000)  // the guesses are queued for hashing
+        let started = Date()
+        let alice = try server.connect()
+        alice.timeoutSeconds = 15
+        try alice.expect("h HELLO 1", prefix: "h OK HELLO 1 ")
+        try alice.expect("a AUTH alice right-alice", equals: "a OK AUTH alice")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2.0, "the owner waited behind the flood")
+        _ = attackers
+    }
+
     func testUnknownUserAndWrongPasswordTakeTheSameTime() throws {
         let server = try server()
         let (status, _, err) = try PlistSyncBinary.run(
