@@ -341,6 +341,16 @@ final class HardeningTests: XCTestCase {
         }
     }
 
+    /// `count` connections, each from the address `guess` names and sending its requests.
+    private func guessers(_ count: Int, on server: TestServer, _ guess: (Int) -> (address: String, requests: String)) throws -> [LineClient] {
+        try (0..<count).map { index in
+            let (address, requests) = guess(index)
+            let client = try server.connect(from: address)
+            try client.send(requests)
+            return client
+        }
+    }
+
     /// 200 parallel connections used to make 600 guesses in 30 s.
     func testParallelGuessesFromOneAddressArePacedAndTheAccountsOwnerStillGetsIn() throws {
         let server = try server()
@@ -348,12 +358,7 @@ final class HardeningTests: XCTestCase {
         try server.login("alice", "wonderland").expect("q QUIT", equals: "q OK BYE")
         // 40 connections with two guesses each: a per-connection delay (capped at 10 s) would let
         // every one of them guess within 12 s; pacing by address answers a handful.
-        var attackers: [LineClient] = []
-        for index in 0..<40 {
-            let client = try server.connect(from: "127.0.0.9")
-            try client.send("a AUTH alice guess\(index)\nb AUTH alice other\(index)")
-            attackers.append(client)
-        }
+        let attackers = try guessers(40, on: server) { index in ("127.0.0.9", "a AUTH alice guess\(index)\nb AUTH alice other\(index)") }
         let started = Date()
         var answered = 0
         for client in attackers {
@@ -383,11 +388,8 @@ final class HardeningTests: XCTestCase {
         try server.start()
         // alice's usual address is known to her account.
         try server.login("alice", "right-alice").expect("q QUIT", equals: "q OK BYE")
-        var attackers: [LineClient] = []
-        for index in 0..<40 {
-            let client = try server.connect(from: "127.0.1.\(index + 1)")
-            try client.send("h HELLO 1\na AUTH \(accounts[index % accounts.count]) guess\(index)")
-            attackers.append(client)
+        let attackers = try guessers(40, on: server) { index in
+            ("127.0.1.\(index + 1)", "h HELLO 1\na AUTH \(accounts[index % accounts.count]) guess\(index)")
         }
         usleep(200_000)  // the guesses are queued for hashing
         let started = Date()
