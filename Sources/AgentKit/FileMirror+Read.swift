@@ -9,11 +9,12 @@ import SyncProtocol
 extension FileMirror {
     /// Reads every attached file (at start), then makes each show its shadow: a crash can lose
     /// the last second of history, after which a file the app saved back to an older version
-    /// looks like nothing new, and would keep showing what the collection no longer holds.
+    /// looks like nothing new, and would keep showing what the collection no longer holds. (An
+    /// empty shadow is left to the first download: the file is not emptied before it.)
     func readAll() {
         for file in files {
             read(file)
-            shadowsChanged(file.collection)
+            if !shadowRecords(file.collection).isEmpty { shadowsChanged(file.collection) }
         }
     }
 
