@@ -8,15 +8,22 @@ import SyncCore
 /// instead of being read from, or written over, its twin's file.
 extension MirrorFolder {
     /// Whether this file system takes names that differ only in normalisation or in case for
-    /// one file: probed with a hidden file in the mirror's root (which the agent ignores). Nil
-    /// while a probe cannot tell (it cannot write: a full disk); probed again next time.
+    /// one file: a probe file kept in the state folder is looked up under its other spellings.
+    /// Nil while that cannot be told (the probe cannot be written: a full disk; tried again at
+    /// most every 10 s).
     var foldsNames: Bool? {
         if let probedNameFolding { return probedNameFolding }
-        let base = root + "/.plistsync-name-probe-\(UUID().uuidString.prefix(8))-"
-        let probe = base + "zo\u{00EB}"
-        guard (try? fileSystem.writeFile(probe, [], durable: false)) != nil else { return nil }
-        defer { fileSystem.removeFile(probe) }
-        let folds = fileSystem.kind(at: base + "zoe\u{0308}") != .missing || fileSystem.kind(at: base + "ZO\u{00CB}") != .missing
+        let probe = stateFolder + "/name-probe-zo\u{00EB}"
+        if fileSystem.kind(at: probe) == .missing {
+            if let failed = nameProbeFailedAt, now().timeIntervalSince(failed) < 10 { return nil }
+            try? fileSystem.makeFolder(stateFolder)
+            guard (try? fileSystem.writeFile(probe, [], durable: false)) != nil else {
+                nameProbeFailedAt = now()
+                return nil
+            }
+        }
+        let spellings = ["/name-probe-zoe\u{0308}", "/NAME-PROBE-ZO\u{00CB}"]
+        let folds = spellings.contains { fileSystem.kind(at: stateFolder + $0) != .missing }
         probedNameFolding = folds
         return folds
     }

@@ -44,6 +44,7 @@ final class MirrorFolder {
     /// Whether the file system takes names that differ only in normalisation or case for one
     /// file (`MirrorFolder+NameClash`), once a probe could tell.
     var probedNameFolding: Bool?
+    var nameProbeFailedAt: Date?
     /// Collections mirrored through an app's file (`AttachedFile`): their records live in a
     /// hidden shadow folder, one file each, which the sync engine treats like any collection
     /// folder.

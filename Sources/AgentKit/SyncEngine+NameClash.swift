@@ -10,14 +10,17 @@ extension SyncEngine {
     /// is reported (when `live`: a deleted one has nothing to report), and neither read from
     /// nor written to that file.
     func isNameClash(_ key: RecordKey, synced: SyncedRecord?, live: Bool) -> Bool {
-        let problemKey = nameClashProblemKey(key)
         // A twin whose file is gone but whose delete is not done yet still holds the name for
         // a record without a file of its own here.
-        let holder = synced?.mayBeNameClash ?? true && mirror.foldsNames == true ? twinHoldingName(key).map { $0.string + ".plist" } : nil
-        guard let other = mirror.clashingName(key.collection, key.id) ?? holder else {
-            if status.problems[problemKey]?.hasPrefix(Self.nameClashProblem) == true { status.problems[problemKey] = nil }
+        let holder = { [self] in synced?.mayBeNameClash ?? true && mirror.foldsNames == true ? twinHoldingName(key).map { $0.string + ".plist" } : nil }
+        guard let other = mirror.clashingName(key.collection, key.id) ?? holder() else {
+            // (Every reconcile comes here: the key is spelled only when there are problems.)
+            if !status.problems.isEmpty, status.problems[nameClashProblemKey(key)]?.hasPrefix(Self.nameClashProblem) == true {
+                status.problems[nameClashProblemKey(key)] = nil
+            }
             return false
         }
+        let problemKey = nameClashProblemKey(key)
         // A deleted record has nothing to report.
         guard live else { return true }
         if status.problems[problemKey] == nil { log("not syncing \(key) here: this file system takes its name for \(other)'s") }
