@@ -161,6 +161,11 @@ final class LoginGate {
 
     private func hashNext() {
         guard !hashing else { return }
+        // The askers that have gone: no hash is made, and each attempt counts as a wrong one
+        // (which frees its place in its address's line too). Answered on the way out, once the
+        // next check is on the thread: an answer can start another attempt, which must queue.
+        var abandoned: [HashJob] = []
+        defer { for job in abandoned { job.done(false) } }
         var job: HashJob
         while true {
             if !knownLine.isEmpty {
@@ -171,9 +176,7 @@ final class LoginGate {
                 return
             }
             guard !job.isStillWanted() else { break }
-            // The asker has gone: no hash is made, and the attempt counts as a wrong one (it
-            // frees its place in its address's line that way too).
-            job.done(false)
+            abandoned.append(job)
         }
         hashing = true
         let (password, stored) = (job.password, job.stored)
