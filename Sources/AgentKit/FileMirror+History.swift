@@ -15,7 +15,7 @@ extension FileMirror {
             case .string(let hash)? = saved["hash"], case .array(let versions)? = saved["versions"], case .array(let order)? = saved["order"]
         else { return }
         knownHash[collection] = hash
-        knownOrder[collection] = Self.ids(order)
+        knownOrder[collection] = [RecordID](plistArray: order)
         history[collection] = versions.compactMap { version in
             guard case .dictionary(let saved) = version, case .bool(let byApp)? = saved["app"] else { return nil }
             var records: [RecordID: Fields] = [:]
@@ -30,7 +30,7 @@ extension FileMirror {
                 return nil
             }
             var order: [RecordID] = []
-            if case .array(let ids)? = saved["order"] { order = Self.ids(ids) }
+            if case .array(let ids)? = saved["order"] { order = [RecordID](plistArray: ids) }
             return Version(records: records, order: order, byApp: byApp)
         }
     }
@@ -59,12 +59,12 @@ extension FileMirror {
         guard historyUnsavedSince.removeValue(forKey: collection) != nil, let hash = knownHash[collection], let versions = history[collection] else { return }
         let saved: Value = .dictionary([
             "hash": .string(hash),
-            "order": Self.value(knownOrder[collection] ?? []),
+            "order": (knownOrder[collection] ?? []).plistArray,
             "versions": .array(versions.map { version in
                 // Rows as [id, fields] pairs: a dictionary's keys would merge ids that differ
                 // only in normalisation.
                 let rows = version.records.sorted { $0.key < $1.key }.map { Value.array([.string($0.key.string), .dictionary($0.value)]) }
-                return .dictionary(["rows": .array(rows), "order": Self.value(version.order), "app": .bool(version.byApp)])
+                return .dictionary(["rows": .array(rows), "order": version.order.plistArray, "app": .bool(version.byApp)])
             }),
         ])
         try? mirror.writeAtomically(PlistFile.encode(saved, as: .binary), to: historyPath(collection))
@@ -74,12 +74,6 @@ extension FileMirror {
     static func records(_ entries: [CollectionFile.Entry]) -> [RecordID: Fields] {
         Dictionary(entries.map { (RecordID($0.id), $0.fields) }, uniquingKeysWith: { first, _ in first })
     }
-
-    static func ids(_ values: [Value]) -> [RecordID] {
-        values.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } }
-    }
-
-    static func value(_ ids: [RecordID]) -> Value { .array(ids.map { .string($0.string) }) }
 
     /// Saves the histories still waiting (the agent is stopping).
     func flush() {

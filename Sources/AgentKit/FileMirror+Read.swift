@@ -84,7 +84,7 @@ extension FileMirror {
             onRecord(collection, id)
         }
         if let ids = save.order, !unwritten {
-            let order = PlistFile.encode(.array(ids.map { .string($0.string) }), as: .xml)
+            let order = PlistFile.encode(ids.plistArray, as: .xml)
             if mirror.read(mirror.orderPath(collection)) != order {
                 do {
                     try mirror.writeAtomically(order, to: mirror.orderPath(collection))

@@ -107,7 +107,7 @@ final class FileMirror {
         if let cached = shadowOrders[collection] { return cached }
         var order: [RecordID] = []
         if let bytes = mirror.read(mirror.orderPath(collection)), case .array(let items)? = try? PlistFile.decode(bytes).0 {
-            order = items.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } }
+            order = [RecordID](plistArray: items)
         }
         shadowOrders[collection] = order
         return order

@@ -26,7 +26,7 @@ extension SyncEngine {
         guard readOrderEdits(collection) != .unreadable else { return }
         guard (movesInFlight[collection] ?? 0) == 0 else { return }
         let order = currentOrder(collection)
-        let bytes = PlistFile.encode(.array(order.map { .string($0.string) }), as: .xml)
+        let bytes = PlistFile.encode(order.plistArray, as: .xml)
         let hash = ContentHash.of(bytes)
         guard orderBase[collection]?.hash != hash else { return }
         let path = mirror.orderPath(collection)
@@ -77,7 +77,7 @@ extension SyncEngine {
     func readOrderFile(_ collection: String) -> OrderFileContent {
         guard let bytes = mirror.read(mirror.orderPath(collection)) else { return .missing }
         guard case .array(let items)? = try? PlistFile.decode(bytes).0 else { return .unreadable }
-        return .ids(hash: ContentHash.of(bytes), items.compactMap { if case .string(let id) = $0 { RecordID(id) } else { nil } })
+        return .ids(hash: ContentHash.of(bytes), [RecordID](plistArray: items))
     }
 
     /// The order file changed on disk (or may have, e.g. while the agent was stopped): turn the
