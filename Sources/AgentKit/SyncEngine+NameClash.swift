@@ -47,9 +47,12 @@ extension SyncEngine {
     /// A record's file is gone for good: a twin waiting for its name gets its file now, and one
     /// whose file waited for it is pushed.
     func reviveTwins(of key: RecordKey) {
-        guard mirror.foldsNames != false else { return }
+        let folds = mirror.foldsNames
+        guard folds != false else { return }
         var twins = Set((state.records[key.collection] ?? [:]).keys.filter { $0.foldsTogether(with: key.id) })
-        twins.formUnion(mirror.recordIDs(in: key.collection).filter { $0.foldsTogether(with: key.id) })
+        // New files that waited for the name wait only where folding is known (the twin-holding
+        // rule): the folder is not listed for them on every delete while that is unknown.
+        if folds == true { twins.formUnion(mirror.recordIDs(in: key.collection).filter { $0.foldsTogether(with: key.id) }) }
         for id in twins.sorted() { reconcile(key.collection, id) }
     }
 }
