@@ -105,6 +105,13 @@ public enum RemoteChange: Equatable, Sendable {
         let news = context.rebasing && !fromBackup && remoteJSON != synced?.fieldsJSON || context.fromConflict && remote.rev != synced?.rev
         let divergedAtSameRev = context.rebasing && remote.rev == synced?.rev && remoteJSON != synced?.fieldsJSON
         if let synced, remote.rev <= synced.rev, !news, !divergedAtSameRev {
+            // The same content under an older rev of the restored store's line (someone pushed
+            // what this mirror has): that rev is the one to build on; the rev synced here names
+            // a state the store no longer knows, and would hide its later changes as old.
+            if context.rebasing, remote.rev < synced.rev {
+                return .rebase(SyncedRecord(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON,
+                                            fileHash: synced.fileHash, format: synced.format))
+            }
             guard remote.rev == synced.rev, remote.isLive, synced.isLive, synced.position != remote.position else { return .nothingNew(movedTo: nil) }
             var moved = synced
             moved.position = remote.position

@@ -91,6 +91,19 @@ final class RemoteChangeTests: XCTestCase {
                        "an edit made since the restore beats this mirror's delete")
     }
 
+    /// Simulation seed 100066 (with restores): another mirror pushed the same content after
+    /// the restore, under a lower rev than this mirror had synced. Kept at the old rev, this
+    /// mirror took a later delete (rev 4 < 6) for old news and kept the record for ever.
+    func testOnARestoredStoreTheSameContentUnderALowerRevBecomesTheBase() {
+        let later = RemoteChange.Context(seq: 12, rebasing: true, restoredSeq: 10)
+        guard case .rebase(let rebased) = RemoteChange.decide(remote(base, rev: 3), synced: synced(base, rev: 6), local: bytes(base), context: later)
+        else { return XCTFail() }
+        XCTAssertEqual(rebased.rev, 3)
+        XCTAssertEqual(rebased.fileHash, synced(base).fileHash, "the file still shows what was synced")
+        XCTAssertEqual(action(RemoteChange.decide(RemoteState(rev: 4, position: nil, fields: nil), synced: rebased, local: bytes(base), context: .init())),
+                       .remove, "the next change is news")
+    }
+
     func testTwoCopiesOfOneNameDoNotNest() {
         let context = RemoteChange.Context(isConflictCopies: true)
         let theirs: Fields = ["phone": .string("theirs")]
