@@ -53,6 +53,25 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(unchanged.removes, ["g"], "a row as the file showed it is deleted")
     }
 
+    /// Simulation seed 289 (stale-load apps): the app loaded the file, then the agent wrote a
+    /// row added elsewhere and later a change to another row; the app saves its old load
+    /// without the changed row. The missing new row shows the load predates both versions, so
+    /// the change was never seen and beats the delete.
+    func testAStaleSaveDoesNotDeleteARowChangedAfterItsLoad() {
+        var versions = history
+        var withZoe = versions[1].records
+        withZoe["z"] = row("Zoe", "1")
+        versions.append(AppFileVersion(records: withZoe, order: ["g", "a", "z"], byApp: false))
+        var edited = withZoe
+        edited["g"] = row("Grace", "5")
+        versions.append(AppFileVersion(records: edited, order: ["g", "a", "z"], byApp: false))
+        let save = AppFileSave.read([("a", row("Ada", "2"))], versions: versions, latestOrder: ["g", "a", "z"], shadow: edited)
+        XCTAssertEqual(save.removes, [], "Grace changed after the load the save was made from")
+        XCTAssertTrue(save.missed)
+        XCTAssertEqual(AppFileSave.read([("a", row("Ada", "2")), ("z", row("Zoe", "1"))], versions: versions, latestOrder: ["g", "a", "z"],
+                                        shadow: edited).removes, ["g"], "a save that shows every version deletes the row as the file showed it")
+    }
+
     func testACancelledEditGoesThrough() {
         // The app itself saved phone 2 (newest version is its own), then goes back to 1.
         let versions = [AppFileVersion(records: ["a": row("Ada", "1")], order: ["a"], byApp: true),
