@@ -135,7 +135,9 @@ extension SyncEngine {
     func subscribe(_ collection: String) {
         guard link.isReady, !subscribed.contains(collection), !subscribing.contains(collection) else { return }
         subscribing.insert(collection)
-        let since = state.lastSeq[collection] ?? 0
+        // While rebasing on a restored store every replay is whole: the rebase ends only with
+        // one that wrote every change (a retry or a restart must not end it halfway).
+        let since = state.isRebasing(collection) ? 0 : state.lastSeq[collection] ?? 0
         if failedApplySeq[collection] != nil { retryFromFailures[collection] = applyFailures[collection, default: 0] }
         if since == 0 { replaySeen[collection] = [] }
         let isCompanion = Names.collection(ofConflicts: collection) != nil
@@ -179,8 +181,15 @@ extension SyncEngine {
     /// files go up as new records.
     func forgetRecords(in collection: String, except seen: Set<RecordID>) {
         if state.isRebasing(collection) {
-            for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) { try? state.set(nil, collection, id) }
-            try? state.endRebase(collection)
+            for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) {
+                // A change that could not be written here is gone with the record: the file
+                // it would have replaced is this mirror's to send.
+                unwritten[RecordKey(collection: collection, id: id)] = nil
+                try? state.set(nil, collection, id)
+            }
+            // A change of the replay that could not be written is judged on its retry against
+            // the rev synced before the restore, which is newer: it would be taken for old news.
+            if failedApplySeq[collection] == nil { try? state.endRebase(collection) }
             return
         }
         for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {
