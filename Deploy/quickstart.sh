@@ -3,12 +3,13 @@
 # installs missing packages, builds a release binary, creates an admin account on first run
 # (its password is printed once and kept in plistsync-data/admin-password, mode 0600),
 # then runs `plistsync serve` on 127.0.0.1:7420 with data in ./plistsync-data.
+# PLISTSYNC_BINARY=path serves with a binary built already instead (the README test does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash Deploy/install-deps.sh
-bash Deploy/build-release.sh
-binary=.build/release/plistsync
+binary=${PLISTSYNC_BINARY:-.build/release/plistsync}
+[ -n "${PLISTSYNC_BINARY:-}" ] || bash Deploy/build-release.sh
 data=${PLISTSYNC_DATA:-./plistsync-data}
 
 if [ -z "$("$binary" user list --data "$data")" ]; then

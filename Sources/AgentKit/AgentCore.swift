@@ -68,7 +68,9 @@ final class AgentCore {
         }
         mirror.pruneVersions(olderThan: configuration.keepVersionsDays)
         armRescan()
+        // Written at once: `plistsync status` run right after starting the agent finds it.
         status.changed()
+        status.writeNow()
     }
 
     /// Saves what waits to be saved (the agent is stopping).

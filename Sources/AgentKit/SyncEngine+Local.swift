@@ -208,6 +208,15 @@ extension SyncEngine {
         }
     }
 
+    /// Local changes not yet on the server, for `status`: pushes in flight or waiting for a
+    /// retry, and deletes waiting to settle.
+    func notePending() {
+        let pending = inFlight.count + retrying.count + pendingDeletes.values.reduce(0) { $0 + $1.count }
+        guard status.pending != pending else { return }
+        status.pending = pending
+        status.changed()
+    }
+
     static let firstRetryMilliseconds: UInt64 = 1_000
     static let lastRetryMilliseconds: UInt64 = 60_000
 
@@ -215,10 +224,8 @@ extension SyncEngine {
         let delay = min((retryDelay[key] ?? Self.firstRetryMilliseconds / 2) * 2, Self.lastRetryMilliseconds)
         retryDelay[key] = delay
         retrying.insert(key)
-        status.pending = inFlight.count + retrying.count
         clock.after(delay) { [self] in
             retrying.remove(key)
-            status.pending = inFlight.count + retrying.count
             reconcile(key.collection, key.id)
             batchEnded()
         }
@@ -227,10 +234,8 @@ extension SyncEngine {
     func push(_ key: RecordKey, _ command: Command, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
         guard link.isReady else { return }
         inFlight.insert(key)
-        status.pending = inFlight.count + retrying.count
         link.send(command) { [self] event in
             inFlight.remove(key)
-            status.pending = inFlight.count + retrying.count
             switch event {
             case .ok(_, let words, _):
                 guard words.count >= 4, let rev = Int64(words[3]) else { break }

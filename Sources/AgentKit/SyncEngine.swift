@@ -26,7 +26,7 @@ final class SyncEngine {
     var creating: Set<String> = []
     /// Ids seen in a full (SINCE 0) replay, to forget records the server no longer has.
     var replaySeen: [String: Set<RecordID>] = [:]
-    var inFlight: Set<RecordKey> = []
+    var inFlight: Set<RecordKey> = [] { didSet { notePending() } }
     /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
     var refused: [RecordKey: String] = [:]
     /// Hash of a file a change from the server could not be written over (a full disk): not
@@ -40,7 +40,7 @@ final class SyncEngine {
     /// Record files found missing, pushed as DEL only after `deleteSettleMilliseconds` if the
     /// file is still gone and its folder still there (`rm -rf` of a folder removes files first);
     /// a file that comes back (an editor's save renames it away first) leaves the list.
-    var pendingDeletes: [String: Set<RecordID>] = [:]
+    var pendingDeletes: [String: Set<RecordID>] = [:] { didSet { notePending() } }
     /// Per collection, which round of pending deletes the scheduled check belongs to.
     var pendingDeleteRound: [String: Int] = [:]
     static let deleteSettleMilliseconds: UInt64 = 500
@@ -70,7 +70,7 @@ final class SyncEngine {
     var heldDeletes: [String: Set<RecordID>] = [:]
     /// Pushes refused for now (a full disk on the server), each tried again after its delay,
     /// which doubles from `firstRetryMilliseconds` up to `lastRetryMilliseconds`.
-    var retrying: Set<RecordKey> = []
+    var retrying: Set<RecordKey> = [] { didSet { notePending() } }
     var retryDelay: [RecordKey: UInt64] = [:]
     /// Collections whose order file waits for a retry.
     var orderRetries: Set<String> = []

@@ -129,11 +129,15 @@ final class PostgresStartTests: XCTestCase {
     }
 }
 
-/// A TCP socket bound to a free port on 127.0.0.1, and that port.
-func boundLoopbackSocket() -> (descriptor: Int32, port: Int) {
+/// A TCP socket bound on 127.0.0.1 to `port` (0: a free one), and the port it holds (0 when
+/// that one is taken).
+func boundLoopbackSocket(port: UInt16 = 0) -> (descriptor: Int32, port: Int) {
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var reuse: Int32 = 1
+    setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
