@@ -31,6 +31,9 @@ extension SyncEngine {
             if entry != nil { try? state.set(nil, collection, id) }
             return true
         case .rebase(let rebased):
+            // A change of the old store that could not be written here is gone with it: the
+            // file is this mirror's to send again.
+            unwritten[key] = nil
             try? state.set(rebased, collection, id)
             orderDirty.insert(collection)
             return true
