@@ -98,13 +98,14 @@ public struct AppFileSave: Equatable, Sendable {
         }
         // Deleted by the app: rows the file had and the save no longer lists, unless the row
         // came in a version the agent wrote after the app loaded the file (it never saw it), or
-        // changed elsewhere since the file last showed it or since the load the save was made
-        // from (an edit beats a delete).
+        // changed elsewhere since the app's last save (a save from a load made before that
+        // change looks the same as one made after it, and an edit beats a delete), or since
+        // the file last showed it.
         let listed = Set(saved.map(\.id))
-        let loaded = loadedBefore(saved, versions: versions).map { versions[$0 - 1].records }
+        let sinceLastSave = (versions.last(where: \.byApp) ?? versions.first)?.records
         for id in shadow.keys.sorted() where !listed.contains(id) {
-            let changedSinceLoad = loaded.map { $0[id] != latest?[id] } ?? false
-            guard latest?[id] != nil, latest?[id] == shadow[id], !changedSinceLoad, !undoesUnseen({ $0.records[id] != nil }, false) else {
+            let changedSinceLastSave = sinceLastSave.map { $0[id] != latest?[id] } ?? false
+            guard latest?[id] != nil, latest?[id] == shadow[id], !changedSinceLastSave, !undoesUnseen({ $0.records[id] != nil }, false) else {
                 result.missed = true
                 continue
             }
@@ -125,32 +126,6 @@ public struct AppFileSave: Equatable, Sendable {
             result.order = savedIDs
         }
         return result
-    }
-
-    /// The oldest version the agent wrote since the app's last save of which the save undoes a
-    /// change (a field back to its value before it, a row it added missing, a row it deleted
-    /// back): the app loaded the file before that version, so it saw none from there on.
-    static func loadedBefore(_ saved: [(id: RecordID, fields: Fields)], versions: [AppFileVersion]) -> Int? {
-        guard let latest = versions.last?.records else { return nil }
-        let savedRows = Dictionary(saved.map { ($0.id, $0.fields) }, uniquingKeysWith: { first, _ in first })
-        let since = versions.lastIndex(where: \.byApp) ?? 0
-        for index in versions.indices where index > since && !versions[index].byApp {
-            let before = versions[index - 1].records
-            let after = versions[index].records
-            for id in Set(before.keys).union(after.keys) where before[id] != after[id] {
-                let undone: Bool
-                switch (before[id], after[id]) {
-                case (nil, _): undone = savedRows[id] == nil && latest[id] != nil
-                case (_, nil): undone = savedRows[id] != nil && latest[id] == nil
-                case (let old?, let new?):
-                    undone = savedRows[id].map { mine in
-                        Set(old.keys).union(new.keys).contains { old[$0] != new[$0] && mine[$0] == old[$0] && latest[id]?[$0] != old[$0] }
-                    } ?? false
-                }
-                if undone { return index }
-            }
-        }
-        return nil
     }
 
     /// `kept` (an order of rows) with the rows of `saved` that it lacks put in, each right after

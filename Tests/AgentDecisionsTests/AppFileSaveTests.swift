@@ -53,11 +53,11 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(unchanged.removes, ["g"], "a row as the file showed it is deleted")
     }
 
-    /// Simulation seed 289 (stale-load apps): the app loaded the file, then the agent wrote a
-    /// row added elsewhere and later a change to another row; the app saves its old load
-    /// without the changed row. The missing new row shows the load predates both versions, so
-    /// the change was never seen and beats the delete.
-    func testAStaleSaveDoesNotDeleteARowChangedAfterItsLoad() {
+    /// Simulation seeds 289 and 1574 (stale-load apps): a row changed elsewhere after the
+    /// app's last save, missing from the next save. Whether the app loaded the file before or
+    /// after that change cannot be told (a missing row shows nothing), so the change beats the
+    /// delete and the file shows the row again.
+    func testARowChangedElsewhereSinceTheAppsLastSaveIsNotDeleted() {
         var versions = history
         var withZoe = versions[1].records
         withZoe["z"] = row("Zoe", "1")
@@ -65,11 +65,14 @@ final class AppFileSaveTests: XCTestCase {
         var edited = withZoe
         edited["g"] = row("Grace", "5")
         versions.append(AppFileVersion(records: edited, order: ["g", "a", "z"], byApp: false))
-        let save = AppFileSave.read([("a", row("Ada", "2"))], versions: versions, latestOrder: ["g", "a", "z"], shadow: edited)
-        XCTAssertEqual(save.removes, [], "Grace changed after the load the save was made from")
-        XCTAssertTrue(save.missed)
+        for saved in [[("a", row("Ada", "2"))], [("a", row("Ada", "2")), ("z", row("Zoe", "1"))]] as [[(RecordID, Fields)]] {
+            let save = AppFileSave.read(saved.map { (id: $0.0, fields: $0.1) }, versions: versions, latestOrder: ["g", "a", "z"], shadow: edited)
+            XCTAssertEqual(save.removes, [], "Grace changed after the app's last save")
+            XCTAssertTrue(save.missed)
+        }
+        versions.append(AppFileVersion(records: edited, order: ["g", "a", "z"], byApp: true))
         XCTAssertEqual(AppFileSave.read([("a", row("Ada", "2")), ("z", row("Zoe", "1"))], versions: versions, latestOrder: ["g", "a", "z"],
-                                        shadow: edited).removes, ["g"], "a save that shows every version deletes the row as the file showed it")
+                                        shadow: edited).removes, ["g"], "once the app has saved the change, deleting the row deletes it")
     }
 
     func testACancelledEditGoesThrough() {
