@@ -48,7 +48,7 @@ extension FileMirror {
         // and is read again later; remembered as read, its edits would count as seen and a
         // later stale save would drop them.
         var unwritten = false
-        var keptAsCopy = false
+        var keptAsCopies: Set<RecordID> = []
         for write in save.writes {
             let recordPath = mirror.recordPath(collection, write.id)
             if let other = mirror.clashingName(collection, write.id) {
@@ -62,7 +62,7 @@ extension FileMirror {
                     if let copyID = MirrorFolder.conflictCopyID(forFileName: (copy as NSString).lastPathComponent) {
                         onRecord(Names.conflictsCollection(of: collection), copyID)
                     }
-                    keptAsCopy = true
+                    keptAsCopies.insert(write.id)
                 } catch {
                     log("cannot write a conflict copy of \(collection)/\(write.id): \(error)")
                     unwritten = true
@@ -83,7 +83,9 @@ extension FileMirror {
             mirror.remove(mirror.recordPath(collection, id))
             onRecord(collection, id)
         }
-        if let ids = save.order, !unwritten {
+        // A row kept as a conflict copy is not in the shadow: an order naming it would wait
+        // for its create for ever.
+        if let ids = save.order?.filter({ !keptAsCopies.contains($0) }), !unwritten {
             let order = PlistFile.encode(ids.plistArray, as: .xml)
             if mirror.read(mirror.orderPath(collection)) != order {
                 do {
@@ -103,7 +105,7 @@ extension FileMirror {
         // the file is rebuilt whenever it differs from the shadow after a read.
         let records = Self.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
-        if save.missed || keptAsCopy || dirty.contains(collection) || shadowRecords(collection) != records
+        if save.missed || !keptAsCopies.isEmpty || dirty.contains(collection) || shadowRecords(collection) != records
             || shownOrder != entries.map(\.id).recordIDs.filter(Set(shownOrder).contains)
         {
             shadowsChanged(collection)
