@@ -34,6 +34,11 @@ extension SyncEngine {
     func fileChanged(_ collection: String, _ id: RecordID?) {
         guard let id else { return scan(collection) }
         reconcile(collection, id)
+        // A file gone from a name a twin waits for (a folding file system): the twin gets it,
+        // also when the record itself was already deleted (nothing to push, nothing applied).
+        if mirror.foldsNames != false, mirror.kind(at: mirror.recordPath(collection, id)) == .missing {
+            reviveTwins(of: RecordKey(collection: collection, id: id))
+        }
     }
 
     static let symbolicLinkProblem = "a symbolic link: links are not followed; replace it with a file to sync it"
