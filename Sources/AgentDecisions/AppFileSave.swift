@@ -27,6 +27,10 @@ public struct AppFileSave: Equatable, Sendable {
     public var writes: [Write] = []
     /// Rows the app deleted.
     public var removes: [RecordID] = []
+    /// Rows of `removes` that changed elsewhere since the app's last save (or with no save of
+    /// the app remembered): the app may not have seen what it deleted, so the record is kept,
+    /// as a file a remote change replaces is.
+    public var keepRemoved: Set<RecordID> = []
     /// The shadow's new order, when the save moved rows or added some.
     public var order: [RecordID]?
     /// The save did not show something (a change it never saw, a row added elsewhere): the
@@ -98,18 +102,17 @@ public struct AppFileSave: Equatable, Sendable {
         }
         // Deleted by the app: rows the file had and the save no longer lists, unless the row
         // came in a version the agent wrote after the app loaded the file (it never saw it), or
-        // changed elsewhere since the app's last save (a save from a load made before that
-        // change looks the same as one made after it, and an edit beats a delete), or since
-        // the file last showed it.
+        // changed elsewhere since the file last showed it (an edit beats a delete). A row that
+        // changed elsewhere since the app's last save may have been deleted from a load made
+        // before that change (the two saves look the same): its record is kept, as for a field.
         let listed = Set(saved.map(\.id))
-        let sinceLastSave = (versions.last(where: \.byApp) ?? versions.first)?.records
         for id in shadow.keys.sorted() where !listed.contains(id) {
-            let changedSinceLastSave = sinceLastSave.map { $0[id] != latest?[id] } ?? false
-            guard latest?[id] != nil, latest?[id] == shadow[id], !changedSinceLastSave, !undoesUnseen({ $0.records[id] != nil }, false) else {
+            guard latest?[id] != nil, latest?[id] == shadow[id], !undoesUnseen({ $0.records[id] != nil }, false) else {
                 result.missed = true
                 continue
             }
             result.removes.append(id)
+            if lastSave.map({ $0[id] != latest?[id] }) ?? true { result.keepRemoved.insert(id) }
         }
         // Reordered by the app: only when its order of the rows it saw differs from the newest,
         // and does not just go back to the order before a version the agent wrote (a save from

@@ -13,13 +13,14 @@ extension FileMirror {
     /// empty shadow is left to the first download: the file is not emptied before it.)
     func readAll() {
         for file in files {
-            read(file)
+            read(file, atStart: true)
             if !shadowRecords(file.collection).isEmpty { shadowsChanged(file.collection) }
         }
     }
 
-    /// The app saved its file: split it into the shadow.
-    func read(_ file: AttachedFile) {
+    /// The app saved its file: split it into the shadow. `atStart`: the file as found when the
+    /// agent starts, which may be one the agent wrote before a crash cost its history.
+    func read(_ file: AttachedFile, atStart: Bool = false) {
         let collection = file.collection
         guard let bytes = mirror.read(path(file)) else {
             // A file the app removed is written again from the collection, never read as
@@ -80,6 +81,7 @@ extension FileMirror {
             onRecord(collection, write.id)
         }
         for id in save.removes where mirror.clashingName(collection, id) == nil {
+            if save.keepRemoved.contains(id) { mirror.keepVersion(collection, id) }
             mirror.remove(mirror.recordPath(collection, id))
             onRecord(collection, id)
         }
@@ -99,11 +101,14 @@ extension FileMirror {
         }
         _ = refreshCache()
         guard !unwritten else { return readAgainLater(file) }
-        remember(collection, entries, bytes, byApp: true)
+        // Found at start showing exactly the shadow, it is most likely the agent's own last
+        // write: the app is not taken to have seen its rows (a later save lacking one is then
+        // read as a load from before it, not as a delete).
+        let records = Self.records(entries)
+        remember(collection, entries, bytes, byApp: !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shadowOrder(collection)))
         // Whatever the file does not show of the shadow (a change the save missed, one that
         // arrived while the app saved, one a crash kept from the history) is written into it:
         // the file is rebuilt whenever it differs from the shadow after a read.
-        let records = Self.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
         if save.missed || !keptAsCopies.isEmpty || dirty.contains(collection) || shadowRecords(collection) != records
             || shownOrder != entries.map(\.id).recordIDs.filter(Set(shownOrder).contains)

@@ -55,24 +55,31 @@ final class AppFileSaveTests: XCTestCase {
 
     /// Simulation seeds 289 and 1574 (stale-load apps): a row changed elsewhere after the
     /// app's last save, missing from the next save. Whether the app loaded the file before or
-    /// after that change cannot be told (a missing row shows nothing), so the change beats the
-    /// delete and the file shows the row again.
-    func testARowChangedElsewhereSinceTheAppsLastSaveIsNotDeleted() {
+    /// after that change cannot be told (a missing row shows nothing): the delete goes through
+    /// (a person who saw the change and deleted the row gets what they asked for), and the
+    /// record is kept as a version (one who never saw it loses nothing).
+    func testARowChangedElsewhereSinceTheAppsLastSaveIsDeletedAndKept() {
         var versions = history
-        var withZoe = versions[1].records
-        withZoe["z"] = row("Zoe", "1")
-        versions.append(AppFileVersion(records: withZoe, order: ["g", "a", "z"], byApp: false))
-        var edited = withZoe
+        var edited = versions[1].records
         edited["g"] = row("Grace", "5")
-        versions.append(AppFileVersion(records: edited, order: ["g", "a", "z"], byApp: false))
-        for saved in [[("a", row("Ada", "2"))], [("a", row("Ada", "2")), ("z", row("Zoe", "1"))]] as [[(RecordID, Fields)]] {
-            let save = AppFileSave.read(saved.map { (id: $0.0, fields: $0.1) }, versions: versions, latestOrder: ["g", "a", "z"], shadow: edited)
-            XCTAssertEqual(save.removes, [], "Grace changed after the app's last save")
-            XCTAssertTrue(save.missed)
-        }
-        versions.append(AppFileVersion(records: edited, order: ["g", "a", "z"], byApp: true))
-        XCTAssertEqual(AppFileSave.read([("a", row("Ada", "2")), ("z", row("Zoe", "1"))], versions: versions, latestOrder: ["g", "a", "z"],
-                                        shadow: edited).removes, ["g"], "once the app has saved the change, deleting the row deletes it")
+        versions.append(AppFileVersion(records: edited, order: ["g", "a"], byApp: false))
+        let save = AppFileSave.read([("a", row("Ada", "2"))], versions: versions, latestOrder: ["g", "a"], shadow: edited)
+        XCTAssertEqual(save.removes, ["g"])
+        XCTAssertEqual(save.keepRemoved, ["g"], "Grace changed after the app's last save")
+        versions.append(AppFileVersion(records: edited, order: ["g", "a"], byApp: true))
+        let seen = AppFileSave.read([("a", row("Ada", "2"))], versions: versions, latestOrder: ["g", "a"], shadow: edited)
+        XCTAssertEqual(seen.removes, ["g"])
+        XCTAssertEqual(seen.keepRemoved, [], "once the app has saved the change, the delete is plain")
+    }
+
+    /// Simulation seed 205904 (stale-load apps, agent crashes): the history that remembered
+    /// the app's save was lost in a crash, and the file found at start is the agent's own
+    /// write. With no save of the app remembered, a row deleted is kept.
+    func testWithNoSaveOfTheAppRememberedADeletedRowIsKept() {
+        let written = [AppFileVersion(records: ["e": row("Edsger", "5")], order: ["e"], byApp: false)]
+        let save = AppFileSave.read([("a", row("Ada", "1"))], versions: written, latestOrder: ["e"], shadow: ["e": row("Edsger", "5")])
+        XCTAssertEqual(save.removes, ["e"])
+        XCTAssertEqual(save.keepRemoved, ["e"])
     }
 
     func testACancelledEditGoesThrough() {
