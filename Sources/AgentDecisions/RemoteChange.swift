@@ -135,6 +135,11 @@ public enum RemoteChange: Equatable, Sendable {
             action = .take(fields, keepFile: local != nil)
         case (nil, nil):
             action = .bothDeleted
+        case (_?, nil) where !locallyChanged && context.rebasing && !fromBackup && synced?.isLive == true:
+            // Deleted on the restored store by a mirror that brought forward an older state,
+            // while this one holds a record it synced after the backup: had it reconnected
+            // first, its record would have gone up and beaten that delete. It goes up now.
+            action = .keepEdit
         case (_?, nil) where !locallyChanged:
             action = .remove
         case (let bytes?, let fields?):

@@ -104,6 +104,21 @@ final class RemoteChangeTests: XCTestCase {
                        .remove, "the next change is news")
     }
 
+    /// Simulation seed 215705 (restores): a mirror that synced a delete before the backup's
+    /// era ended brought it forward onto the restored store; this mirror synced a newer edit of
+    /// the record after that delete. The edit goes up (it would have, had this mirror
+    /// reconnected first), not the file removed.
+    func testOnARestoredStoreADeleteBroughtForwardDoesNotBeatARecordSyncedHere() {
+        let later = RemoteChange.Context(seq: 13, rebasing: true, restoredSeq: 10)
+        guard case .apply(let next, let decided) = RemoteChange.decide(remote(nil, rev: 6), synced: synced(base, rev: 11), local: bytes(base), context: later)
+        else { return XCTFail() }
+        XCTAssertEqual(decided, .keepEdit)
+        XCTAssertEqual(next.rev, 6)
+        XCTAssertNil(next.fileHash, "the file goes up as the record's new state")
+        XCTAssertEqual(action(RemoteChange.decide(remote(nil, rev: 6), synced: synced(base), local: bytes(base), context: .init())), .remove,
+                       "not rebasing: a delete is a delete")
+    }
+
     func testTwoCopiesOfOneNameDoNotNest() {
         let context = RemoteChange.Context(isConflictCopies: true)
         let theirs: Fields = ["phone": .string("theirs")]
