@@ -9,7 +9,6 @@ import SyncProtocol
 /// from a load that is no longer current, atomically or in place.
 final class SimulatedListApp {
     static let file = AttachedFile(name: "list.plist", collection: "a", idKey: "id")
-    static let staleLoads = ProcessInfo.processInfo.environment["PLISTSYNC_SIMULATION_STALE_APPS"] == "1"
     private let world: SimulationWorld
     private let values: TypedValues
     /// Per machine, the list as the app last loaded (or saved) it.
@@ -44,13 +43,10 @@ final class SimulatedListApp {
     /// One action of the person using the app on `machine`.
     func act(on machine: SimulatedMachine) {
         guard !saving.contains(path(machine)) else { return }
-        // With PLISTSYNC_SIMULATION_STALE_APPS=1 most edits start from a fresh load and some from
-        // the copy loaded a while ago; by default every edit starts from a fresh load. From a
-        // stale load the agent cannot tell a delete (or a value saved back) that the person never
-        // saw the other side of from a deliberate one: issue 18's note lists the seeds that lose
-        // a value that way (1123, 2529, 3405, 724 among the first 5,000).
+        // Most edits start from a fresh load, some from the copy loaded a while ago (an app that
+        // does not reload its file when it changes).
         let roll = random(0..<100)
-        let fresh = random(0..<100) < 60 || !Self.staleLoads
+        let fresh = random(0..<100) < 60
         if loaded[machine.name] == nil || fresh { loaded[machine.name] = rows(machine) }
         guard var list = loaded[machine.name] else { return }
         let place = "\(machine.name) a/"

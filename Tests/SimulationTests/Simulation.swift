@@ -20,7 +20,6 @@ final class Simulation {
     }
 
     static let busyEvents = 50_000
-    static let restores = ProcessInfo.processInfo.environment["PLISTSYNC_SIMULATION_RESTORES"] == "1"
 
     /// What a run found.
     struct Report {
@@ -46,9 +45,8 @@ final class Simulation {
         let apps = SimulatedApps(world: world, values: values)
         let faults = random.chance(70)
         // Some runs take a backup of the server early and restore it later (the edits made in
-        // between are in the mirrors only). Off by default (`PLISTSYNC_SIMULATION_RESTORES=1`):
-        // about 1 run in 200 with a restore still diverges (order rows, a field; issue 18 note).
-        if faults, Self.restores, random.chance(20) {
+        // between are in the mirrors only, and come back from them).
+        if faults, random.chance(20) {
             let backupAt = UInt64.random(in: 1_000...(activeMilliseconds / 2), using: &random)
             let restoreAt = UInt64.random(in: (backupAt + 500)...activeMilliseconds, using: &random)
             var backup: String?

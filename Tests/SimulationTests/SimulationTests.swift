@@ -44,8 +44,7 @@ final class SimulationTests: XCTestCase {
                     text += "\n--- \(machine)\n" + spelled.joined(separator: "\n")
                 }
             }
-            let modes = ["PLISTSYNC_SIMULATION_RESTORES", "PLISTSYNC_SIMULATION_STALE_APPS"].filter { environment[$0] == "1" }.map { "\($0)=1 " }.joined()
-            text += "\n  replay: \(modes)PLISTSYNC_SIMULATION_SEED=\(seed) swift test --filter SimulationTests"
+            text += "\n  replay: PLISTSYNC_SIMULATION_SEED=\(seed) swift test --filter SimulationTests"
             XCTFail(text)
             if failed >= 5 { break }
         }
