@@ -85,9 +85,12 @@ extension FileMirror {
             mirror.remove(mirror.recordPath(collection, id))
             onRecord(collection, id)
         }
-        // A row kept as a conflict copy is not in the shadow: an order naming it would wait
-        // for its create for ever.
-        if let ids = save.order?.filter({ !keptAsCopies.contains($0) }), !unwritten {
+        // A row this file system cannot hold beside a twin's shadow file (kept as a conflict
+        // copy now or before) is not in the shadow: an order naming it would wait for its
+        // create for ever.
+        if let saved = save.order, !unwritten {
+            let held = heldByTwins(collection, among: saved, shadow: shadow.keys)
+            let ids = saved.filter { !held.contains($0) }
             let order = PlistFile.encode(ids.plistArray, as: .xml)
             if mirror.read(mirror.orderPath(collection)) != order {
                 do {
@@ -115,6 +118,15 @@ extension FileMirror {
         {
             shadowsChanged(collection)
         }
+    }
+
+    /// Ids of `ids` whose shadow file's name this file system gives to a twin's file (ids that
+    /// differ only in normalisation or case). Only ids with a twin among the rows are looked up.
+    func heldByTwins(_ collection: String, among ids: [RecordID], shadow: some Collection<RecordID>) -> Set<RecordID> {
+        guard mirror.foldsNames != false else { return [] }
+        var spellings: [String: Int] = [:]
+        for id in Set(ids).union(shadow) { spellings[id.string.lowercased(), default: 0] += 1 }
+        return Set(ids.filter { spellings[$0.string.lowercased(), default: 0] > 1 && mirror.clashingName(collection, $0) != nil })
     }
 
     static let readRetryMilliseconds: UInt64 = 2_000
