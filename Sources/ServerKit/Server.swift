@@ -22,7 +22,16 @@ public final class Server {
 
     private var listener: TCPListener?
     private var plaintextListener: TCPListener?
-    private var sessions: [ObjectIdentifier: Session] = [:]
+    private(set) var sessions: [ObjectIdentifier: Session] = [:]
+    /// Bytes handed to connections since the last exact count (`Server+MemoryBudget`).
+    var bufferedEstimate = 0
+    /// Connections closed to stay within the memory budget, for the metrics.
+    var shedTotal = 0
+    /// When a count that could not get under the budget (connections already closing hold
+    /// the bytes) may be done again.
+    var budgetRecountAt: UInt64 = 0
+    /// Set while connections are being closed for the budget (their BYE lines count as sends).
+    var enforcingBudget = false
     private var housekeeping: LoopTimer?
     private var signalWatchers: [SignalWatcher] = []
     private var shuttingDown = false
@@ -229,6 +238,7 @@ public final class Server {
         metrics.add("plistsync_seq", "gauge", "Sequence number of the last change broadcast.", Double(hub.lastBroadcastSeq))
         metrics.add("plistsync_fanout_pending_bytes", "gauge", "Bytes of broadcasts and replies not yet taken by clients, all connections.", Double(pending))
         metrics.add("plistsync_fanout_pending_bytes_max", "gauge", "The most any one connection has not taken yet (the slowest subscriber's lag).", Double(pendingMax))
+        metrics.add("plistsync_shed_connections_total", "counter", "Connections closed to keep buffered bytes within --max-buffered-bytes.", Double(shedTotal))
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.succeeded), labels: "result=\"ok\"")
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.failed), labels: "result=\"failed\"")
         metrics.add("plistsync_collections", "gauge", "Collections.", Double(directory.collections.count))
@@ -426,6 +436,7 @@ public final class Server {
                 session.sayGoodbye("IDLE", reason: .idle)
             }
         }
+        enforceMemoryBudget()
         // The backstop for a missed inotify event on control/ (or a missed cluster event).
         checkAccounts()
         catchUpWithStore()

@@ -25,6 +25,10 @@ public struct ServerConfiguration: Sendable {
     /// one not waiting for a login answer is closed (`* BYE BUSY`), so a flood of silent
     /// connections cannot keep a real client from reaching AUTH.
     public var maxUnauthenticated = 1_024
+    /// Bytes all connections together may hold (output not yet taken, requests read and not
+    /// yet done): past it, connections not logged in are closed first (`* BYE BUSY`), then the
+    /// slowest readers (`* BYE SLOW`), largest first, until a quarter of it is free again.
+    public var maxBufferedBytes = 256 << 20
     /// Seconds a connection has to log in (HELLO + AUTH) before `* BYE AUTH_TIMEOUT`.
     public var preAuthTimeoutSeconds: UInt64 = 10
     /// Longest line accepted before login: HELLO and AUTH are short.
@@ -43,6 +47,8 @@ enum CloseReason: String {
     case quit, eof, socketError, lineTooLong, idle, slow, shutdown
     /// Not logged in within the pre-auth deadline.
     case authTimeout
+    /// `Session.preAuthMaxRequests` requests without logging in.
+    case authRequired
     /// The server is at `--max-connections`, or this was the oldest connection not logged in
     /// when the pre-auth pool was full.
     case busy

@@ -17,10 +17,12 @@ import SyncProtocol
 ///
 /// Bounds (each stops the session taking more, never buffers without limit): requests are not
 /// started while the client has more than `pauseAtOutputBytes` of replies unread (every reply
-/// kind, and LIST and SUB replays are produced page by page as the client reads); reading the
-/// socket pauses while queued requests pass `maxQueuedRequests` or `maxQueuedRequestBytes`;
-/// writes are not handed to the committer beyond `maxWritesInFlight` / `maxWriteBytesInFlight`
-/// per connection or while the committer's own queue is full.
+/// kind, and LIST and SUB replays are produced page by page as the client reads); lines are
+/// parsed only while fewer than `maxQueuedRequests` (and `maxQueuedRequestBytes`) wait, and
+/// reading the socket pauses while that many do; writes are not handed to the committer beyond
+/// `maxWritesInFlight` / `maxWriteBytesInFlight` per connection or while the committer's own
+/// queue is full. Before login every bound is far smaller (`preAuth…`); across connections the
+/// server keeps one budget (`Server+MemoryBudget`).
 final class Session {
     private unowned let server: Server
     private let transport: SessionTransport
@@ -62,7 +64,8 @@ final class Session {
     /// Whether a login answer is being worked out (the session is not idle before auth then).
     var isLoggingIn: Bool { awaitingAsync && user == nil }
 
-    /// Requests waiting for their turn beyond this pause reading from the socket.
+    /// Requests parsed and waiting for their turn, at most; lines beyond wait as bytes, and
+    /// reading from the socket pauses.
     static let maxQueuedRequests = 4096
     /// Bytes of requests waiting for their turn beyond which reading pauses.
     static let maxQueuedRequestBytes = 4 << 20
@@ -74,6 +77,20 @@ final class Session {
     static let maxWriteBytesInFlight = 8 << 20
     /// Lines or changes per page of a LIST or SUB replay.
     static let replayPageSize = 512
+    /// Before login a connection holds far less (its requests are HELLO and AUTH), so a crowd
+    /// of connections that never log in and never read cannot add up (issue 19).
+    static let preAuthMaxQueuedRequests = 16
+    static let preAuthMaxQueuedRequestBytes = 16 << 10
+    static let preAuthPauseAtOutputBytes = 16 << 10
+    /// Requests a connection may make before it has logged in (HELLO, AUTH, a retry or two).
+    static let preAuthMaxRequests = 16
+    private var preAuthRequests = 0
+
+    private var queueLimit: Int { user == nil ? Self.preAuthMaxQueuedRequests : Self.maxQueuedRequests }
+    private var queueByteLimit: Int { user == nil ? Self.preAuthMaxQueuedRequestBytes : Self.maxQueuedRequestBytes }
+    private var outputPause: Int { user == nil ? Self.preAuthPauseAtOutputBytes : Self.pauseAtOutputBytes }
+    /// A line too long was found: what came before it is answered, then `* BYE TOO_LARGE`.
+    private var lineTooLong = false
 
     private enum Pending {
         case command(tag: String, Command, bytes: Int)
@@ -98,6 +115,12 @@ final class Session {
 
     private func carryOut(_ action: SessionAction) {
         switch action {
+        case .send(let text):
+            server.noteQueued(text.utf8.count)
+            transport.perform(action)
+        case .sendBytes(let bytes):
+            server.noteQueued(bytes.count)
+            transport.perform(action)
         case .commit(let operation, let completion): server.committer.submit(operation, completion: completion)
         case .subscribe(let collection): server.hub.subscribe(self, to: collection)
         case .unsubscribe(let collection): server.hub.unsubscribe(self, from: collection)
@@ -107,6 +130,8 @@ final class Session {
 
     /// Bytes sent and not yet taken by the client.
     var pendingOutputBytes: Int { transport.pendingOutputBytes }
+    /// Bytes this connection holds: output not yet taken, requests read and not yet done.
+    var bufferedBytes: Int { transport.pendingOutputBytes + inboxBytes + framer.bufferedByteCount }
 
     // MARK: - Input
 
@@ -148,9 +173,16 @@ final class Session {
     func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
         framer.append(bytes)
+        if bytes.contains(0x0A) { lastActivity = server.loop.nowMilliseconds }
+        processInbox()
+    }
+
+    /// Parses waiting lines into the inbox while it has room: the rest stay as bytes in the
+    /// framer (far smaller than parsed requests) until their turn comes.
+    private func takeLines() {
+        guard !lineTooLong else { return }
         do {
-            while let line = try framer.nextLine() {
-                lastActivity = server.loop.nowMilliseconds
+            while inbox.count < queueLimit, inboxBytes < queueByteLimit, let line = try framer.nextLine() {
                 let pending: Pending
                 do {
                     guard let request = try RequestParser.parse(line) else { continue }
@@ -166,11 +198,8 @@ final class Session {
                 inboxBytes += pending.bytes
             }
         } catch {
-            processInbox()
-            sayGoodbye("TOO_LARGE", reason: .lineTooLong)
-            return
+            lineTooLong = true
         }
-        processInbox()
     }
 
     private func processInbox() {
@@ -183,9 +212,10 @@ final class Session {
                 pumpReply()
                 if reply != nil { break }
             }
+            takeLines()
             guard !awaitingAsync, let next = inbox.first else { break }
             // Replies the client has not read yet: start nothing more until it reads (onDrain).
-            guard transport.pendingOutputBytes <= Self.pauseAtOutputBytes else { break }
+            guard transport.pendingOutputBytes <= outputPause else { break }
             let slotsEmpty = replySlotsHead == replySlots.count
             switch next {
             case .failure(.untagged(let error)):
@@ -211,20 +241,31 @@ final class Session {
             }
             _ = inbox.popFirst()
             inboxBytes -= next.bytes
+            // A connection that keeps asking without logging in (HELLO answers are 25 times
+            // the request) is told to log in and closed.
+            if user == nil, !isLoggingIn {
+                preAuthRequests += 1
+                if preAuthRequests >= Self.preAuthMaxRequests { sayGoodbye("AUTH_REQUIRED", reason: .authRequired) }
+            }
+        }
+        if lineTooLong, inbox.isEmpty {
+            sayGoodbye("TOO_LARGE", reason: .lineTooLong)
+            return
         }
         applyBackpressure()
         closeIfInputDone()
     }
 
     private func closeIfInputDone() {
-        if inputEnded, inbox.isEmpty, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
+        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
             close(.eof)
         }
     }
 
+    /// The inbox is full only while lines wait in the framer too, so reading pauses then;
+    /// once it is half empty the framer holds no whole line, and reading resumes.
     private var mustPauseReading: Bool {
-        inbox.count > Self.maxQueuedRequests || inboxBytes > Self.maxQueuedRequestBytes
-            || transport.pendingOutputBytes > Self.pauseAtOutputBytes
+        inbox.count >= queueLimit || inboxBytes >= queueByteLimit || transport.pendingOutputBytes > outputPause
     }
 
     private func applyBackpressure() {
@@ -238,9 +279,7 @@ final class Session {
 
     private func resumeReadingIfPaused() {
         guard readingPaused, closeReason == nil, !inputEnded, !readingStopped else { return }
-        if inbox.count <= Self.maxQueuedRequests / 2, inboxBytes <= Self.maxQueuedRequestBytes / 2,
-            transport.pendingOutputBytes <= Self.pauseAtOutputBytes / 2
-        {
+        if inbox.count <= queueLimit / 2, inboxBytes <= queueByteLimit / 2, transport.pendingOutputBytes <= outputPause / 2 {
             readingPaused = false
             perform(.resumeReading)
         }
@@ -253,7 +292,7 @@ final class Session {
 
     /// Sends pages of the reply in progress while the client keeps up.
     private func pumpReply() {
-        while let nextPage = reply, closeReason == nil, transport.pendingOutputBytes <= Self.pauseAtOutputBytes {
+        while let nextPage = reply, closeReason == nil, transport.pendingOutputBytes <= outputPause {
             let (text, done) = nextPage()
             send(text)
             if done { reply = nil }
@@ -363,6 +402,14 @@ final class Session {
     /// The user's server-admin flag changed under the running server.
     func updateAdmin(_ admin: Bool) {
         isAdmin = admin
+    }
+
+    /// Writes `* BYE <word>` and closes at once, sent or not: the server's memory budget is
+    /// short, and what this connection holds is what it needs back.
+    func shed(_ word: String, reason: CloseReason) {
+        guard closeReason == nil else { return }
+        sayGoodbye(word, reason: reason)
+        perform(.closeNow)
     }
 
     /// Writes `* BYE <word>` and closes once it is sent.

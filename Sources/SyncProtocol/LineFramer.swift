@@ -17,6 +17,9 @@ public struct LineFramer: Sendable {
     /// Bytes received but not yet returned as a line.
     public var bufferedByteCount: Int { buffer.count - start }
 
+    /// Whether a whole line is waiting to be taken.
+    public var hasCompleteLine: Bool { buffer[scanned...].contains(0x0A) }
+
     /// Adds received bytes; call `nextLine()` until it returns nil afterwards.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
         if start > 0, start >= buffer.count / 2 {

@@ -36,6 +36,9 @@ enum ServeCommand: Subcommand {
                                    Collections a non-admin user may own (default 1000; 0 no limit).
           --max-bytes-per-user N   Bytes of records the collections one user owns may hold
                                    (default 0: no limit).
+          --max-buffered-bytes N   Bytes all connections together may hold unsent or unread
+                                   (default 268435456); past it, connections not logged in are
+                                   closed first, then the slowest readers.
           --tls                    Speak TLS (1.2 or 1.3) only. Without --tls-cert, a self-signed
                                    certificate is made on first start in DIR/tls/ and its SHA-256
                                    fingerprint printed: clients pin it with --fingerprint, or
@@ -58,7 +61,7 @@ enum ServeCommand: Subcommand {
     static let valueOptions: Set<String> = [
         "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-        "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
+        "max-buffered-bytes", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
 
@@ -84,6 +87,8 @@ enum ServeCommand: Subcommand {
         configuration.maxCollectionsPerUser = try options.integer(
             "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
+        configuration.maxBufferedBytes = try options.integer(
+            "max-buffered-bytes", default: configuration.maxBufferedBytes, range: (1 << 20)...(1 << 40))
         ServerLog.quiet = options.flag("quiet")
         if let format = options.value("log-format") {
             guard let chosen = ServerLog.Format(rawValue: format) else { throw UsageError("--log-format is text or json") }

@@ -125,10 +125,15 @@ final class TestServer {
     var pid: Int32 { process?.processIdentifier ?? 0 }
 
     /// The server's resident memory in KiB, from /proc.
-    func residentKilobytes() -> Int {
+    func residentKilobytes() -> Int { statusKilobytes("VmRSS:") }
+
+    /// The most resident memory the server has had so far, in KiB.
+    func peakResidentKilobytes() -> Int { statusKilobytes("VmHWM:") }
+
+    private func statusKilobytes(_ field: String) -> Int {
         guard let pid = process?.processIdentifier,
             let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) })
         else { return 0 }
         return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
     }
@@ -175,8 +180,13 @@ final class LineClient: @unchecked Sendable {
         let description: String
     }
 
-    init(port: Int, source: String? = nil) throws {
+    /// `receiveBufferBytes`: a small one makes a client that never reads fill the server's
+    /// side sooner.
+    init(port: Int, source: String? = nil, receiveBufferBytes: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBufferBytes {
+            setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         if let source {
             var local = sockaddr_in()
             local.sin_family = sa_family_t(AF_INET)
