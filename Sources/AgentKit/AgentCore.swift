@@ -85,7 +85,7 @@ final class AgentCore {
     /// The server this mirror talks to has this store id (HELLO), restored from a backup that
     /// ended at `restoredSeq` if it was.
     func serverID(_ id: String, restoredSeq: Int64? = nil) {
-        if (try? state.noteServer(id, restoredSeq: restoredSeq)) == true {
+        if state.noteServer(id, restoredSeq: restoredSeq, saving: { engine.saveState($0) }) {
             AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh; what this folder synced since goes back up")
         }
     }
@@ -104,7 +104,7 @@ final class AgentCore {
             engine.batchEnded()
             fileMirror.shadowsChanged()
             mirror.endWrites()
-            state.endBatch()
+            engine.saveState { try state.endBatch() }
         }
     }
 

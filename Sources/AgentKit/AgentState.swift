@@ -83,18 +83,27 @@ final class AgentState {
     /// with: a store restored from a backup (or replaced), whose seqs mean nothing to this state.
     /// Every collection is then replayed in full and rebased (`isRebasing`): the records are
     /// kept, so what this mirror synced after the backup goes back up as edits.
-    func noteServer(_ id: String, restoredSeq: Int64? = nil) throws(StoreError) -> Bool {
-        if serverID == nil { serverID = try meta("server_id") }
+    /// The state in memory changes first, whatever the writes do: `saving` is handed the
+    /// writes, which it runs and reports (a full disk must not leave the rebase half done).
+    func noteServer(_ id: String, restoredSeq: Int64? = nil, saving: (() throws -> Void) -> Void) -> Bool {
+        if serverID == nil { saving { serverID = try meta("server_id") } }
         guard serverID != id else { return false }
         let changed = serverID != nil
+        let collections = Set(records.keys).union(lastSeq.keys)
         if changed {
-            for collection in Set(records.keys).union(lastSeq.keys) { try setLastSeq(0, collection) }
-            try setRebasing(rebasing.union(records.keys).union(lastSeq.keys))
+            for collection in collections { lastSeq[collection] = 0 }
+            rebasing.formUnion(collections)
             self.restoredSeq = restoredSeq
-            try setMeta("restored_seq", restoredSeq.map(String.init))
         }
         serverID = id
-        try setMeta("server_id", id)
+        saving {
+            if changed {
+                for collection in collections { try setLastSeq(0, collection) }
+                try setRebasing(rebasing)
+                try setMeta("restored_seq", restoredSeq.map(String.init))
+            }
+            try setMeta("server_id", id)
+        }
         return changed
     }
 
@@ -170,17 +179,21 @@ final class AgentState {
     func set(_ entry: Entry?, _ collection: String, _ id: RecordID) throws(StoreError) {
         records[collection, default: [:]][id] = entry
         if let entry {
-            try db.execute(
-                """
-                INSERT INTO records (collection, id, rev, position, fields, file_hash, format) VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, position = excluded.position,
-                    fields = excluded.fields, file_hash = excluded.file_hash, format = excluded.format
-                """,
-                .text(collection), .text(id.string), .integer(entry.rev), entry.position.map(SQLValue.text) ?? .null,
-                entry.fieldsJSON.map(SQLValue.text) ?? .null, entry.fileHash.map(SQLValue.text) ?? .null, .text(entry.format.rawValue))
+            try insert(entry, collection, id)
         } else {
             try db.execute("DELETE FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id.string))
         }
+    }
+
+    private func insert(_ entry: Entry, _ collection: String, _ id: RecordID) throws(StoreError) {
+        try db.execute(
+            """
+            INSERT INTO records (collection, id, rev, position, fields, file_hash, format) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, position = excluded.position,
+                fields = excluded.fields, file_hash = excluded.file_hash, format = excluded.format
+            """,
+            .text(collection), .text(id.string), .integer(entry.rev), entry.position.map(SQLValue.text) ?? .null,
+            entry.fieldsJSON.map(SQLValue.text) ?? .null, entry.fileHash.map(SQLValue.text) ?? .null, .text(entry.format.rawValue))
     }
 
     /// Forgets everything known of a collection, so the next SUB is a full download.
@@ -229,9 +242,47 @@ final class AgentState {
         if batchDepth == 1 { try? db.execute(script: "BEGIN") }
     }
 
-    func endBatch() {
+    func endBatch() throws(StoreError) {
         guard batchDepth > 0 else { return }
         batchDepth -= 1
-        if batchDepth == 0 { try? db.execute(script: "COMMIT") }
+        guard batchDepth == 0 else { return }
+        do {
+            try db.execute(script: "COMMIT")
+        } catch {
+            // A commit that fails (a full disk) may leave the transaction open: what it held is
+            // written again by `catchUp()`.
+            try? db.execute(script: "ROLLBACK")
+            isBehind = true
+            throw error
+        }
+    }
+
+    /// A write failed: the file lacks something the state in memory has.
+    private(set) var isBehind = false
+
+    func markBehind() { isBehind = true }
+
+    /// Writes the whole state in memory again, after a failed write left the file behind it.
+    func catchUp() throws(StoreError) {
+        guard isBehind else { return }
+        try db.execute(script: "SAVEPOINT catch_up")
+        do {
+            try db.execute(script: "DELETE FROM records; DELETE FROM collections;")
+            for (collection, entries) in records {
+                for (id, entry) in entries { try insert(entry, collection, id) }
+            }
+            for name in Set(lastSeq.keys).union(orderHash.keys) {
+                try db.execute("INSERT INTO collections (name, last_seq, order_hash) VALUES (?, ?, ?)",
+                               .text(name), .integer(lastSeq[name] ?? 0), orderHash[name].map { .text($0) } ?? .null)
+            }
+            if let serverID { try setMeta("server_id", serverID) }
+            try setRebasing(rebasing)
+            try setMeta("restored_seq", restoredSeq.map(String.init))
+            try db.execute(script: "RELEASE catch_up")
+        } catch {
+            try? db.execute(script: "ROLLBACK TO catch_up; RELEASE catch_up;")
+            throw error
+        }
+        isBehind = false
     }
 }

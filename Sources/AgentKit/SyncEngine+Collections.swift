@@ -59,7 +59,7 @@ extension SyncEngine {
         pendingDeletes[name] = nil
         for collection in [name, Names.conflictsCollection(of: name)] {
             subscribed.remove(collection)
-            try? state.forget(collection)
+            saveState { try state.forget(collection) }
         }
         onCollectionGone(name)
         if mirror.attachedCollections.contains(name) {
@@ -83,14 +83,14 @@ extension SyncEngine {
         let attached = mirror.attachedCollections.contains(from)
         let moved = !attached && (!mirror.hasFolder(from) || mirror.renameCollection(from, to: to))
         if moved {
-            try? state.rename(from, to: to)
-            try? state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
+            saveState { try state.rename(from, to: to) }
+            saveState { try state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to)) }
             log("\(from) was renamed \(to) on the server; the folder follows")
         } else {
             // The old name's folder (or attached file) stays here and is synced as a new
             // collection of that name; the renamed one is downloaded afresh.
-            try? state.forget(from)
-            try? state.forget(Names.conflictsCollection(of: from))
+            saveState { try state.forget(from) }
+            saveState { try state.forget(Names.conflictsCollection(of: from)) }
             status.problems["\(from)/"] = attached
                 ? "renamed \(to) on the server; the app file attached to \(from) is synced as a new collection \(from) until it is attached to \(to) (plistsync attach, then restart the agent)"
                 : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
@@ -103,8 +103,8 @@ extension SyncEngine {
     /// The folder of a detached collection is back: forget what was known and download it all.
     func reattach(_ collection: String) {
         guard detached.remove(collection) != nil else { return }
-        try? state.forget(collection)
-        try? state.forget(Names.conflictsCollection(of: collection))
+        saveState { try state.forget(collection) }
+        saveState { try state.forget(Names.conflictsCollection(of: collection)) }
         orderBase[collection] = nil
         status.problems["\(collection)/"] = nil
         log("the folder of \(collection) is back: downloading it afresh")
@@ -153,7 +153,7 @@ extension SyncEngine {
                 subscribed.insert(collection)
                 failedApplyReplayEnded(collection)
                 if failedApplySeq[collection] == nil, words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
-                    try? state.setLastSeq(seq, collection)
+                    saveState { try state.setLastSeq(seq, collection) }
                 }
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
                 status.noteSynced()
@@ -163,7 +163,7 @@ extension SyncEngine {
                 batchEnded()
             case .error(_, .expired, _, _):
                 log("\(collection): changes since \(since) are no longer kept; resyncing in full")
-                try? state.setLastSeq(0, collection)
+                saveState { try state.setLastSeq(0, collection) }
                 subscribe(collection)
             case .error(_, .badRequest, _, _) where isCompanion:
                 sharesConflicts = false
@@ -185,11 +185,11 @@ extension SyncEngine {
                 // A change that could not be written here is gone with the record: the file
                 // it would have replaced is this mirror's to send.
                 unwritten[RecordKey(collection: collection, id: id)] = nil
-                try? state.set(nil, collection, id)
+                saveState { try state.set(nil, collection, id) }
             }
             // A change of the replay that could not be written is judged on its retry against
             // the rev synced before the restore, which is newer: it would be taken for old news.
-            if failedApplySeq[collection] == nil { try? state.endRebase(collection) }
+            if failedApplySeq[collection] == nil { saveState { try state.endRebase(collection) } }
             return
         }
         for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {
@@ -199,7 +199,7 @@ extension SyncEngine {
                 // A save landing meanwhile stays, and goes up as a new record.
                 try? mirror.remove(path, guard: .init(expectedHash: entry.fileHash))
             }
-            try? state.set(nil, collection, id)
+            saveState { try state.set(nil, collection, id) }
         }
     }
 }

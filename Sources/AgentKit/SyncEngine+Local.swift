@@ -70,7 +70,7 @@ extension SyncEngine {
         } else if let synced, synced.fileHash == SyncedRecord.nameClash, file.bytes != nil {
             // A file of its own name stands there now, made here while the record waited for
             // the name: the server's state arrives onto it like any record onto a file (merged).
-            try? state.set(nil, collection, id)
+            saveState { try state.set(nil, collection, id) }
             let fields = synced.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
             applyRemote(collection, id, RemoteState(rev: synced.rev, position: synced.position, fields: fields))
             return
@@ -120,7 +120,7 @@ extension SyncEngine {
             guard var entry = state.entry(collection, id) else { break }
             entry.fileHash = hash
             entry.format = format
-            try? state.set(entry, collection, id)
+            saveState { try state.set(entry, collection, id) }
         case .tooLarge(let size, let hash):
             if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
             status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
@@ -136,7 +136,7 @@ extension SyncEngine {
         let first = failedApplySeq[collection] == nil
         failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
         applyFailures[collection, default: 0] += 1
-        if (state.lastSeq[collection] ?? 0) >= seq { try? state.setLastSeq(seq - 1, collection) }
+        if (state.lastSeq[collection] ?? 0) >= seq { saveState { try state.setLastSeq(seq - 1, collection) } }
         if first { retryFailedApply(collection) }
     }
 
@@ -256,7 +256,7 @@ extension SyncEngine {
                     entry.position = nil
                     orderDirty.insert(key.collection)
                 }
-                try? state.set(entry, key.collection, key.id)
+                saveState { try state.set(entry, key.collection, key.id) }
                 if fieldsJSON == nil { reviveTwins(of: key) }
                 refused[key] = nil
                 retryDelay[key] = nil

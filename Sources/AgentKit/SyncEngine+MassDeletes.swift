@@ -70,7 +70,7 @@ extension SyncEngine {
             var restored = entry
             let path = mirror.recordPath(collection, id)
             restored.fileHash = try writeRecord(fields, entry.format, path, guard: .init(expectedHash: nil))
-            try? state.set(restored, collection, id)
+            saveState { try state.set(restored, collection, id) }
             return true
         } catch {
             log("cannot bring back \(collection)/\(id): \(error)")

@@ -46,7 +46,7 @@ extension SyncEngine {
             }
         }
         orderBase[collection] = OrderBase(hash: hash, ids: order)
-        try? state.setOrderHash(hash, collection)
+        saveState { try state.setOrderHash(hash, collection) }
     }
 
     /// Writes the order file again later (a full disk): like a change that could not be applied,
@@ -100,7 +100,7 @@ extension SyncEngine {
         switch readOrderFile(collection) {
         case .missing:
             orderBase[collection]?.hash = nil
-            try? state.setOrderHash(nil, collection)
+            saveState { try state.setOrderHash(nil, collection) }
             return base.hash != nil ? .rewrite : .unchanged
         case .unreadable:
             if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
@@ -116,7 +116,7 @@ extension SyncEngine {
         // they are placed (each placement marks the order for a rewrite, which reads it).
         guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
         orderBase[collection] = OrderBase(hash: hash, ids: desired)
-        try? state.setOrderHash(hash, collection)
+        saveState { try state.setOrderHash(hash, collection) }
         let current = currentOrder(collection)
         // Nothing to move when the file lists the rows as they stand (an order file written at
         // start, before this mirror knew the positions, is not an edit).
@@ -129,7 +129,7 @@ extension SyncEngine {
                 movesInFlight[collection, default: 1] -= 1
                 if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
                     moved.rev = rev
-                    try? state.set(moved, collection, id)
+                    saveState { try state.set(moved, collection, id) }
                 } else if case .error(_, let code, let message, let conflict) = event {
                     log("cannot move \(collection)/\(id): \(code) \(message)")
                     if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }

@@ -28,26 +28,26 @@ extension SyncEngine {
         let (next, action): (SyncedRecord, RemoteChange.Action)
         switch RemoteChange.decide(remote, synced: entry, local: bytes, context: context) {
         case .forget:
-            if entry != nil { try? state.set(nil, collection, id) }
+            if entry != nil { saveState { try state.set(nil, collection, id) } }
             return true
         case .rebase(let rebased):
             // A change of the old store that could not be written here is gone with it: the
             // file is this mirror's to send again.
             unwritten[key] = nil
-            try? state.set(rebased, collection, id)
+            saveState { try state.set(rebased, collection, id) }
             orderDirty.insert(collection)
             return true
         case .nothingNew(let moved):
             unwritten[key] = nil
             if let moved {
-                try? state.set(moved, collection, id)
+                saveState { try state.set(moved, collection, id) }
                 orderDirty.insert(collection)
             }
             return true
         case .waitForSave:
             return false
         case .nameClash(let recorded):
-            try? state.set(recorded, collection, id)
+            saveState { try state.set(recorded, collection, id) }
             // A twin that waited for this record's name (its delete here) may go ahead now.
             reviveTwins(of: key)
             return true
@@ -64,7 +64,7 @@ extension SyncEngine {
         // A save made while this change is written wins the race: the change is then not
         // recorded, and the save goes up against the old revision, to be merged (CONFLICT).
         let writeGuard = MirrorFolder.WriteGuard(expectedHash: fileHash) { [self] in
-            try? state.set(entry, collection, id)
+            saveState { try state.set(entry, collection, id) }
             log("\(collection)/\(id): saved here while a change from the server was being written; merging the two")
             clock.after(0) { [self] in reconcile(collection, id) }
         }
@@ -101,7 +101,7 @@ extension SyncEngine {
             return false
         }
         unwritten[key] = nil
-        try? state.set(applied, collection, id)
+        saveState { try state.set(applied, collection, id) }
         orderDirty.insert(collection)
         if applied.fileHash == nil { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }

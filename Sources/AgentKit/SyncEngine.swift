@@ -160,7 +160,7 @@ final class SyncEngine {
             }
             replaySeen[collection]?.insert(RecordID(id))
             if applyRemote(collection, RecordID(id), remote, seq: seq) {
-                if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { try? state.setLastSeq(seq, collection) }
+                if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { saveState { try state.setLastSeq(seq, collection) } }
                 status.noteApplied()
                 status.noteSynced()
             } else {
