@@ -59,6 +59,35 @@ final class SimulatedApps {
         return true
     }
 
+    /// vim's save (`backupcopy=no`): the file is renamed away to a backup, the new one written
+    /// in its place, the backup removed; when the write fails the backup goes back.
+    @discardableResult
+    private func saveRenamingAway(_ fields: [String: Value], to path: String, by machine: SimulatedMachine) -> Bool {
+        machine.note("app saves \(path) the vim way: \(ValueJSON.encode(fields: fields))")
+        let backup = path + "~"
+        guard (try? fs.rename(path, to: backup)) != nil else { return false }
+        guard (try? fs.writeFile(path, PlistFile.encode(.dictionary(fields), as: .xml), durable: true)) != nil else {
+            fs.removeFile(path)
+            try? fs.rename(backup, to: path)
+            machine.note("app could not save: disk full")
+            return false
+        }
+        world.scheduler.after(UInt64.random(in: 0...5, using: &world.scheduler.random)) { [self] in fs.removeFile(backup) }
+        return true
+    }
+
+    /// The person changes their mind a moment after saving an edit and puts the field back,
+    /// unless the file changed meanwhile (then they look at what came in instead).
+    private func cancelLater(_ id: String, _ field: String, from value: String, back old: Value?, on machine: SimulatedMachine) {
+        world.scheduler.after(UInt64.random(in: 10...800, using: &world.scheduler.random)) { [self] in
+            let target = path(machine, id)
+            guard !saving.contains(RecordID(target)), var fields = read(target), fields[field] == .string(value) else { return }
+            fields[field] = old
+            machine.note("app cancels the edit of \(target)")
+            if save(fields, to: target, by: machine) { values.replaced(value) }
+        }
+    }
+
     /// Files an in-place save is still being written to (an app saves a file once at a time).
     private var saving: Set<RecordID> = []
 
@@ -97,7 +126,8 @@ final class SimulatedApps {
                 if saved, case .string(let old)? = old { values.replaced(old) }
                 if !saved { values.unsaved(value) }
             }
-            if Int.random(in: 0..<4, using: &world.scheduler.random) == 0 {
+            let style = Int.random(in: 0..<8, using: &world.scheduler.random)
+            if style < 2 {
                 let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
                 let target = path(machine, id)
                 machine.note("app writes \(target) in place: \(ValueJSON.encode(fields: fields))")
@@ -106,8 +136,12 @@ final class SimulatedApps {
                 guard started else { return machine.note("app could not save: disk full") }
                 saving.insert(RecordID(target))
                 world.scheduler.after(UInt64.random(in: 1...60, using: &world.scheduler.random)) { [self] in finishInPlace(target, bytes) }
+            } else if style == 2 {
+                outcome(saveRenamingAway(fields, to: path(machine, id), by: machine))
             } else {
-                outcome(save(fields, to: path(machine, id), by: machine))
+                let saved = save(fields, to: path(machine, id), by: machine)
+                outcome(saved)
+                if saved, style == 3 { cancelLater(id, field, from: value, back: old, on: machine) }
             }
         } else if roll < 88 {
             // A delete of a file the person looked at.

@@ -94,7 +94,22 @@ final class SimulatedListApp {
             return
         }
         for value in replaced { values.replaced(value) }
+        let before = loaded[machine.name]
         loaded[machine.name] = list
+        // Now and then the person undoes an edit a moment later: the app saves the list it had
+        // before (a cancelled edit, sent like any edit), unless it has been saved again since.
+        if let before, added.count == 1, replaced.count <= 1, random(0..<6) == 0 {
+            world.scheduler.after(UInt64(random(10..<800))) { [self] in
+                guard !saving.contains(path(machine)), loaded[machine.name] == list else { return }
+                let bytes = PlistFile.encode(.array(before.map(Value.dictionary)), as: .xml)
+                let temp = machine.root + "/.list.plist.saving"
+                guard (try? fs.writeFile(temp, bytes, durable: true)) != nil else { return }
+                machine.note("app cancels its edit of list.plist: \(before.map { ValueJSON.encode(fields: $0) }.joined(separator: ", "))")
+                try? fs.rename(temp, to: path(machine))
+                values.replaced(added[0])
+                loaded[machine.name] = before
+            }
+        }
     }
 
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
