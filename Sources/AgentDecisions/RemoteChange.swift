@@ -153,8 +153,9 @@ public enum RemoteChange: Equatable, Sendable {
         case (nil, let fields?):
             action = .restore(fields)
         case (_?, nil):
+            // The file goes up as the record's new state, whatever it holds: even the bytes it
+            // had when last synced (an edit cancelled since) are news to a store that deleted it.
             action = .keepEdit
-            next.fileHash = synced?.fileHash
         }
         return .apply(next: next, action: action)
     }
