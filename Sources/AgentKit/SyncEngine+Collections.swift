@@ -9,8 +9,9 @@ import SyncProtocol
 /// renamed on the server, brought forward onto a restored store.
 extension SyncEngine {
     func startMirroring(_ collection: String) {
-        let mirroredBefore = (state.lastSeq[collection] ?? 0) > 0 || !(state.records[collection]?.isEmpty ?? true)
-        if mirroredBefore, !mirror.hasFolder(collection) { return detach(collection) }
+        guard CollectionLifecycle.start(wasMirrored: wasMirrored(collection), folderExists: mirror.hasFolder(collection)) == .mirror else {
+            return detach(collection)
+        }
         try? mirror.ensureFolder(mirror.folder(collection))
         onCollectionFolder(collection)
         subscribe(collection)
@@ -78,11 +79,9 @@ extension SyncEngine {
     func collectionRenamed(_ from: String, to: String) {
         guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
         onCollectionGone(from)
-        // An attached app file stays attached to its collection's old name (files.plist): it is
-        // synced as a new collection of that name until it is attached to the new one.
-        let attached = mirror.attachedCollections.contains(from)
-        let moved = !attached && (!mirror.hasFolder(from) || mirror.renameCollection(from, to: to))
-        if moved {
+        let decision = CollectionLifecycle.rename(attached: mirror.attachedCollections.contains(from), hasFolder: mirror.hasFolder(from),
+                                                  folderMoved: { mirror.renameCollection(from, to: to) })
+        if decision == .follow {
             saveState { try state.rename(from, to: to) }
             saveState { try state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to)) }
             log("\(from) was renamed \(to) on the server; the folder follows")
@@ -91,7 +90,7 @@ extension SyncEngine {
             // collection of that name; the renamed one is downloaded afresh.
             saveState { try state.forget(from) }
             saveState { try state.forget(Names.conflictsCollection(of: from)) }
-            status.problems["\(from)/"] = attached
+            status.problems["\(from)/"] = decision == .keepAttachedFile
                 ? "renamed \(to) on the server; the app file attached to \(from) is synced as a new collection \(from) until it is attached to \(to) (plistsync attach, then restart the agent)"
                 : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
             log("\(from) was renamed \(to) on the server: \(status.problems["\(from)/"] ?? "")")

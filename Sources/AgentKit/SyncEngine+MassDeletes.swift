@@ -14,11 +14,8 @@ extension SyncEngine {
 
     /// Whether pushing `count` more deletes would pass `confirmDeletesOver` within the window.
     func isMassDelete(_ collection: String, adding count: Int) -> Bool {
-        let limit = configuration.confirmDeletesOver
-        guard limit > 0 else { return false }
-        let since = clock.now.addingTimeInterval(-configuration.massDeleteWindowSeconds)
-        recentDeletes[collection] = recentDeletes[collection]?.filter { $0 > since }
-        return (recentDeletes[collection]?.count ?? 0) + count > limit
+        DeleteHold.isMassDelete(recent: &recentDeletes[collection, default: []], adding: count, now: clock.now,
+                                limit: configuration.confirmDeletesOver, window: configuration.massDeleteWindowSeconds)
     }
 
     /// Holds deletes until a person confirms or undoes them with `plistsync deletes`, which
@@ -35,29 +32,30 @@ extension SyncEngine {
     }
 
     func checkHeldDeletes(_ collection: String) {
-        guard var held = heldDeletes[collection] else { return }
-        // Files that came back (by hand, or a remote edit) are no longer deletes.
-        held = held.filter { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing }
-        heldDeletes[collection] = held
+        guard let held = heldDeletes[collection] else { return }
         let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection)
-        if held.isEmpty || request != nil || !subscribed.contains(collection) {
-            MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection)
-            heldDeletes[collection] = nil
-            status.problems["\(collection)/"] = nil
-            switch request {
-            case .confirm?:
-                log("\(collection): deleting \(held.count) held files on the server, as confirmed")
-                pushDeletes(collection, stillDeleted(collection, held))
-            case .undo?:
-                log("\(collection): bringing back \(held.count) held deleted files")
-                for id in held.sorted() { restoreDeletedFile(collection, id) }
-            case nil:
-                break
-            }
-            status.changed()
-            return batchEnded()
+        let outcome = DeleteHold.look(held: held, stillMissing: { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing },
+                                      request: request.map { $0 == .confirm ? .confirm : .undo }, subscribed: subscribed.contains(collection))
+        if case .keepHolding(let ids) = outcome {
+            heldDeletes[collection] = Set(ids)
+            clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
+            return
         }
-        clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
+        MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection)
+        heldDeletes[collection] = nil
+        status.problems["\(collection)/"] = nil
+        switch outcome {
+        case .confirm(let ids):
+            log("\(collection): deleting \(ids.count) held files on the server, as confirmed")
+            pushDeletes(collection, stillDeleted(collection, Set(ids)))
+        case .undo(let ids):
+            log("\(collection): bringing back \(ids.count) held deleted files")
+            for id in ids { restoreDeletedFile(collection, id) }
+        case .release, .keepHolding:
+            break
+        }
+        status.changed()
+        batchEnded()
     }
 
     /// Writes a record's file again from its last synced state; false when it cannot be written.

@@ -110,12 +110,9 @@ final class SyncEngine {
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
             knowsCollections = true
             for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
-                // Mirrored here before and gone from the server now: dropped (or renamed, or the
-                // access removed) while this agent was away. Making it again would undo the drop.
-                if wasMirrored(folder), !state.isRebasing(folder) {
-                    collectionDropped(folder, while: "while this agent was away (deleted, renamed, or your access removed)")
-                } else {
-                    create(folder)
+                switch CollectionLifecycle.unlisted(wasMirrored: wasMirrored(folder), rebasing: state.isRebasing(folder)) {
+                case .droppedWhileAway: collectionDropped(folder, while: "while this agent was away (deleted, renamed, or your access removed)")
+                case .create: create(folder)
                 }
             }
         }
