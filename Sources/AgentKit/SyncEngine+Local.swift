@@ -79,7 +79,8 @@ extension SyncEngine {
         if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
         let change = LocalChange.decide(
             collection: collection, id: id, file: file, synced: state.entry(collection, id),
-            refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }), deleteRefused: refused[key] == Self.refusedDelete,
+            refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }),
+            deleteRefused: refused[key] == Self.refusedDelete || unwritten[key] == Self.unwrittenOverMissingFile,
             maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
         if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
         switch change {
@@ -163,9 +164,11 @@ extension SyncEngine {
     }
 
     /// The synced state of a record whose file is gone, when that is a delete to push: it was
-    /// live, had a file here, and the server has not refused this delete already.
+    /// live, had a file here, the server has not refused this delete already, and no change
+    /// from the server waits to be written there.
     func deletableEntry(_ key: RecordKey) -> AgentState.Entry? {
-        guard let entry = state.entry(key.collection, key.id), entry.missingFileIsADelete, refused[key] != Self.refusedDelete
+        guard let entry = state.entry(key.collection, key.id), entry.missingFileIsADelete, refused[key] != Self.refusedDelete,
+            unwritten[key] != Self.unwrittenOverMissingFile
         else { return nil }
         return entry
     }

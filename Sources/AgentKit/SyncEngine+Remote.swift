@@ -97,7 +97,7 @@ extension SyncEngine {
         } catch {
             log("cannot write \(path): \(error)")
             status.problems[key.description] = "cannot write: \(error)"
-            if let fileHash { unwritten[key] = fileHash }
+            unwritten[key] = fileHash ?? Self.unwrittenOverMissingFile
             return false
         }
         unwritten[key] = nil
@@ -112,6 +112,9 @@ extension SyncEngine {
 
     /// Marks a delete the server refused, so it is not retried until the file comes back.
     static let refusedDelete = "refused-delete"
+    /// Marks a change that could not be written where the file is missing (a record deleted
+    /// here that changed there, a full disk): the missing file is not a delete while it waits.
+    static let unwrittenOverMissingFile = "unwritten-over-missing-file"
 
     /// Three-way merge of a local edit with a server change, written to the record's file.
     func merge(_ collection: String, _ id: RecordID, local bytes: [UInt8], base entry: AgentState.Entry?,
