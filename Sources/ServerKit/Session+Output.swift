@@ -1,0 +1,138 @@
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// What a session sends: replies in request order, broadcasts to a subscriber, notices of
+/// collections changing, and the goodbye that ends it.
+extension Session {
+    func send(_ text: String) {
+        perform(.send(text))
+    }
+
+    func finishAsync(_ reply: String) {
+        guard closeReason == nil else { return }
+        awaitingAsync = false
+        send(reply)
+        processInbox()
+    }
+
+    func fillSlot(_ index: Int, with reply: String) {
+        guard closeReason == nil else { return }
+        replySlots[index].reply = reply
+        writeBytesInFlight -= replySlots[index].bytes
+        let before = replySlotsHead
+        while replySlotsHead < replySlots.count, let ready = replySlots[replySlotsHead].reply {
+            send(ready)
+            replySlotsHead += 1
+        }
+        if replySlotsHead == replySlots.count {
+            replySlots.removeAll(keepingCapacity: replySlots.capacity <= 4096)
+            replySlotsHead = 0
+        }
+        if replySlotsHead != before || replySlots.isEmpty { processInbox() }
+    }
+
+    /// Sends the batch's change lines this subscriber does not have yet, in one write; a
+    /// subscriber whose unsent output would pass the limit gets the whole lines that fit and
+    /// `* BYE SLOW`, rather than being buffered without bound.
+    func deliver(_ changes: ChangeLines, collection: String) {
+        guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
+        subscriptions[collection] = changes.lastSeq
+        let budget = server.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
+        let (lines, complete) = changes.lines(after: through, within: budget)
+        perform(.sendBytes(lines))
+        if !complete { sayGoodbye("SLOW", reason: .slow) }
+    }
+
+    /// Sends a live `* COLLECTION` line if this connection asked for COLLECTIONS, and ends a
+    /// subscription the user may no longer read (`* UNSUB <collection> REVOKED`).
+    func collectionChanged(_ name: String, role: Role?, seq: Int64) {
+        guard closeReason == nil, user != nil else { return }
+        if watchesCollections { send(ServerNotice.collection(name: name, role: role, seq: seq).line) }
+        if role == nil, !isAdmin {
+            endSubscription(name)
+            endSubscription(Names.conflictsCollection(of: name))
+        }
+    }
+
+    /// The collection is gone: `* DROPPED <name>` for a member (or a server admin) and its
+    /// subscriptions end.
+    func collectionDropped(_ name: String, wasMember: Bool) {
+        guard closeReason == nil, user != nil else { return }
+        let subscribed = dropSubscription(name)
+        let companionSubscribed = dropSubscription(Names.conflictsCollection(of: name))
+        let wasSubscribed = subscribed || companionSubscribed
+        if wasMember || isAdmin || wasSubscribed { send(ServerNotice.dropped(name).line) }
+    }
+
+    /// The collection has a new name: `* RENAMED <old> <new>` for a member (or a server admin);
+    /// its subscriptions carry on under the new name, at the same seq.
+    func collectionRenamed(_ from: String, to: String, isMember: Bool) {
+        guard closeReason == nil, user != nil else { return }
+        var subscribed = false
+        for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
+            guard let through = subscriptions.removeValue(forKey: old) else { continue }
+            subscriptions[new] = through
+            subscribed = true
+        }
+        if isMember || isAdmin || subscribed { send(ServerNotice.renamed(from: from, to: to).line) }
+    }
+
+    /// Ends this session's subscription to `collection` if it may no longer read it.
+    func recheckAccess() {
+        guard let user, closeReason == nil else { return }
+        for collection in subscriptions.keys where server.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
+            endSubscription(collection)
+        }
+    }
+
+    func endSubscription(_ collection: String) {
+        if dropSubscription(collection) { send(ServerNotice.unsubscribedRevoked(collection).line) }
+    }
+
+    /// Stops sending `collection`'s changes; whether it was subscribed.
+    @discardableResult
+    func dropSubscription(_ collection: String) -> Bool {
+        guard subscriptions.removeValue(forKey: collection) != nil else { return false }
+        perform(.unsubscribe(collection))
+        return true
+    }
+
+    /// The account or token this session logged in with is gone: say so and close.
+    func revoke() {
+        sayGoodbye("REVOKED", reason: .revoked)
+    }
+
+    /// The user's server-admin flag changed under the running server.
+    func updateAdmin(_ admin: Bool) {
+        isAdmin = admin
+    }
+
+    /// Writes `* BYE <word>` and closes at once, sent or not: the server's memory budget is
+    /// short, and what this connection holds is what it needs back.
+    func shed(_ word: String, reason: CloseReason) {
+        guard closeReason == nil else { return }
+        sayGoodbye(word, reason: reason)
+        perform(.closeNow)
+    }
+
+    /// Writes `* BYE <word>` and closes once it is sent.
+    func sayGoodbye(_ word: String, reason: CloseReason) {
+        guard closeReason == nil else { return }
+        send(ServerNotice.bye(word).line)
+        close(reason)
+    }
+
+    /// Ends the session with exactly one reason, logged once.
+    func close(_ reason: CloseReason) {
+        guard closeReason == nil else { return }
+        closeReason = reason
+        ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])
+        for collection in subscriptions.keys { perform(.unsubscribe(collection)) }
+        subscriptions.removeAll()
+        reply = nil
+        server.sessionClosing(self)
+        perform(.close(reason))
+    }
+}

@@ -1,0 +1,114 @@
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// Record writes: handed to the group committer with a reply slot each, quotas reserved when
+/// admitted.
+extension Session {
+    func submitWrite(_ tag: String, _ command: Command, bytes: Int) {
+        let slot = replySlots.count
+        replySlots.append((nil, bytes))
+        writeBytesInFlight += bytes
+        let operation: StoreOperation
+        let verb: String
+        var reservation: (owner: String, bytes: Int)?
+        do throws(ProtocolError) {
+            if server.diskFull, !command.isDelete {
+                throw ProtocolError(.noSpace, "the server's disk is full: only DEL is accepted until it has room")
+            }
+            switch command {
+            case .put(let collection, let id, let baseRev, let json):
+                try requireRole(.write, collection)
+                guard json.utf8.count <= server.configuration.limits.maxRecordBytes else {
+                    throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(server.configuration.limits.maxRecordBytes)")
+                }
+                reservation = try reserveQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
+                operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
+                verb = "PUT"
+            case .move(let collection, let id, let baseRev, let placement):
+                try requireRole(.write, collection)
+                operation = .move(collection: collection, id: id, baseRev: baseRev, placement: placement)
+                verb = "MOVE"
+            case .delete(let collection, let id, let baseRev):
+                try requireRole(.write, collection)
+                operation = .delete(collection: collection, id: id, baseRev: baseRev)
+                verb = "DEL"
+            default:
+                // Only record writes come here; any other command must still get its slot answered.
+                throw ProtocolError(.internal, "not a record write")
+            }
+        } catch {
+            fillSlot(slot, with: ResponseLine.error(tag, error))
+            return
+        }
+        perform(.commit(operation, completion: { [self] result in
+            if let reservation { server.directory.release(reservation.bytes, reservedFor: reservation.owner) }
+            fillSlot(slot, with: Self.writeReply(tag, verb, result))
+        }))
+    }
+
+    /// With `--max-bytes-per-user`, a PUT into a collection whose owner is at the quota is
+    /// refused: a create when it would pass it, an update once the owner is over it (an update
+    /// may shrink a record; a DEL is always allowed, so space can be freed). Writes admitted and
+    /// not yet committed count as their whole size, so writes in one batch cannot pass the quota
+    /// together; the reservation (returned) ends when the write's commit does.
+    func reserveQuota(_ collection: String, adding bytes: Int, creating: Bool) throws(ProtocolError) -> (owner: String, bytes: Int)? {
+        let quota = server.configuration.maxBytesPerUser
+        guard quota > 0, let owner = server.directory.owner(of: collection) else { return nil }
+        let used = server.directory.bytesClaimed(by: owner)
+        guard creating ? used + bytes > quota : used >= quota else {
+            server.directory.reserve(bytes, for: owner)
+            return (owner, bytes)
+        }
+        throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes (writes in progress included); the limit is \(quota) (--max-bytes-per-user)")
+    }
+
+    static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreFailure>) -> String {
+        switch result {
+        case .success(.changed(let change)), .success(.rebalanced(let change, _)):
+            return ResponseLine.ok(tag, verb, change.collection, ResponseLine.argument(change.state.id), String(change.state.rev), String(change.seq))
+        case .success(.conflict(let collection, let id, let current)):
+            return "\(tag) ERR CONFLICT \(collection) \(ResponseLine.argument(id)) \(current?.wireTail ?? "0 - MISSING")\n"
+        case .success(.refused(let error)):
+            return ResponseLine.error(tag, error)
+        case .success(.done):
+            return ResponseLine.error(tag, ProtocolError(.internal, "unexpected store outcome"))
+        case .failure(let error):
+            return ResponseLine.error(tag, commitFailure(error))
+        }
+    }
+
+    static func commitFailure(_ error: StoreFailure) -> ProtocolError {
+        error.isDiskFull
+            ? ProtocolError(.noSpace, "the server's disk is full; nothing was written; retry later")
+            : ProtocolError(.internal, "the change could not be committed; retry")
+    }
+
+    /// Runs a non-record store operation as a barrier: later requests wait for its reply.
+    func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> String) {
+        awaitingAsync = true
+        perform(.commit(operation, completion: { [self] result in
+            switch result {
+            case .success(.done):
+                finishAsync(onDone(.done))
+            case .success(.refused(let error)):
+                finishAsync(ResponseLine.error(tag, error))
+            case .failure(let error):
+                finishAsync(ResponseLine.error(tag, Self.commitFailure(error)))
+            default:
+                finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "the change could not be committed; retry")))
+            }
+        }))
+    }
+
+    /// The hash of the token `TOKEN REVOKE` names: the token itself, or its id from TOKEN LIST
+    /// (among the user's own tokens; a server admin's, among all).
+    func revocableTokenHash(_ tokenOrID: String) throws(ProtocolError) -> String {
+        guard TokenInfo.isID(tokenOrID) else { return Crypto.sha256Hex(tokenOrID) }
+        let matching = ((try? server.store.tokens(of: isAdmin ? nil : user!)) ?? []).filter { $0.id == tokenOrID }
+        guard let first = matching.first else { throw ProtocolError(.notFound, "no such token") }
+        guard matching.count == 1 else { throw ProtocolError(.badRequest, "more than one token has id \(tokenOrID); revoke it by the token") }
+        return first.hash
+    }
+}
