@@ -1,4 +1,3 @@
-import Foundation
 import SyncCore
 
 /// Many files of one collection deleted at once (DESIGN.md §5, mass deletes): whether deletes
@@ -6,11 +5,11 @@ import SyncCore
 /// the times and the held ids, looks at the files and the request file, and carries it out.
 public enum DeleteHold {
     /// Whether `adding` more deletes would make more than `limit` within `window` seconds of
-    /// `now`, given the times of the deletes sent (`recent`, pruned to the window in place);
-    /// a `limit` of 0 never holds.
-    public static func isMassDelete(recent: inout [Date], adding: Int, now: Date, limit: Int, window: TimeInterval) -> Bool {
+    /// `now`, given the times (in seconds) of the deletes sent (`recent`, pruned to the window in
+    /// place); a `limit` of 0 never holds.
+    public static func isMassDelete(recent: inout [Double], adding: Int, now: Double, limit: Int, window: Double) -> Bool {
         guard limit > 0 else { return false }
-        let since = now.addingTimeInterval(-window)
+        let since = now - window
         recent.removeAll { $0 <= since }
         return recent.count + adding > limit
     }

@@ -208,7 +208,7 @@ extension SyncEngine {
     }
 
     func pushDeletes(_ collection: String, _ ids: [RecordID]) {
-        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now, count: ids.count))
+        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now.timeIntervalSinceReferenceDate, count: ids.count))
         for id in ids {
             let key = RecordKey(collection: collection, id: id)
             guard let entry = deletableEntry(key) else { continue }

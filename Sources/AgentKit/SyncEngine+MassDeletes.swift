@@ -14,7 +14,7 @@ extension SyncEngine {
 
     /// Whether pushing `count` more deletes would pass `confirmDeletesOver` within the window.
     func isMassDelete(_ collection: String, adding count: Int) -> Bool {
-        DeleteHold.isMassDelete(recent: &recentDeletes[collection, default: []], adding: count, now: clock.now,
+        DeleteHold.isMassDelete(recent: &recentDeletes[collection, default: []], adding: count, now: clock.now.timeIntervalSinceReferenceDate,
                                 limit: configuration.confirmDeletesOver, window: configuration.massDeleteWindowSeconds)
     }
 

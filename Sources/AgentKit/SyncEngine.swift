@@ -65,7 +65,7 @@ final class SyncEngine {
     /// every mirror receives them; a server that refuses them leaves copies local only.
     var sharesConflicts = true
     /// Per collection, when each recent delete was pushed (for the mass-delete window).
-    var recentDeletes: [String: [Date]] = [:]
+    var recentDeletes: [String: [Double]] = [:]
     /// Deletes held for confirmation, per collection.
     var heldDeletes: [String: Set<RecordID>] = [:]
     /// Pushes refused for now (a full disk on the server), each tried again after its delay,

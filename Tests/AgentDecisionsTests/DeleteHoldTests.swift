@@ -1,14 +1,13 @@
 import AgentDecisions
-import Foundation
 import SyncCore
 import XCTest
 
 /// The mass-delete rules: when deletes are held, and what a look at them decides.
 final class DeleteHoldTests: XCTestCase {
-    private let now = Date(timeIntervalSince1970: 1_000)
+    private let now = 1_000.0
 
     func testDeletesPastTheLimitWithinTheWindowAreHeld() {
-        var recent = (0..<90).map { _ in now.addingTimeInterval(-5) } + (0..<50).map { _ in now.addingTimeInterval(-30) }
+        var recent = Array(repeating: now - 5, count: 90) + Array(repeating: now - 30, count: 50)
         XCTAssertFalse(DeleteHold.isMassDelete(recent: &recent, adding: 10, now: now, limit: 100, window: 10))
         XCTAssertEqual(recent.count, 90, "deletes older than the window are forgotten")
         XCTAssertTrue(DeleteHold.isMassDelete(recent: &recent, adding: 11, now: now, limit: 100, window: 10))
