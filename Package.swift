@@ -22,7 +22,7 @@ let package = Package(
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "RecordStore", dependencies: ["SyncCore", "SQLiteKit", "ServerKit"]),
+        .target(name: "SQLiteStore", dependencies: ["SyncCore", "SQLiteKit", "ServerKit"]),
         .target(name: "PostgresKit", dependencies: ["CLibPQ"]),
         .target(name: "PostgresStore", dependencies: ["SyncCore", "PostgresKit", "ServerKit", "EventLoop"]),
         .target(name: "CShims"),
@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "AgentKit", dependencies: ["AgentDecisions", "SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
         .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "RecordStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
@@ -41,9 +41,9 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit", "PlistFormat", "SyncProtocol"]),
-        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "RecordStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
+        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "RecordStore", "EventLoop"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "EventLoop"]),
     ],
     swiftLanguageModes: [.v6]
 )

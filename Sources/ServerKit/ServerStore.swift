@@ -1,7 +1,7 @@
 import EventLoop
 import SyncCore
 
-/// The record store a server runs on: SQLite in a data folder today (`RecordStore`), another
+/// The record store a server runs on: SQLite in a data folder (`SQLiteStore`), another
 /// engine behind the same calls later. The server never sees the engine's types or errors.
 ///
 /// Reads and account checks are called on the loop thread; `commit` on the commit thread, one

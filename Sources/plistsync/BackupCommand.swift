@@ -1,5 +1,5 @@
 import Foundation
-import RecordStore
+import SQLiteStore
 
 /// `plistsync backup FILE` and `plistsync restore FILE`: a consistent copy of the server's store
 /// taken while it runs, and putting one back while it is stopped.

@@ -2,7 +2,7 @@ import EventLoop
 import Foundation
 import PostgresKit
 import PostgresStore
-import RecordStore
+import SQLiteStore
 import ServerKit
 import TLSKit
 

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresStore
-import RecordStore
+import SQLiteStore
 import ServerKit
 import SyncCore
 

@@ -1,6 +1,6 @@
 import EventLoop
 import Foundation
-import RecordStore
+import SQLiteStore
 @testable import ServerKit
 
 /// A server with no listener whose sessions talk over buffers: a request goes straight into a

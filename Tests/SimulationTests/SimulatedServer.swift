@@ -1,6 +1,6 @@
 import EventLoop
 import Foundation
-import RecordStore
+import SQLiteStore
 @testable import ServerKit
 import SyncCore
 import SyncProtocol

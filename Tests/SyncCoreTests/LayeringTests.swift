@@ -11,7 +11,7 @@ final class LayeringTests: XCTestCase {
         XCTAssertFalse(files.isEmpty)
         for file in files {
             let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-            for engine in ["SQLiteKit", "RecordStore", "CSQLite"] {
+            for engine in ["SQLiteKit", "SQLiteStore", "CSQLite"] {
                 XCTAssertFalse(text.contains("import \(engine)\n"), "\(file) imports \(engine)")
             }
         }
