@@ -15,6 +15,7 @@ readme_cleanup() {
     wait 2>/dev/null
 }
 trap readme_cleanup EXIT
+trap 'exit 143' TERM INT
 
 # A step of the README: the line as written.
 readme_step() { printf '\n$ %s\n' "$1"; }
