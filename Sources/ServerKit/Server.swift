@@ -20,9 +20,9 @@ public final class Server {
     let serverID: String
     let limitsJSON: String
 
-    private var listener: TCPListener?
-    private var plaintextListener: TCPListener?
-    private(set) var sessions: [ObjectIdentifier: Session] = [:]
+    var listener: TCPListener?
+    var plaintextListener: TCPListener?
+    var sessions: [ObjectIdentifier: Session] = [:]
     /// Bytes handed to connections since the last exact count (`Server+MemoryBudget`).
     var bufferedEstimate = 0
     /// Connections closed to stay within the memory budget, for the metrics.
@@ -32,31 +32,31 @@ public final class Server {
     var budgetRecountAt: UInt64 = 0
     /// Set while connections are being closed for the budget (their BYE lines count as sends).
     var enforcingBudget = false
-    private var housekeeping: LoopTimer?
-    private var signalWatchers: [SignalWatcher] = []
-    private var shuttingDown = false
-    private let startedAt: UInt64
-    private var recentChanges: [(second: UInt64, count: Int)] = []
+    var housekeeping: LoopTimer?
+    var signalWatchers: [SignalWatcher] = []
+    var shuttingDown = false
+    let startedAt: UInt64
+    var recentChanges: [(second: UInt64, count: Int)] = []
     /// Counters for the metrics endpoint.
-    private var changesTotal = 0
-    private(set) var loginsTotal = (succeeded: 0, failed: 0)
-    private var metrics: MetricsEndpoint?
-    private var onStopped: (() -> Void)?
-    private var graceTimer: LoopTimer?
-    private var nextPurgeAt: UInt64 = 0
-    private var controlWatcher: FolderWatcher?
-    private var appliedAccountsEpoch: Int64 = 0
+    var changesTotal = 0
+    var loginsTotal = (succeeded: 0, failed: 0)
+    var metrics: MetricsEndpoint?
+    var onStopped: (() -> Void)?
+    var graceTimer: LoopTimer?
+    var nextPurgeAt: UInt64 = 0
+    var controlWatcher: FolderWatcher?
+    var appliedAccountsEpoch: Int64 = 0
     /// Sessions not logged in yet, oldest first (entries of sessions since gone or logged in
     /// are skipped when met), and how many there are.
-    private var preAuthOrder = FIFO<ObjectIdentifier>()
-    private var preAuthCount = 0
-    private var waitingForCommitRoom: [ObjectIdentifier: Session] = [:]
+    var preAuthOrder = FIFO<ObjectIdentifier>()
+    var preAuthCount = 0
+    var waitingForCommitRoom: [ObjectIdentifier: Session] = [:]
     /// Set when a commit failed for lack of disk space: the reserve file is given back and only
     /// DEL is let through until the disk has room again (checked each second).
-    private(set) var diskFull = false
+    var diskFull = false
     /// With a store shared by several nodes: orders this node's commits and the others' into
     /// one gap-free feed.
-    private var feed: FeedSequencer?
+    var feed: FeedSequencer?
 
     /// Serves `store`; nothing listens until `start()`.
     public init(configuration: ServerConfiguration, store: ServerStore, loop: EventLoop) throws(StoreFailure) {
@@ -94,14 +94,14 @@ public final class Server {
         if let reserve = store.spaceReserve, !reserve.create() { ServerLog.error("warning: no room for the space reserve \(reserve.path)") }
     }
 
-    private func enterDiskFullMode() {
+    func enterDiskFullMode() {
         guard !diskFull else { return }
         diskFull = true
         store.spaceReserve?.remove()
         ServerLog.error("the disk of \(configuration.dataPath) is full: only DEL and reads are served until it has room")
     }
 
-    private func leaveDiskFullModeIfRoom() {
+    func leaveDiskFullModeIfRoom() {
         guard diskFull, store.spaceReserve?.hasRoomToResume() ?? true else { return }
         store.spaceReserve?.create()
         diskFull = false
@@ -147,7 +147,7 @@ public final class Server {
         ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), records in \(store.location)")
     }
 
-    private func accept(_ connection: TCPConnection, tls: TLSContext?) {
+    func accept(_ connection: TCPConnection, tls: TLSContext?) {
         if let tls {
             do {
                 connection.security = try TLSSession(context: tls)
@@ -196,7 +196,7 @@ public final class Server {
 
     /// Closes the longest-waiting connection that has not logged in and is not waiting for a
     /// login answer, to make room for a new one.
-    private func evictOldestUnauthenticated() {
+    func evictOldestUnauthenticated() {
         // Sessions waiting for a login answer go to the back; one full pass at most.
         var looked = 0
         while looked <= preAuthOrder.count, let key = preAuthOrder.popFirst() {
@@ -259,258 +259,12 @@ public final class Server {
         waitingForCommitRoom[ObjectIdentifier(session)] = session
     }
 
-    private func wakeSessionsWaitingForCommitRoom() {
+    func wakeSessionsWaitingForCommitRoom() {
         // Woken in turn while there is room; the rest stay waiting for the next batch.
         for (key, session) in waitingForCommitRoom {
             guard committer.hasRoom else { return }
             waitingForCommitRoom[key] = nil
             session.commitRoomAvailable()
         }
-    }
-
-    // MARK: - Revocation
-
-    /// Closes every connection that logged in with the token whose hash this is.
-    func tokenRevoked(_ hash: String) {
-        for session in sessions.values where session.tokenHash == hash { session.revoke() }
-    }
-
-    /// Applies account changes made by `plistsync user` on this data folder while the server
-    /// runs: connections of removed users, or logged in with a password or token that is no
-    /// longer valid, are closed; memberships are re-read (a user removed and added again
-    /// starts with none); then the epoch is confirmed for the waiting command.
-    func checkAccounts(force: Bool = false) {
-        guard let epoch = try? store.accountsEpoch(), force || epoch != appliedAccountsEpoch else { return }
-        appliedAccountsEpoch = epoch
-        var accountsByName: [String: StoredUser?] = [:]
-        for session in sessions.values {
-            guard let name = session.user, session.closeReason == nil else { continue }
-            if accountsByName[name] == nil { accountsByName[name] = .some(try? store.user(named: name)) }
-            guard let account = accountsByName[name] ?? nil else {
-                session.revoke()
-                continue
-            }
-            if let token = session.tokenHash {
-                if !((try? store.tokenExists(hash: token)) ?? false) { session.revoke() }
-            } else if account.passwordHash != session.passwordHash {
-                session.revoke()
-            }
-            session.updateAdmin(account.isAdmin)
-        }
-        do {
-            directory.load(try store.collections())
-            if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
-        } catch {
-            ServerLog.error("re-reading collections after an account change: \(error)")
-        }
-        for session in sessions.values { session.recheckAccess() }
-        ServerLog.info("account change applied (epoch \(epoch))")
-        store.accountChanges?.confirmApplied(epoch: epoch)
-    }
-
-    // MARK: - Changes and collections
-
-    private func committed(_ changes: [Change]) {
-        changesTotal += changes.count
-        for change in changes { directory.committed(change) }
-        let second = loop.nowMilliseconds / 1000
-        if recentChanges.last?.second == second {
-            recentChanges[recentChanges.count - 1].count += changes.count
-        } else {
-            recentChanges.append((second, changes.count))
-            if recentChanges.count > 16 { recentChanges.removeFirst() }
-        }
-        hub.broadcast(changes)
-    }
-
-    // MARK: - Other nodes
-
-    /// Hands this node's committed changes to the feed, and whatever is next in line out.
-    private func sequence(_ changes: [Change]) {
-        release(feed?.add(changes))
-        fillFeedGaps()
-    }
-
-    /// Broadcasts the changes the feed let out; whether there were any.
-    @discardableResult
-    private func release(_ ready: [Change]?) -> Bool {
-        guard let ready, !ready.isEmpty else { return false }
-        committed(ready)
-        return true
-    }
-
-    /// Reads from the change log what other nodes committed before the changes held back, and
-    /// broadcasts everything now in order.
-    private func fillFeedGaps() {
-        guard let cluster = store.cluster else { return }
-        while let missing = feed?.missing {
-            let fetched: [Change]?
-            do {
-                fetched = try cluster.loggedChanges(missing)
-            } catch {
-                ServerLog.error("reading changes \(missing.lowerBound)…\(missing.upperBound) from the change log: \(error)")
-                return
-            }
-            guard let fetched else {
-                // Pruned from the log (this node was cut off too long): subscribers may have
-                // missed changes, so they are sent away to resume with SUB … SINCE.
-                ServerLog.error("changes \(missing.lowerBound)…\(missing.upperBound) are no longer in the change log; subscribers resume from the store")
-                for session in sessions.values where session.isSubscribed { session.sayGoodbye("SLOW", reason: .slow) }
-                release(feed?.skip(through: missing.upperBound))
-                continue
-            }
-            // Not visible yet: the next event or the housekeeping tick tries again.
-            guard release(feed?.add(fetched)) else { return }
-        }
-    }
-
-    private func clusterEvent(_ event: ClusterEvent) {
-        switch event.kind {
-        case .committed(let seq):
-            feed?.committed(through: seq)
-            fillFeedGaps()
-        case .created(let name, let owner): collectionCreated(name, owner: owner)
-        case .dropped(let name): collectionDropped(name)
-        case .renamed(let from, let to): collectionRenamed(from, to: to)
-        case .granted(let collection, let user, let role): granted(role, to: user, in: collection)
-        case .tokenRevoked(let hash): tokenRevoked(hash)
-        case .accountsChanged: checkAccounts()
-        }
-    }
-
-    /// The channel to the other nodes was lost and is back: what it would have said is read
-    /// from the store instead.
-    private func resync() {
-        ServerLog.info("cluster channel connected: re-reading collections, accounts and the change log")
-        checkAccounts(force: true)
-        catchUpWithStore()
-    }
-
-    /// Learns the store's latest seq and delivers what this node has not seen.
-    private func catchUpWithStore() {
-        guard feed != nil, let seq = try? store.currentSeq() else { return }
-        feed?.committed(through: seq)
-        fillFeedGaps()
-    }
-
-    func collectionCreated(_ name: String, owner: String) {
-        directory.created(name, owner: owner)
-        for session in sessions.values where session.user == owner {
-            session.collectionChanged(name, role: .admin, seq: 0)
-        }
-    }
-
-    func collectionDropped(_ name: String) {
-        let members = directory.members(of: name)
-        directory.dropped(name)
-        for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
-        if configuration.maxBytesPerUser > 0, let sizes = try? store.storedBytesByCollection() { directory.loadSizes(sizes) }
-    }
-
-    func collectionRenamed(_ from: String, to: String) {
-        directory.renamed(from, to: to)
-        hub.rename(from, to: to)
-        hub.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
-        let members = directory.members(of: to)
-        for session in sessions.values { session.collectionRenamed(from, to: to, isMember: session.user.map(members.contains) ?? false) }
-    }
-
-    func granted(_ role: Role?, to user: String, in collection: String) {
-        directory.granted(role, to: user, in: collection)
-        let seq = directory.lastSeq(collection)
-        for session in sessions.values where session.user == user {
-            session.collectionChanged(collection, role: role, seq: seq)
-        }
-    }
-
-    // MARK: - Housekeeping
-
-    private func housekeep() {
-        let now = loop.nowMilliseconds
-        let idleLimit = configuration.idleTimeoutSeconds * 1000
-        let loginLimit = configuration.preAuthTimeoutSeconds * 1000
-        for session in sessions.values where session.closeReason == nil {
-            if session.user == nil, loginLimit > 0, now - session.connectedAt > loginLimit {
-                session.sayGoodbye("AUTH_TIMEOUT", reason: .authTimeout)
-            } else if idleLimit > 0, now - session.lastActivity > idleLimit {
-                session.sayGoodbye("IDLE", reason: .idle)
-            }
-        }
-        enforceMemoryBudget()
-        // The backstop for a missed inotify event on control/ (or a missed cluster event).
-        checkAccounts()
-        catchUpWithStore()
-        leaveDiskFullModeIfRoom()
-        if now >= nextPurgeAt { purgeTombstones() }
-    }
-
-    private func purgeTombstones() {
-        nextPurgeAt = loop.nowMilliseconds + max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
-        let cutoff = Int64(Date().timeIntervalSince1970) - Int64(configuration.tombstoneTTLSeconds)
-        committer.submit(.purgeTombstones(updatedBefore: cutoff)) { _ in }
-    }
-
-    /// The STATS reply's JSON.
-    func statsJSON() -> String {
-        let now = loop.nowMilliseconds
-        let window = recentChanges.filter { now / 1000 - $0.second < 10 && $0.second < now / 1000 }
-        let rate = Double(window.reduce(0) { $0 + $1.count }) / 10.0
-        return ValueJSON.encode(.dictionary([
-            "connections": .integer(Int64(sessions.count)),
-            "subscribers": .integer(Int64(hub.subscriptionCount)),
-            "seq": .integer(hub.lastBroadcastSeq),
-            "changes_per_second": .real(rate),
-            "uptime_seconds": .integer(Int64((now - startedAt) / 1000)),
-            "store_bytes": .integer(store.sizeBytes()),
-            "collections": .integer(Int64(directory.collections.count)),
-            "commits": .integer(Int64(committer.batches)),
-            "queued_writes": .integer(Int64(committer.queuedCount)),
-        ]))
-    }
-
-    // MARK: - Shutdown
-
-    /// Stops accepting, lets in-flight commits finish and answer, says `* BYE SHUTDOWN` to every
-    /// client, and lets the loop end.
-    public func shutdown() {
-        guard !shuttingDown else { return }
-        shuttingDown = true
-        ServerLog.info("shutting down")
-        listener?.close()
-        listener = nil
-        plaintextListener?.close()
-        plaintextListener = nil
-        metrics?.close()
-        metrics = nil
-        for session in sessions.values { session.stopReading() }
-        if committer.isIdle { finishShutdown() }
-    }
-
-    private func finishShutdown() {
-        for session in sessions.values { session.sayGoodbye("SHUTDOWN", reason: .shutdown) }
-        if sessions.isEmpty {
-            closeHandles()
-        } else {
-            // Clients that do not read their last bytes are cut off after a grace period.
-            graceTimer = LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
-                graceTimer = nil
-                for session in sessions.values { session.abort() }
-            }
-        }
-    }
-
-    private func closeHandles() {
-        logins.close()
-        store.cluster?.stopListening()
-        controlWatcher?.close()
-        controlWatcher = nil
-        graceTimer?.close()
-        graceTimer = nil
-        housekeeping?.close()
-        housekeeping = nil
-        for watcher in signalWatchers { watcher.close() }
-        signalWatchers.removeAll()
-        onStopped?()
-        onStopped = nil
     }
 }

@@ -1,0 +1,122 @@
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+import TLSKit
+
+/// Committed changes and collection events reaching sessions, and the other nodes of a shared
+/// store heard through its cluster channel, ordered into one feed.
+extension Server {
+    func committed(_ changes: [Change]) {
+        changesTotal += changes.count
+        for change in changes { directory.committed(change) }
+        let second = loop.nowMilliseconds / 1000
+        if recentChanges.last?.second == second {
+            recentChanges[recentChanges.count - 1].count += changes.count
+        } else {
+            recentChanges.append((second, changes.count))
+            if recentChanges.count > 16 { recentChanges.removeFirst() }
+        }
+        hub.broadcast(changes)
+    }
+
+
+
+    /// Hands this node's committed changes to the feed, and whatever is next in line out.
+    func sequence(_ changes: [Change]) {
+        release(feed?.add(changes))
+        fillFeedGaps()
+    }
+
+    /// Broadcasts the changes the feed let out; whether there were any.
+    @discardableResult
+    func release(_ ready: [Change]?) -> Bool {
+        guard let ready, !ready.isEmpty else { return false }
+        committed(ready)
+        return true
+    }
+
+    /// Reads from the change log what other nodes committed before the changes held back, and
+    /// broadcasts everything now in order.
+    func fillFeedGaps() {
+        guard let cluster = store.cluster else { return }
+        while let missing = feed?.missing {
+            let fetched: [Change]?
+            do {
+                fetched = try cluster.loggedChanges(missing)
+            } catch {
+                ServerLog.error("reading changes \(missing.lowerBound)…\(missing.upperBound) from the change log: \(error)")
+                return
+            }
+            guard let fetched else {
+                // Pruned from the log (this node was cut off too long): subscribers may have
+                // missed changes, so they are sent away to resume with SUB … SINCE.
+                ServerLog.error("changes \(missing.lowerBound)…\(missing.upperBound) are no longer in the change log; subscribers resume from the store")
+                for session in sessions.values where session.isSubscribed { session.sayGoodbye("SLOW", reason: .slow) }
+                release(feed?.skip(through: missing.upperBound))
+                continue
+            }
+            // Not visible yet: the next event or the housekeeping tick tries again.
+            guard release(feed?.add(fetched)) else { return }
+        }
+    }
+
+    func clusterEvent(_ event: ClusterEvent) {
+        switch event.kind {
+        case .committed(let seq):
+            feed?.committed(through: seq)
+            fillFeedGaps()
+        case .created(let name, let owner): collectionCreated(name, owner: owner)
+        case .dropped(let name): collectionDropped(name)
+        case .renamed(let from, let to): collectionRenamed(from, to: to)
+        case .granted(let collection, let user, let role): granted(role, to: user, in: collection)
+        case .tokenRevoked(let hash): tokenRevoked(hash)
+        case .accountsChanged: checkAccounts()
+        }
+    }
+
+    /// The channel to the other nodes was lost and is back: what it would have said is read
+    /// from the store instead.
+    func resync() {
+        ServerLog.info("cluster channel connected: re-reading collections, accounts and the change log")
+        checkAccounts(force: true)
+        catchUpWithStore()
+    }
+
+    /// Learns the store's latest seq and delivers what this node has not seen.
+    func catchUpWithStore() {
+        guard feed != nil, let seq = try? store.currentSeq() else { return }
+        feed?.committed(through: seq)
+        fillFeedGaps()
+    }
+
+    func collectionCreated(_ name: String, owner: String) {
+        directory.created(name, owner: owner)
+        for session in sessions.values where session.user == owner {
+            session.collectionChanged(name, role: .admin, seq: 0)
+        }
+    }
+
+    func collectionDropped(_ name: String) {
+        let members = directory.members(of: name)
+        directory.dropped(name)
+        for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
+        if configuration.maxBytesPerUser > 0, let sizes = try? store.storedBytesByCollection() { directory.loadSizes(sizes) }
+    }
+
+    func collectionRenamed(_ from: String, to: String) {
+        directory.renamed(from, to: to)
+        hub.rename(from, to: to)
+        hub.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
+        let members = directory.members(of: to)
+        for session in sessions.values { session.collectionRenamed(from, to: to, isMember: session.user.map(members.contains) ?? false) }
+    }
+
+    func granted(_ role: Role?, to user: String, in collection: String) {
+        directory.granted(role, to: user, in: collection)
+        let seq = directory.lastSeq(collection)
+        for session in sessions.values where session.user == user {
+            session.collectionChanged(collection, role: role, seq: seq)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+import TLSKit
+
+/// SIGTERM and SIGINT: stop accepting, let in-flight commits answer, say `* BYE SHUTDOWN`.
+extension Server {
+    /// Stops accepting, lets in-flight commits finish and answer, says `* BYE SHUTDOWN` to every
+    /// client, and lets the loop end.
+    public func shutdown() {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        ServerLog.info("shutting down")
+        listener?.close()
+        listener = nil
+        plaintextListener?.close()
+        plaintextListener = nil
+        metrics?.close()
+        metrics = nil
+        for session in sessions.values { session.stopReading() }
+        if committer.isIdle { finishShutdown() }
+    }
+
+    func finishShutdown() {
+        for session in sessions.values { session.sayGoodbye("SHUTDOWN", reason: .shutdown) }
+        if sessions.isEmpty {
+            closeHandles()
+        } else {
+            // Clients that do not read their last bytes are cut off after a grace period.
+            graceTimer = LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+                graceTimer = nil
+                for session in sessions.values { session.abort() }
+            }
+        }
+    }
+
+    func closeHandles() {
+        logins.close()
+        store.cluster?.stopListening()
+        controlWatcher?.close()
+        controlWatcher = nil
+        graceTimer?.close()
+        graceTimer = nil
+        housekeeping?.close()
+        housekeeping = nil
+        for watcher in signalWatchers { watcher.close() }
+        signalWatchers.removeAll()
+        onStopped?()
+        onStopped = nil
+    }
+}
