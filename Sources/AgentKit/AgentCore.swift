@@ -86,7 +86,7 @@ final class AgentCore {
     /// ended at `restoredSeq` if it was.
     func serverID(_ id: String, restoredSeq: Int64? = nil) {
         if state.noteServer(id, restoredSeq: restoredSeq, saving: { engine.saveState($0) }) {
-            AgentLog.info("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh; what this folder synced since goes back up")
+            engine.log("the server's store is not the one this folder was synced with (restored from a backup, or another server): reconciling every collection afresh; what this folder synced since goes back up")
         }
     }
 
