@@ -145,7 +145,10 @@ extension SyncEngine {
     /// Whether a row of the mirror is not in the synced order yet though it will be: its file
     /// is there and its create is unanswered, or it is live here without a position.
     func isAwaitingPlacement(_ collection: String, _ id: RecordID) -> Bool {
-        guard let entry = state.entry(collection, id) else { return mirror.read(mirror.recordPath(collection, id)) != nil }
+        // A file at its path that is a twin's (a folding file system) is not a create to wait for.
+        guard let entry = state.entry(collection, id) else {
+            return mirror.read(mirror.recordPath(collection, id)) != nil && mirror.clashingName(collection, id) == nil
+        }
         return entry.isLive && entry.position == nil
     }
 
