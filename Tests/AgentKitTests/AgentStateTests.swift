@@ -12,7 +12,7 @@ final class AgentStateTests: XCTestCase {
     override func setUpWithError() throws {
         mountPoint = NSTemporaryDirectory() + "plistsync-state-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint]) == 0 else {
+        guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint]) == 0 else {
             throw XCTSkip("cannot mount a small tmpfs here (needs root)")
         }
     }
@@ -33,9 +33,10 @@ final class AgentStateTests: XCTestCase {
     }
 
     private func entry(_ rev: Int64) -> AgentState.Entry {
-        SyncedRecord(rev: rev, position: "a0", fieldsJSON: "{\"v\":\"\(String(repeating: "x", count: 2_000))\"}", fileHash: "h\(rev)", format: .xml)
+        SyncedRecord(rev: rev, position: "a0", fieldsJSON: "{\"v\":\"\(String(repeating: "x", count: 500))\"}", fileHash: "h\(rev)", format: .xml)
     }
 
+    /// (A 4 MiB tmpfs: once the filler is gone, the whole state is written again in the WAL.)
     func testAWriteThatFailsOnAFullDiskIsWrittenAgainOnceThereIsRoom() throws {
         let path = mountPoint + "/state.sqlite"
         let state = try AgentState(path: path)
@@ -58,7 +59,7 @@ final class AgentStateTests: XCTestCase {
         XCTAssertEqual(state.records["c"]?.count, 201, "memory keeps every change")
 
         try FileManager.default.removeItem(atPath: filler)
-        try state.catchUp()
+        XCTAssertNoThrow(try state.catchUp(), "with room again, the state is written again")
         XCTAssertFalse(state.isBehind)
         let reopened = try AgentState(path: path)
         XCTAssertEqual(reopened.records["c"]?.count, 201, "the file has what memory had")
