@@ -22,7 +22,7 @@ first=${SIMULATION_FIRST:-1}
 processes=${SIMULATION_PROCESSES:-$(nproc)}
 # Each run leaves one descriptor open (a server's lock on its data folder is held until the
 # process ends), so a process takes at most this many seeds.
-chunk=${SIMULATION_CHUNK:-500}
+chunk=${SIMULATION_CHUNK:-250}
 ulimit -n 4096 2>/dev/null || true
 
 swift build -c release --build-tests -Xswiftc -enable-testing > .build/simulation-build.log 2>&1 || { cat .build/simulation-build.log; exit 1; }
@@ -35,33 +35,45 @@ deadline=$((started + minutes * 60))
 next=$first
 done_runs=0
 failed=0
-# Chunks of seeds go to the processes until the runs are done (or the minutes are up).
-while :; do
-    if [ "$minutes" -gt 0 ]; then [ "$(date +%s)" -lt "$deadline" ] || break; else [ "$done_runs" -lt "$runs" ] || break; fi
-    pids=()
-    for ((p = 0; p < processes; p++)); do
+declare -A running=()   # pid -> the log of its chunk
+
+# A chunk's log, once its process has ended: failures are printed and counted.
+finish() {
+    local log=$1
+    if grep -q "replay:" "$log"; then
+        grep -E "^  |seed [0-9]+:" "$log" | head -40
+        failed=$((failed + $(grep -c "replay:" "$log")))
+    fi
+    grep -q "^simulation:" "$log" || { echo "a simulation process ended without its summary:"; tail -20 "$log"; failed=$((failed + 1)); }
+    [ -n "${SIMULATION_KEEP_LOGS:-}" ] || rm -f "$log"
+}
+
+more() {
+    [ "$failed" -eq 0 ] || return 1
+    if [ "$minutes" -gt 0 ]; then [ "$(date +%s)" -lt "$deadline" ]; else [ "$done_runs" -lt "$runs" ]; fi
+}
+
+# Chunks of seeds go to the processes as each one frees up (no process waits for a slower one).
+while more || [ "${#running[@]}" -gt 0 ]; do
+    while more && [ "${#running[@]}" -lt "$processes" ]; do
         size=$chunk
         if [ "$minutes" -eq 0 ]; then
             left=$((runs - done_runs))
-            [ "$left" -gt 0 ] || break
             [ "$size" -le "$left" ] || size=$left
         fi
         PLISTSYNC_SIMULATION_FIRST=$next PLISTSYNC_SIMULATION_RUNS=$size "$bundle" SimulationTests.SimulationTests/testSeededRunsConvergeAndLoseNothing \
             > "$logs/$next.log" 2>&1 &
-        pids+=($!)
+        running[$!]="$logs/$next.log"
         next=$((next + size))
         done_runs=$((done_runs + size))
     done
-    for pid in "${pids[@]}"; do wait "$pid" || true; done
-    for log in "$logs"/*.log; do
-        if grep -q "replay:" "$log"; then
-            grep -E "^  |seed [0-9]+:" "$log" | head -40
-            failed=$((failed + $(grep -c "replay:" "$log")))
-        fi
-        grep -q "^simulation:" "$log" || { echo "a simulation process ended without its summary:"; tail -20 "$log"; failed=$((failed + 1)); }
-        [ -n "${SIMULATION_KEEP_LOGS:-}" ] || rm -f "$log"
+    wait -n || true
+    for pid in "${!running[@]}"; do
+        kill -0 "$pid" 2>/dev/null && continue
+        wait "$pid" 2>/dev/null || true
+        finish "${running[$pid]}"
+        unset "running[$pid]"
     done
-    [ "$failed" -eq 0 ] || break
 done
 seconds=$(( $(date +%s) - started ))
 echo "simulation: $done_runs seeded runs from seed $first in $seconds s on $processes processes, $failed failed"
