@@ -80,7 +80,7 @@ extension SyncEngine {
         let change = LocalChange.decide(
             collection: collection, id: id, file: file, synced: state.entry(collection, id),
             refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }),
-            deleteRefused: refused[key] == Self.refusedDelete || unwritten[key] == Self.unwrittenOverMissingFile,
+            deleteRefused: deleteIsHeldBack(key),
             maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
         if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
         switch change {
@@ -167,10 +167,14 @@ extension SyncEngine {
     /// live, had a file here, the server has not refused this delete already, and no change
     /// from the server waits to be written there.
     func deletableEntry(_ key: RecordKey) -> AgentState.Entry? {
-        guard let entry = state.entry(key.collection, key.id), entry.missingFileIsADelete, refused[key] != Self.refusedDelete,
-            unwritten[key] != Self.unwrittenOverMissingFile
-        else { return nil }
+        guard let entry = state.entry(key.collection, key.id), entry.missingFileIsADelete, !deleteIsHeldBack(key) else { return nil }
         return entry
+    }
+
+    /// Whether a missing file of this record must not go up as a delete: the server refused
+    /// that delete, or a change from it waits to be written there.
+    func deleteIsHeldBack(_ key: RecordKey) -> Bool {
+        refused[key] == Self.refusedDelete || unwritten[key] == Self.unwrittenOverMissingFile
     }
 
     /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
