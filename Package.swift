@@ -22,9 +22,9 @@ let package = Package(
         // I/O layers.
         .target(name: "EventLoop", dependencies: ["CLibUV"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "SQLiteStore", dependencies: ["SyncCore", "SQLiteKit", "ServerKit"]),
+        .target(name: "SQLiteStore", dependencies: ["SyncCore", "SQLiteKit"]),
         .target(name: "PostgresKit", dependencies: ["CLibPQ"]),
-        .target(name: "PostgresStore", dependencies: ["SyncCore", "PostgresKit", "ServerKit", "EventLoop"]),
+        .target(name: "PostgresStore", dependencies: ["SyncCore", "PostgresKit", "EventLoop"]),
         .target(name: "CShims"),
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),

@@ -165,7 +165,7 @@ final class ServerLink: ServerRequests {
         }
         if case .bye(let reason) = event {
             log("server closed the connection: \(reason)")
-            if reason.hasPrefix("REVOKED") { refuseCredential() }
+            if reason == .revoked { refuseCredential() }
         }
         onEvent(event)
     }

@@ -18,7 +18,8 @@ public final class EventLoop {
     private var connectionsToFlush: [TCPConnection] = []
     private var endOfTurnWork: [() -> Void] = []
     /// For a deterministic simulation only, never when serving: `runBlocking` work runs on the
-    /// loop thread and its completion at the end of the turn, with no thread hand-off.
+    /// loop thread and its completion at the end of the turn, with no thread hand-off; a
+    /// `WorkerThread` made afterwards runs its jobs at once too.
     public var runsBlockingWorkInline = false
     private var closed = false
 

@@ -17,13 +17,19 @@ public final class PGConnection: @unchecked Sendable {
     /// (`?connect_timeout=N`): libpq alone waits for ever on a host that accepts the connection
     /// and never answers.
     public static let defaultConnectTimeoutSeconds = 10
+    /// Seconds a statement may run unless the URL says otherwise.
+    public static let defaultStatementTimeoutSeconds = 10
 
     /// Connects to `url` (`postgresql://user@host:port/db`, or libpq's `key=value` form) and
     /// runs `settings` (`SET …` statements), again after each reconnect.
     public init(url: String, settings: [String] = []) throws(PGError) {
         self.url = url
         // Notices ("relation … already exists, skipping") are not for the server's log.
-        setup = (["SET client_min_messages TO warning"] + settings).joined(separator: "; ")
+        // A statement the database cannot finish in time (a lock held by a stuck node, a plan
+        // gone wrong) ends, so the thread that waits for it is freed; the URL may say otherwise
+        // (`?options=-c%20statement_timeout%3D30s`).
+        let timeout = url.contains("statement_timeout") ? [] : ["SET statement_timeout = '\(Self.defaultStatementTimeoutSeconds)s'"]
+        setup = (["SET client_min_messages TO warning"] + timeout + settings).joined(separator: "; ")
         // The default comes first: what the URL says, expanded from `dbname`, overrides it.
         let keywords = ["connect_timeout", "dbname"]
         let values = [String(Self.defaultConnectTimeoutSeconds), url]

@@ -1,6 +1,5 @@
 import Foundation
 import PostgresKit
-import ServerKit
 import SyncCore
 
 /// Users in a PostgreSQL store, changed directly in the database by `plistsync user`: each

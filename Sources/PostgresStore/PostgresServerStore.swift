@@ -1,7 +1,6 @@
 import EventLoop
 import Foundation
 import PostgresKit
-import ServerKit
 import SyncCore
 
 /// The server's store in PostgreSQL, shared by any number of `plistsync serve` nodes: records,
@@ -9,7 +8,8 @@ import SyncCore
 /// row, and nodes hear of each other's commits by LISTEN/NOTIFY and read them from the change
 /// log (`ClusterChannel`).
 ///
-/// Three connections: commits (commit thread), reads (loop thread), notifications (loop thread).
+/// Three connections: commits (commit thread), reads (the server's read thread, `StoreReads`;
+/// at start the loop thread, before anything is served), notifications (loop thread).
 public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked Sendable {
     /// How long the change log keeps a change: a node cut off from the others for longer sends
     /// its subscribers away to resume from the store.
@@ -27,13 +27,16 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     private var audience: Audience?
 
     private struct Audience {
-        let loop: EventLoop
         let onEvent: (ClusterEvent) -> Void
         let onResync: () -> Void
+        let onTrouble: (String) -> Void
     }
+    /// The loop the cluster channel listens on.
+    private let loop: EventLoop
 
-    public init(url: String) throws(StoreFailure) {
+    public init(url: String, loop: EventLoop) throws(StoreFailure) {
         self.url = url
+        self.loop = loop
         node = String(UUID().uuidString.lowercased().prefix(8))
         do {
             // A node cut off mid-batch must not hold the seq row (every node's commits) for
@@ -223,28 +226,36 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         }
     }
 
-    public func listen(on loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void) {
+    public func listen(onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void, onTrouble: @escaping (String) -> Void) {
         stopped = false
-        audience = Audience(loop: loop, onEvent: onEvent, onResync: onResync)
+        audience = Audience(onEvent: onEvent, onResync: onResync, onTrouble: onTrouble)
         connectListener()
     }
 
-    /// Opens the LISTEN connection and watches its socket; when that fails, tries again in a
-    /// second. Whether it is listening.
-    @discardableResult
-    private func connectListener() -> Bool {
-        guard let audience else { return false }
-        do {
-            let connection = try PGConnection(url: url)
-            try connection.script("LISTEN plistsync")
-            watcher = try SocketWatcher(loop: audience.loop, socket: connection.socket) { [unowned self] in receive() }
-            listener = connection
-            return true
-        } catch {
-            ServerLog.error("cannot listen for other nodes' changes (\(error)); trying again in a second")
-            listenLater()
-            return false
-        }
+    /// Opens the LISTEN connection on the thread pool (a database that does not answer never
+    /// holds the loop) and watches its socket; when that fails, tries again in a second. Once
+    /// listening, what the channel may have missed before is re-read (`onResync`).
+    private func connectListener() {
+        guard audience != nil else { return }
+        let url = self.url
+        loop.runBlocking({ () -> Result<PGConnection, PGError> in
+            Result { () throws(PGError) in
+                let connection = try PGConnection(url: url)
+                try connection.script("LISTEN plistsync")
+                return connection
+            }
+        }, then: { [weak self] result in
+            guard let self, !stopped, let audience else { return }
+            do {
+                let connection = try result.get()
+                watcher = try SocketWatcher(loop: loop, socket: connection.socket) { [unowned self] in receive() }
+                listener = connection
+                audience.onResync()
+            } catch {
+                audience.onTrouble("cannot listen for other nodes' changes (\(error)); trying again in a second")
+                listenLater()
+            }
+        })
     }
 
     private func receive() {
@@ -252,13 +263,13 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         do {
             for notification in try listener.notifications() {
                 guard let event = ClusterEvent(payload: notification.payload) else {
-                    ServerLog.error("ignoring an unknown cluster event: \(notification.payload)")
+                    audience?.onTrouble("ignoring an unknown cluster event: \(notification.payload)")
                     continue
                 }
                 if event.node != node { audience?.onEvent(event) }
             }
         } catch {
-            ServerLog.error("lost the cluster channel (\(error)); connecting again")
+            audience?.onTrouble("lost the cluster channel (\(error)); connecting again")
             watcher?.close()
             watcher = nil
             self.listener = nil
@@ -269,11 +280,10 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     /// Connects the channel again after a second; once it is back, what it may have missed is
     /// re-read (`onResync`).
     private func listenLater() {
-        guard !stopped, retryTimer == nil, let loop = audience?.loop else { return }
+        guard !stopped, retryTimer == nil, audience != nil else { return }
         retryTimer = LoopTimer.once(on: loop, after: 1_000) { [unowned self] in
             retryTimer = nil
-            guard !stopped, connectListener() else { return }
-            audience?.onResync()
+            if !stopped { connectListener() }
         }
     }
 

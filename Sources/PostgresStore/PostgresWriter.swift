@@ -1,6 +1,5 @@
 import Foundation
 import PostgresKit
-import ServerKit
 import SyncCore
 import SyncProtocol
 

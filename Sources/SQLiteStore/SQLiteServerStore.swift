@@ -1,4 +1,3 @@
-import ServerKit
 import SQLiteKit
 import SyncCore
 

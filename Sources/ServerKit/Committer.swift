@@ -17,6 +17,9 @@ final class Committer {
 
     private let loop: EventLoop
     private let store: ServerStore
+    /// How long a transaction may be out before the store counts as stalled.
+    private let stallMilliseconds: UInt64
+    private var inFlightSince: UInt64 = 0
     private var queue = FIFO<(operation: StoreOperation, completion: Completion)>()
     private(set) var queuedBytes = 0
     private var inFlight = false
@@ -31,9 +34,27 @@ final class Committer {
     var onRoom: () -> Void = {}
     private(set) var batches = 0
 
-    init(loop: EventLoop, store: ServerStore) {
+    init(loop: EventLoop, store: ServerStore, stallMilliseconds: UInt64) {
         self.loop = loop
         self.store = store
+        self.stallMilliseconds = stallMilliseconds
+    }
+
+    /// Whether the transaction in flight has been out longer than `stallMilliseconds` (the
+    /// database stopped answering): writes are then answered `unavailable` instead of queued.
+    var isStalled: Bool { inFlight && loop.nowMilliseconds - inFlightSince >= stallMilliseconds }
+
+    static let stalled = StoreFailure(.unavailable, "the store has not finished a commit in time")
+
+    /// While the store is stalled, answers every queued write `unavailable`: none of them was
+    /// handed to the store, so nothing of them is written. Called by housekeeping.
+    func failQueuedIfStalled() {
+        guard isStalled, queuedCount > 0 else { return }
+        let waiting = queue.popFirst(queuedCount)
+        queuedBytes = 0
+        ServerLog.error("the store has not finished a commit in \(stallMilliseconds) ms: \(waiting.count) queued write(s) answered UNAVAILABLE")
+        for entry in waiting { entry.completion(.failure(Self.stalled)) }
+        onRoom()
     }
 
     var isIdle: Bool { !inFlight && queuedCount == 0 }
@@ -42,6 +63,7 @@ final class Committer {
     var hasRoom: Bool { queuedCount < Self.maxQueuedOperations && queuedBytes < Self.maxQueuedBytes }
 
     func submit(_ operation: StoreOperation, completion: @escaping Completion) {
+        guard !isStalled else { return completion(.failure(Self.stalled)) }
         queue.append((operation, completion))
         queuedBytes += operation.approximateBytes
         // Wait for the end of this loop turn, so writes that arrived together commit together.
@@ -57,6 +79,7 @@ final class Committer {
         let batch = queue.popFirst(Self.maxBatch)
         for entry in batch { queuedBytes -= entry.operation.approximateBytes }
         inFlight = true
+        inFlightSince = loop.nowMilliseconds
         let operations = batch.map(\.operation)
         let store = self.store
         loop.runBlocking({ () -> Result<[StoreOutcome], StoreFailure> in

@@ -30,6 +30,11 @@ struct FIFO<Element> {
         return taken
     }
 
+    /// Visits the elements from the front.
+    func forEach(_ body: (Element) -> Void) {
+        for index in head..<storage.count { body(storage[index]) }
+    }
+
     private mutating func compact() {
         if head == storage.count {
             storage.removeAll(keepingCapacity: storage.capacity <= 4096)

@@ -21,6 +21,8 @@ final class LoginGate {
         case busy
         /// This address or account has used up its attempts for a while: retry after `seconds`.
         case rateLimited(seconds: UInt64)
+        /// The store did not answer the account lookup in time.
+        case unavailable
     }
 
     /// Every failed login is answered this long after its turn came (or when its hash is done, if
@@ -35,7 +37,7 @@ final class LoginGate {
     static let maxWaitMilliseconds: UInt64 = 5_000
 
     private let loop: EventLoop
-    private let store: ServerStore
+    private let reads: StoreReads
     private let hasher: WorkerThread
     private var throttle = AuthThrottle()
     /// Password checks waiting for the hashing thread, in two lines: logins from an address the
@@ -62,9 +64,9 @@ final class LoginGate {
         var waiting: [() -> Void] = []
     }
 
-    init(loop: EventLoop, store: ServerStore) {
+    init(loop: EventLoop, reads: StoreReads) {
         self.loop = loop
-        self.store = store
+        self.reads = reads
         hasher = WorkerThread(loop: loop)
     }
 
@@ -124,27 +126,30 @@ final class LoginGate {
             guard isStillWanted() else { return completion(.failure(.failed)) }
             let known = throttle.isKnown(address, for: name)
             guard (known ? knownLine.count : hashesWaiting) < Self.maxQueuedHashes else { return refuse(.busy, completion) }
-            let account: StoredUser?
-            do {
-                account = try store.user(named: name)
-            } catch {
-                ServerLog.error("reading user \(name): \(error)")
-                account = nil
-            }
-            guard let account else {
-                // No hash to check: the answer waits just as long as for a wrong password.
-                throttle.failed(address: address, now: loop.nowMilliseconds)
-                return answerFailure(turn: turn, completion)
-            }
-            hash(HashJob(password: password, stored: account.passwordHash, isStillWanted: isStillWanted) { [self] matches in
-                if matches {
-                    throttle.succeeded(address: address, account: name)
-                    completion(.success(account))
-                } else {
-                    throttle.failed(address: address, now: loop.nowMilliseconds)
-                    answerFailure(turn: turn, completion)
+            reads.read({ store throws(StoreFailure) in try store.user(named: name) }, then: { [self] lookup in
+                let account: StoredUser?
+                switch lookup {
+                case .success(let found): account = found
+                case .failure(.unavailable): return completion(.failure(.unavailable))
+                case .failure(.failed(let error)):
+                    ServerLog.error("reading user \(name): \(error)")
+                    account = nil
                 }
-            }, known: known)
+                guard let account else {
+                    // No hash to check: the answer waits just as long as for a wrong password.
+                    throttle.failed(address: address, now: loop.nowMilliseconds)
+                    return answerFailure(turn: turn, completion)
+                }
+                hash(HashJob(password: password, stored: account.passwordHash, isStillWanted: isStillWanted) { [self] matches in
+                    if matches {
+                        throttle.succeeded(address: address, account: name)
+                        completion(.success(account))
+                    } else {
+                        throttle.failed(address: address, now: loop.nowMilliseconds)
+                        answerFailure(turn: turn, completion)
+                    }
+                }, known: known)
+            })
         }
         if slot <= loop.nowMilliseconds {
             check()
@@ -195,15 +200,22 @@ final class LoginGate {
     ) {
         let arrived = loop.nowMilliseconds
         let hash = Crypto.sha256Hex(token)
-        let owner = try? store.tokenOwner(hash: hash)
-        if let owner, let account = try? store.user(named: owner) {
-            return completion(.success((account, hash)))
-        }
-        let slot = throttle.tokenFailed(address: address, now: arrived)
-        let answerAt = max(slot, arrived + Self.failureDelayMilliseconds)
-        after(answerAt - loop.nowMilliseconds) {
-            if isStillWanted() { completion(.failure(.failed)) }
-        }
+        reads.read({ store throws(StoreFailure) -> StoredUser? in
+            guard let owner = try store.tokenOwner(hash: hash) else { return nil }
+            return try store.user(named: owner)
+        }, then: { [self] lookup in
+            switch lookup {
+            case .success(let account?): return completion(.success((account, hash)))
+            case .failure(.unavailable): return completion(.failure(.unavailable))
+            case .failure(.failed(let error)): ServerLog.error("reading a token's owner: \(error)")
+            case .success(nil): break
+            }
+            let slot = throttle.tokenFailed(address: address, now: arrived)
+            let answerAt = max(slot, arrived + Self.failureDelayMilliseconds)
+            after(answerAt > loop.nowMilliseconds ? answerAt - loop.nowMilliseconds : 0) {
+                if isStillWanted() { completion(.failure(.failed)) }
+            }
+        })
     }
 
     /// A refusal without a check is answered after the same delay as a failure, so a client

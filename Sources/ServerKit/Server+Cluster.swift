@@ -20,8 +20,6 @@ extension Server {
         hub.broadcast(changes)
     }
 
-
-
     /// Hands this node's committed changes to the feed, and whatever is next in line out.
     func sequence(_ changes: [Change]) {
         release(feed?.add(changes))
@@ -36,29 +34,35 @@ extension Server {
         return true
     }
 
-    /// Reads from the change log what other nodes committed before the changes held back, and
-    /// broadcasts everything now in order.
+    /// Reads from the change log (off the loop) what other nodes committed before the changes
+    /// held back, and broadcasts everything now in order; one read at a time, the next as soon
+    /// as one lands.
     func fillFeedGaps() {
-        guard let cluster = store.cluster else { return }
-        while let missing = feed?.missing {
-            let fetched: [Change]?
-            do {
-                fetched = try cluster.loggedChanges(missing)
-            } catch {
-                ServerLog.error("reading changes \(missing.lowerBound)…\(missing.upperBound) from the change log: \(error)")
-                return
-            }
-            guard let fetched else {
+        guard store.cluster != nil, !readingChangeLog, let missing = feed?.missing else { return }
+        readingChangeLog = true
+        reads.read({ store throws(StoreFailure) -> [Change]? in
+            try store.cluster?.loggedChanges(missing) ?? []
+        }, then: { [weak self] result in
+            guard let self else { return }
+            readingChangeLog = false
+            switch result {
+            case .failure(let failure):
+                // The next event or the housekeeping tick tries again.
+                if case .failed(let error) = failure {
+                    ServerLog.error("reading changes \(missing.lowerBound)…\(missing.upperBound) from the change log: \(error)")
+                }
+            case .success(nil):
                 // Pruned from the log (this node was cut off too long): subscribers may have
                 // missed changes, so they are sent away to resume with SUB … SINCE.
                 ServerLog.error("changes \(missing.lowerBound)…\(missing.upperBound) are no longer in the change log; subscribers resume from the store")
-                for session in sessions.values where session.isSubscribed { session.sayGoodbye("SLOW", reason: .slow) }
+                for session in sessions.values where session.isSubscribed { session.sayGoodbye(.slow) }
                 release(feed?.skip(through: missing.upperBound))
-                continue
+                fillFeedGaps()
+            case .success(let fetched?):
+                // Not visible yet: the next event or the housekeeping tick tries again.
+                if release(feed?.add(fetched)) { fillFeedGaps() }
             }
-            // Not visible yet: the next event or the housekeeping tick tries again.
-            guard release(feed?.add(fetched)) else { return }
-        }
+        })
     }
 
     func clusterEvent(_ event: ClusterEvent) {
@@ -85,9 +89,15 @@ extension Server {
 
     /// Learns the store's latest seq and delivers what this node has not seen.
     func catchUpWithStore() {
-        guard feed != nil, let seq = try? store.currentSeq() else { return }
-        feed?.committed(through: seq)
-        fillFeedGaps()
+        guard feed != nil, !readingCurrentSeq else { return }
+        readingCurrentSeq = true
+        reads.read({ store throws(StoreFailure) in try store.currentSeq() }, then: { [weak self] result in
+            guard let self else { return }
+            readingCurrentSeq = false
+            guard case .success(let seq) = result else { return }
+            feed?.committed(through: seq)
+            fillFeedGaps()
+        })
     }
 
     func collectionCreated(_ name: String, owner: String) {
@@ -101,7 +111,11 @@ extension Server {
         let members = directory.members(of: name)
         directory.dropped(name)
         for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
-        if configuration.maxBytesPerUser > 0, let sizes = try? store.storedBytesByCollection() { directory.loadSizes(sizes) }
+        if configuration.maxBytesPerUser > 0 {
+            reads.read({ store throws(StoreFailure) in try store.storedBytesByCollection() }, then: { [weak self] result in
+                if case .success(let sizes) = result { self?.directory.loadSizes(sizes) }
+            })
+        }
     }
 
     func collectionRenamed(_ from: String, to: String) {

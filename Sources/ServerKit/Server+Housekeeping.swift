@@ -13,17 +13,28 @@ extension Server {
         let loginLimit = configuration.preAuthTimeoutSeconds * 1000
         for session in sessions.values where session.closeReason == nil {
             if session.user == nil, loginLimit > 0, now - session.connectedAt > loginLimit {
-                session.sayGoodbye("AUTH_TIMEOUT", reason: .authTimeout)
+                session.sayGoodbye(.authTimeout)
             } else if idleLimit > 0, now - session.lastActivity > idleLimit {
-                session.sayGoodbye("IDLE", reason: .idle)
+                session.sayGoodbye(.idle)
             }
         }
         enforceMemoryBudget()
+        committer.failQueuedIfStalled()
         // The backstop for a missed inotify event on control/ (or a missed cluster event).
         checkAccounts()
         catchUpWithStore()
         leaveDiskFullModeIfRoom()
         if now >= nextPurgeAt { purgeTombstones() }
+        if now >= nextSizeReadAt { readStoreSize() }
+    }
+
+    /// Reads the store's size for STATS and metrics (every 5 s at most; a database's size is a
+    /// query).
+    func readStoreSize() {
+        nextSizeReadAt = loop.nowMilliseconds + 5_000
+        reads.read({ store in store.sizeBytes() }, then: { [weak self] result in
+            if case .success(let bytes) = result { self?.storeBytes = bytes }
+        })
     }
 
     func purgeTombstones() {
@@ -43,7 +54,7 @@ extension Server {
             "seq": .integer(hub.lastBroadcastSeq),
             "changes_per_second": .real(rate),
             "uptime_seconds": .integer(Int64((now - startedAt) / 1000)),
-            "store_bytes": .integer(store.sizeBytes()),
+            "store_bytes": .integer(storeBytes),
             "collections": .integer(Int64(directory.collections.count)),
             "commits": .integer(Int64(committer.batches)),
             "queued_writes": .integer(Int64(committer.queuedCount)),

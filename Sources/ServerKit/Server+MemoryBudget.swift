@@ -27,9 +27,9 @@ extension Server {
             shedTotal += 1
             ServerLog.info("closing \(candidate.session.user ?? "a connection not logged in") at \(candidate.session.address): connections hold more than --max-buffered-bytes \(budget) (this one \(candidate.bytes))")
             if candidate.session.user == nil {
-                candidate.session.shed("BUSY", reason: .busy)
+                candidate.session.shed(.busy)
             } else {
-                candidate.session.shed("SLOW", reason: .slow)
+                candidate.session.shed(.slow)
             }
         }
         bufferedEstimate = total

@@ -12,36 +12,89 @@ extension Server {
         for session in sessions.values where session.tokenHash == hash { session.revoke() }
     }
 
-    /// Applies account changes made by `plistsync user` on this data folder while the server
+    /// Applies account changes made by `plistsync user` (or another node) while the server
     /// runs: connections of removed users, or logged in with a password or token that is no
-    /// longer valid, are closed; memberships are re-read (a user removed and added again
-    /// starts with none); then the epoch is confirmed for the waiting command.
+    /// longer valid, are closed; memberships are re-read (a user removed and added again starts
+    /// with none); then the epoch is confirmed for the waiting command. What it needs is read
+    /// off the loop in one go (`AccountsSnapshot`); a check asked for meanwhile runs after it.
     func checkAccounts(force: Bool = false) {
-        guard let epoch = try? store.accountsEpoch(), force || epoch != appliedAccountsEpoch else { return }
-        appliedAccountsEpoch = epoch
-        var accountsByName: [String: StoredUser?] = [:]
+        guard !accountCheck.running else {
+            accountCheck.again = true
+            accountCheck.force = accountCheck.force || force
+            return
+        }
+        accountCheck = (true, false, false)
+        let applied = appliedAccountsEpoch
+        var names = Set<String>()
+        var tokens = Set<String>()
+        for session in sessions.values where session.closeReason == nil {
+            guard let name = session.user else { continue }
+            names.insert(name)
+            if let token = session.tokenHash { tokens.insert(token) }
+        }
+        let readSizes = configuration.maxBytesPerUser > 0
+        reads.read({ [names, tokens] store throws(StoreFailure) -> AccountsSnapshot? in
+            let epoch = try store.accountsEpoch()
+            guard force || epoch != applied else { return nil }
+            return try AccountsSnapshot(read: store, epoch: epoch, users: names, tokens: tokens, sizes: readSizes, forced: force)
+        }, then: { [weak self] result in self?.accountsRead(result) })
+    }
+
+    private func accountsRead(_ result: Result<AccountsSnapshot?, StoreReads.Failure>) {
+        let next = accountCheck
+        accountCheck = (false, false, false)
+        defer { if next.again { checkAccounts(force: next.force) } }
+        switch result {
+        case .success(let snapshot?): apply(snapshot)
+        case .success(nil): break
+        case .failure(.unavailable): break  // the next tick tries again
+        case .failure(.failed(let error)): ServerLog.error("re-reading accounts after a change: \(error)")
+        }
+    }
+
+    private func apply(_ snapshot: AccountsSnapshot) {
+        guard snapshot.epoch != appliedAccountsEpoch || snapshot.forced else { return }
+        appliedAccountsEpoch = snapshot.epoch
         for session in sessions.values {
-            guard let name = session.user, session.closeReason == nil else { continue }
-            if accountsByName[name] == nil { accountsByName[name] = .some(try? store.user(named: name)) }
-            guard let account = accountsByName[name] ?? nil else {
+            // A session that logged in while the snapshot was read is judged at the next change.
+            guard let name = session.user, session.closeReason == nil, let found = snapshot.users[name] else { continue }
+            guard let account = found else {
                 session.revoke()
                 continue
             }
             if let token = session.tokenHash {
-                if !((try? store.tokenExists(hash: token)) ?? false) { session.revoke() }
+                if !snapshot.liveTokens.contains(token) { session.revoke() }
             } else if account.passwordHash != session.passwordHash {
                 session.revoke()
             }
             session.updateAdmin(account.isAdmin)
         }
-        do {
-            directory.load(try store.collections())
-            if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
-        } catch {
-            ServerLog.error("re-reading collections after an account change: \(error)")
-        }
+        directory.load(snapshot.collections)
+        if let sizes = snapshot.sizes { directory.loadSizes(sizes) }
         for session in sessions.values { session.recheckAccess() }
-        ServerLog.info("account change applied (epoch \(epoch))")
-        store.accountChanges?.confirmApplied(epoch: epoch)
+        ServerLog.info("account change applied (epoch \(snapshot.epoch))")
+        store.accountChanges?.confirmApplied(epoch: snapshot.epoch)
+    }
+}
+
+/// What an account check reads from the store in one go, off the loop: the accounts of the
+/// users logged in, which of their tokens still exist, the collections with their members,
+/// and (with byte quotas) their sizes.
+struct AccountsSnapshot: Sendable {
+    let epoch: Int64
+    let forced: Bool
+    /// nil for a user who no longer exists.
+    var users: [String: StoredUser?] = [:]
+    var liveTokens = Set<String>()
+    let collections: [CollectionInfo]
+    let sizes: [String: Int]?
+
+    init(read store: ServerStore, epoch: Int64, users names: Set<String>, tokens: Set<String>, sizes readSizes: Bool, forced: Bool) throws(StoreFailure) {
+        self.epoch = epoch
+        self.forced = forced
+        for name in names { users[name] = .some(try store.user(named: name)) }
+        for token in tokens where try store.tokenExists(hash: token) { liveTokens.insert(token) }
+        collections = try store.collections()
+        sizes = readSizes ? try store.storedBytesByCollection() : nil
     }
 }

@@ -23,7 +23,7 @@ extension Server {
     }
 
     func finishShutdown() {
-        for session in sessions.values { session.sayGoodbye("SHUTDOWN", reason: .shutdown) }
+        for session in sessions.values { session.sayGoodbye(.shutdown) }
         if sessions.isEmpty {
             closeHandles()
         } else {
@@ -37,6 +37,7 @@ extension Server {
 
     func closeHandles() {
         logins.close()
+        reads.close()
         store.cluster?.stopListening()
         controlWatcher?.close()
         controlWatcher = nil

@@ -17,6 +17,8 @@ public final class Server {
     let hub: Hub
     let directory: Directory
     let logins: LoginGate
+    /// Every store read after start goes through here, off the loop thread.
+    let reads: StoreReads
     let serverID: String
     let limitsJSON: String
 
@@ -46,6 +48,14 @@ public final class Server {
     var nextPurgeAt: UInt64 = 0
     var controlWatcher: FolderWatcher?
     var appliedAccountsEpoch: Int64 = 0
+    /// An account check is being read from the store; another was asked for meanwhile.
+    var accountCheck: (running: Bool, again: Bool, force: Bool) = (false, false, false)
+    /// The store's size on disk, read off the loop by housekeeping (STATS, metrics).
+    var storeBytes: Int64 = 0
+    var nextSizeReadAt: UInt64 = 0
+    /// The change log is being read for the feed's gaps (cluster).
+    var readingChangeLog = false
+    var readingCurrentSeq = false
     /// Sessions not logged in yet, oldest first (entries of sessions since gone or logged in
     /// are skipped when met), and how many there are.
     var preAuthOrder = FIFO<ObjectIdentifier>()
@@ -65,8 +75,9 @@ public final class Server {
         self.store = store
         appliedAccountsEpoch = try store.accountsEpoch()
         store.accountChanges?.confirmApplied(epoch: appliedAccountsEpoch)
-        logins = LoginGate(loop: loop, store: store)
-        committer = Committer(loop: loop, store: store)
+        reads = StoreReads(loop: loop, store: store, deadlineMilliseconds: configuration.storeTimeoutMilliseconds)
+        logins = LoginGate(loop: loop, reads: reads)
+        committer = Committer(loop: loop, store: store, stallMilliseconds: configuration.storeTimeoutMilliseconds)
         directory = Directory(try store.collections())
         if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
         serverID = try store.serverID()
@@ -85,6 +96,7 @@ public final class Server {
         hello["restored_seq"] = try store.restoredSeq().map(Value.integer)
         limitsJSON = ValueJSON.encode(.dictionary(hello))
         startedAt = loop.nowMilliseconds
+        storeBytes = store.sizeBytes()
         committer.onCommitted = { [unowned self] changes in
             if feed == nil { committed(changes) } else { sequence(changes) }
         }
@@ -110,6 +122,9 @@ public final class Server {
 
     /// The address actually bound (the real port when 0 was asked for).
     public var boundAddress: SocketAddress? { listener?.address }
+
+    /// The answer, in plaintext, to a client that speaks plain text on the TLS port.
+    static let plaintextRefusal = Array(ServerNotice.bye(.tlsRequired, detail: "this port speaks TLS: connect with --tls").line.utf8)
 
     /// Binds the listener, installs signal handlers and starts housekeeping.
     public func start(onStopped: @escaping () -> Void = {}) throws(LoopError) {
@@ -138,7 +153,9 @@ public final class Server {
                 ServerLog.error("warning: cannot watch \(signal.folder) (\(error)); account changes apply within a second")
             }
         }
-        store.cluster?.listen(on: loop, onEvent: { [unowned self] event in clusterEvent(event) }, onResync: { [unowned self] in resync() })
+        store.cluster?.listen(
+            onEvent: { [unowned self] event in clusterEvent(event) }, onResync: { [unowned self] in resync() },
+            onTrouble: { problem in ServerLog.error(problem) })
         // Commits other nodes made between reading the seq and listening.
         catchUpWithStore()
         purgeTombstones()
@@ -150,20 +167,20 @@ public final class Server {
     func accept(_ connection: TCPConnection, tls: TLSContext?) {
         if let tls {
             do {
-                connection.security = try TLSSession(context: tls)
+                connection.security = try TLSSession(context: tls, plaintextRefusal: Self.plaintextRefusal)
             } catch {
                 ServerLog.error("cannot start TLS for \(connection.peer?.host ?? "unknown"): \(error)")
                 return connection.close()
             }
         }
         guard !shuttingDown else {
-            connection.write(ServerNotice.bye("SHUTDOWN").line)
+            connection.write(ServerNotice.bye(.shutdown).line)
             connection.closeAfterWriting()
             return
         }
         guard sessions.count < configuration.maxConnections else {
             ServerLog.info("refusing a connection from \(connection.peer?.host ?? "unknown"): --max-connections \(configuration.maxConnections) reached")
-            connection.write(ServerNotice.bye("BUSY").line)
+            connection.write(ServerNotice.bye(.busy).line)
             connection.closeAfterWriting()
             return
         }
@@ -175,7 +192,7 @@ public final class Server {
     /// Starts a session on `transport` (a socket that was accepted, or a buffer in tests).
     @discardableResult
     func open(_ transport: SessionTransport) -> Session {
-        let session = Session(server: self, transport: transport)
+        let session = Session(context: self, transport: transport)
         let key = ObjectIdentifier(session)
         sessions[key] = session
         preAuthOrder.append(key)
@@ -206,7 +223,7 @@ public final class Server {
                 preAuthOrder.append(key)
                 continue
             }
-            session.sayGoodbye("BUSY", reason: .busy)
+            session.sayGoodbye(.busy)
             return
         }
     }
@@ -242,7 +259,7 @@ public final class Server {
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.succeeded), labels: "result=\"ok\"")
         metrics.add("plistsync_logins_total", "counter", "Logins since start.", Double(loginsTotal.failed), labels: "result=\"failed\"")
         metrics.add("plistsync_collections", "gauge", "Collections.", Double(directory.collections.count))
-        metrics.add("plistsync_store_bytes", "gauge", "Size of the store on disk, WAL included.", Double(store.sizeBytes()))
+        metrics.add("plistsync_store_bytes", "gauge", "Size of the store on disk, WAL included.", Double(storeBytes))
         metrics.add("plistsync_uptime_seconds", "gauge", "Seconds since the server started.", Double((loop.nowMilliseconds - startedAt) / 1000))
         return metrics.text
     }

@@ -1,4 +1,5 @@
 import EventLoop
+import SyncCore
 import SyncProtocol
 import TLSKit
 
@@ -38,11 +39,16 @@ public struct ServerConfiguration: Sendable {
     /// Bytes of record fields the collections one user owns may hold; 0 (the default) means no
     /// limit. Charged to the collection's owner, whoever writes.
     public var maxBytesPerUser = 0
+    /// Milliseconds a store read may take before the request is answered `UNAVAILABLE` (and
+    /// later reads fail at once until the store answers again); also how long writes wait to
+    /// be handed to a store whose commit has not come back.
+    public var storeTimeoutMilliseconds: UInt64 = 5_000
 
     public init() {}
 }
 
-/// Why a connection ended: exactly one per connection, logged once (nats' ClosedState).
+/// Why a connection ended: exactly one per connection, logged once (nats' ClosedState); the
+/// ones the server starts say so first with `* BYE` and their `bye` reason.
 enum CloseReason: String {
     case quit, eof, socketError, lineTooLong, idle, slow, shutdown
     /// Not logged in within the pre-auth deadline.
@@ -50,8 +56,23 @@ enum CloseReason: String {
     /// `Session.preAuthMaxRequests` requests without logging in.
     case authRequired
     /// The server is at `--max-connections`, or this was the oldest connection not logged in
-    /// when the pre-auth pool was full.
+    /// when the pre-auth pool was full, or connections not logged in were shed for memory.
     case busy
     /// Its account, password or token was removed or changed.
     case revoked
+
+    /// The word the client is told; nil when the client ended it (QUIT, EOF) or the socket failed.
+    var bye: ByeReason? {
+        switch self {
+        case .quit, .eof, .socketError: nil
+        case .lineTooLong: .tooLarge
+        case .idle: .idle
+        case .slow: .slow
+        case .shutdown: .shutdown
+        case .authTimeout: .authTimeout
+        case .authRequired: .authRequired
+        case .busy: .busy
+        case .revoked: .revoked
+        }
+    }
 }

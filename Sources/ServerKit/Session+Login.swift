@@ -7,12 +7,29 @@ import SyncProtocol
 extension Session {
     func authenticate(_ tag: String, name: String, password: String) {
         awaitingAsync = true
-        server.logins.checkPassword(password, for: name, from: address, isStillWanted: { [weak self] in self?.closeReason == nil }) {
-            [self] result in
-            switch result {
-            case .success(let account): loggedIn(tag, account, tokenHash: nil)
-            case .failure(let refusal): refuseLogin(tag, refusal, user: name)
+        pendingLogin = (tag, name)
+        perform(.checkPassword(user: name, password: password))
+    }
+
+    func authenticate(_ tag: String, token: String) {
+        awaitingAsync = true
+        pendingLogin = (tag, nil)
+        perform(.checkToken(token))
+    }
+
+    /// The answer to the login check in progress.
+    func loginAnswered(_ result: Result<LoggedIn, LoginGate.Refusal>) {
+        guard closeReason == nil, let (tag, name) = pendingLogin else { return }
+        pendingLogin = nil
+        switch result {
+        case .success(let login):
+            loggedIn(tag, login.account, tokenHash: login.tokenHash)
+            if let hash = login.tokenHash {
+                // For the devices list; nobody waits for it.
+                commit(.touchToken(hash: hash, at: Int64(Date().timeIntervalSince1970))) { _ in }
             }
+        case .failure(let refusal):
+            refuseLogin(tag, refusal, user: name)
         }
     }
 
@@ -22,8 +39,8 @@ extension Session {
         isAdmin = account.isAdmin
         passwordHash = account.passwordHash
         self.tokenHash = tokenHash
-        framer.maxLineBytes = server.configuration.limits.maxLineBytes
-        server.sessionLoggedIn(self)
+        framer.maxLineBytes = context.configuration.limits.maxLineBytes
+        context.sessionLoggedIn(self)
         ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
         finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
     }
@@ -33,8 +50,9 @@ extension Session {
         case .failed: ProtocolError(.authFailed, "wrong user name, password or token")
         case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
+        case .unavailable: ProtocolError(.unavailable, "the store is not answering; retry in a moment")
         }
-        server.loginFailed()
+        context.loginFailed()
         ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])
         finishAsync(ResponseLine.error(tag, error))
     }

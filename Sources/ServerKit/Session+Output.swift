@@ -39,10 +39,10 @@ extension Session {
     func deliver(_ changes: ChangeLines, collection: String) {
         guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
         subscriptions[collection] = changes.lastSeq
-        let budget = server.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
+        let budget = context.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
         let (lines, complete) = changes.lines(after: through, within: budget)
         perform(.sendBytes(lines))
-        if !complete { sayGoodbye("SLOW", reason: .slow) }
+        if !complete { sayGoodbye(.slow) }
     }
 
     /// Sends a live `* COLLECTION` line if this connection asked for COLLECTIONS, and ends a
@@ -82,7 +82,7 @@ extension Session {
     /// Ends this session's subscription to `collection` if it may no longer read it.
     func recheckAccess() {
         guard let user, closeReason == nil else { return }
-        for collection in subscriptions.keys where server.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
+        for collection in subscriptions.keys where context.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
             endSubscription(collection)
         }
     }
@@ -101,26 +101,26 @@ extension Session {
 
     /// The account or token this session logged in with is gone: say so and close.
     func revoke() {
-        sayGoodbye("REVOKED", reason: .revoked)
+        sayGoodbye(.revoked)
     }
 
-    /// The user's server-admin flag changed under the running server.
+    /// The user's server-admin flag changed under the running context.
     func updateAdmin(_ admin: Bool) {
         isAdmin = admin
     }
 
-    /// Writes `* BYE <word>` and closes at once, sent or not: the server's memory budget is
+    /// Writes `* BYE <reason>` and closes at once, sent or not: the server's memory budget is
     /// short, and what this connection holds is what it needs back.
-    func shed(_ word: String, reason: CloseReason) {
+    func shed(_ reason: CloseReason) {
         guard closeReason == nil else { return }
-        sayGoodbye(word, reason: reason)
+        sayGoodbye(reason)
         perform(.closeNow)
     }
 
-    /// Writes `* BYE <word>` and closes once it is sent.
-    func sayGoodbye(_ word: String, reason: CloseReason) {
+    /// Writes `* BYE <reason>` and closes once it is sent.
+    func sayGoodbye(_ reason: CloseReason) {
         guard closeReason == nil else { return }
-        send(ServerNotice.bye(word).line)
+        if let bye = reason.bye { send(ServerNotice.bye(bye).line) }
         close(reason)
     }
 
@@ -132,7 +132,10 @@ extension Session {
         for collection in subscriptions.keys { perform(.unsubscribe(collection)) }
         subscriptions.removeAll()
         reply = nil
-        server.sessionClosing(self)
+        replayNext = nil
+        pendingRead = nil
+        pendingLogin = nil
+        context.sessionClosing(self)
         perform(.close(reason))
     }
 }

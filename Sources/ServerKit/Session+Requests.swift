@@ -26,148 +26,179 @@ extension Session {
             guard version == "1" else {
                 throw ProtocolError(.unsupportedVersion, "this server speaks protocol 1")
             }
-            send(ResponseLine.ok(tag, "HELLO", "1", server.serverID, server.limitsJSON))
+            send(ResponseLine.ok(tag, "HELLO", "1", context.serverID, context.limitsJSON))
         case .auth(let name, let password):
             authenticate(tag, name: name, password: password)
         case .authToken(let token):
-            awaitingAsync = true
-            server.logins.checkToken(token, from: address, isStillWanted: { [weak self] in self?.closeReason == nil }) { [self] result in
-                switch result {
-                case .success(let (account, hash)):
-                    loggedIn(tag, account, tokenHash: hash)
-                    // For the devices list; nobody waits for it.
-                    perform(.commit(.touchToken(hash: hash, at: Int64(Date().timeIntervalSince1970)), completion: { _ in }))
-                case .failure(let refusal): refuseLogin(tag, refusal, user: nil)
-                }
-            }
+            authenticate(tag, token: token)
         case .tokenNew(let label):
             let token = Crypto.newToken()
             storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
                 ResponseLine.ok(tag, "TOKEN", token)
             }
         case .tokenList:
-            let tokens = try server.store.tokens(of: user!)
-            for token in tokens { send(ServerNotice.token(token, isThisConnection: token.hash == tokenHash).line) }
-            send(ResponseLine.ok(tag, "TOKEN", "LIST", String(tokens.count)))
-        case .tokenRevoke(let tokenOrID):
-            let hash = try revocableTokenHash(tokenOrID)
-            storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [server] _ in
-                // This connection too, if it logged in with that token: after the OK goes out.
-                server.loop.atEndOfTurn { server.tokenRevoked(hash) }
-                return ResponseLine.ok(tag, "TOKEN", "REVOKED")
+            ask(.tokens(of: user!), tag) { [self] answer in
+                guard case .tokens(let tokens) = answer else { return }
+                for token in tokens { send(ServerNotice.token(token, isThisConnection: token.hash == tokenHash).line) }
+                send(ResponseLine.ok(tag, "TOKEN", "LIST", String(tokens.count)))
             }
+        case .tokenRevoke(let tokenOrID):
+            revokeToken(tag, tokenOrID)
         case .create(let name):
             let owner = user!
-            let quota = server.configuration.maxCollectionsPerUser
-            if !isAdmin, quota > 0, server.directory.owned(by: owner) >= quota {
+            let quota = context.configuration.maxCollectionsPerUser
+            if !isAdmin, quota > 0, context.directory.owned(by: owner) >= quota {
                 throw ProtocolError(.quota, "\(owner) owns \(quota) collections, the most this server allows (--max-collections-per-user)")
             }
-            storeOperation(tag, .createCollection(name: name, owner: owner)) { [server] _ in
-                server.collectionCreated(name, owner: owner)
+            storeOperation(tag, .createCollection(name: name, owner: owner)) { [context] _ in
+                context.collectionCreated(name, owner: owner)
                 return ResponseLine.ok(tag, "CREATE", name)
             }
         case .drop(let collection):
             try requireRole(.admin, collection)
-            storeOperation(tag, .dropCollection(name: collection)) { [server, user, address] _ in
+            storeOperation(tag, .dropCollection(name: collection)) { [context, user, address] _ in
                 ServerLog.event("drop", ["collection": collection, "by": user ?? "-", "address": address])
-                server.collectionDropped(collection)
+                context.collectionDropped(collection)
                 return ResponseLine.ok(tag, "DROP", collection)
             }
         case .rename(let from, let to):
             try requireRole(.admin, from)
-            guard !server.directory.exists(to) else { throw ProtocolError(.exists, "collection \(to) exists") }
-            storeOperation(tag, .renameCollection(from: from, to: to)) { [server, user, address] _ in
+            guard !context.directory.exists(to) else { throw ProtocolError(.exists, "collection \(to) exists") }
+            storeOperation(tag, .renameCollection(from: from, to: to)) { [context, user, address] _ in
                 ServerLog.event("rename", ["collection": from, "to": to, "by": user ?? "-", "address": address])
-                server.collectionRenamed(from, to: to)
+                context.collectionRenamed(from, to: to)
                 return ResponseLine.ok(tag, "RENAME", from, to)
             }
         case .collections:
             watchesCollections = true
-            let visible = server.directory.visible(to: user!, isAdmin: isAdmin)
+            let visible = context.directory.visible(to: user!, isAdmin: isAdmin)
             for entry in visible { send(ServerNotice.collection(name: entry.name, role: entry.role, seq: entry.seq).line) }
             send(ResponseLine.ok(tag, "COLLECTIONS", String(visible.count)))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
-            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [server, user, address] _ in
+            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [context, user, address] _ in
                 ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
-                server.granted(role, to: grantee, in: collection)
+                context.granted(role, to: grantee, in: collection)
                 return ResponseLine.ok(tag, "GRANT")
             }
         case .put, .move, .delete:
             submitWrite(tag, command, bytes: 0)
         case .get(let collection, let id):
             try requireRole(.read, collection)
-            guard let state = try server.store.record(collection, id) else {
-                throw ProtocolError(.notFound, "no record \(ValueJSON.quoted(id)) in \(collection)")
+            ask(.record(collection: collection, id: id), tag) { [self] answer in
+                guard case .record(let found) = answer, let state = found else {
+                    throw ProtocolError(.notFound, "no record \(ValueJSON.quoted(id)) in \(collection)")
+                }
+                send(ResponseLine.ok(tag, "GET", collection, ResponseLine.argument(id), state.wireTail))
             }
-            send(ResponseLine.ok(tag, "GET", collection, ResponseLine.argument(id), state.wireTail))
         case .list(let collection):
             try requireRole(.read, collection)
             // One consistent snapshot, written out a page at a time as the client reads it.
-            let (records, seq) = try server.store.list(collection)
-            var next = 0
-            reply = { () -> (String, Bool) in
-                var output = ""
-                let end = min(records.count, next + Self.replayPageSize)
-                for record in records[next..<end] {
-                    output += ServerNotice.record(collection: collection, state: record).line
+            ask(.list(collection: collection), tag) { [self] answer in
+                guard case .list(let (records, seq)) = answer else { return }
+                var next = 0
+                reply = { () -> (String, Bool) in
+                    var output = ""
+                    let end = min(records.count, next + Self.replayPageSize)
+                    for record in records[next..<end] {
+                        output += ServerNotice.record(collection: collection, state: record).line
+                    }
+                    next = end
+                    guard next == records.count else { return (output, false) }
+                    return (output + ResponseLine.ok(tag, "LIST", collection, String(records.count), String(seq)), true)
                 }
-                next = end
-                guard next == records.count else { return (output, false) }
-                return (output + ResponseLine.ok(tag, "LIST", collection, String(records.count), String(seq)), true)
             }
         case .subscribe(let collection, let since):
             try requireRole(.read, collection)
             // A new SUB replaces the old one: nothing live is sent until its replay is done.
             dropSubscription(collection)
-            startReplay(tag, collection, since: since)
+            replayPage(tag, collection, since: since)
         case .unsubscribe(let collection):
             dropSubscription(collection)
             send(ResponseLine.ok(tag, "UNSUB", collection))
         case .ping:
             send(ResponseLine.ok(tag, "PONG"))
         case .stats:
-            send(ResponseLine.ok(tag, "STATS", server.statsJSON()))
+            send(ResponseLine.ok(tag, "STATS", context.statsJSON()))
         case .quit:
             send(ResponseLine.ok(tag, "BYE"))
             close(.quit)
         }
     }
 
-    /// Replays changes after `since` a page at a time (each page a fresh read, so changes that
-    /// commit meanwhile are picked up by later pages, in seq order), then subscribes with no gap:
-    /// the last page and the subscription happen in the same loop turn.
-    func startReplay(_ tag: String, _ collection: String, since: Int64) {
-        var cursor = since
-        reply = { [unowned self] () -> (String, Bool) in
-            let page: (changes: [Change], seq: Int64)?
-            do {
-                page = try server.store.changes(collection, since: cursor, limit: Self.replayPageSize)
-            } catch {
-                ServerLog.error("replaying \(collection) for \(address): \(error)")
-                return (ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")), true)
-            }
-            guard let page else {
-                return (ResponseLine.error(tag, ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")), true)
+    /// Sends the changes after `since`, one page a read (each a fresh read, so changes that
+    /// commit meanwhile come in later pages, in seq order), then subscribes with no gap: the
+    /// subscription starts in the loop turn the last page arrives, from the seq that page is
+    /// current as of, unless changes after that seq were broadcast while it was read (then one
+    /// more page is read).
+    func replayPage(_ tag: String, _ collection: String, since cursor: Int64) {
+        ask(.changes(collection: collection, since: cursor, limit: Self.replayPageSize), tag) { [self] answer in
+            guard case .changes(let found) = answer else { return }
+            guard let page = found else {
+                throw ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")
             }
             var output = ""
             for change in page.changes { output += change.line }
+            if !output.isEmpty { send(output) }
             guard page.changes.count < Self.replayPageSize else {
-                cursor = page.changes.last!.seq
-                return (output, false)
+                replayNext = (tag, collection, page.changes.last!.seq)
+                return
             }
             let through = max(page.seq, page.changes.last?.seq ?? 0)
+            guard context.directory.lastSeqIncludingConflicts(collection) <= through else {
+                replayNext = (tag, collection, through)
+                return
+            }
             subscriptions[collection] = through
             perform(.subscribe(collection))
-            return (output + ResponseLine.ok(tag, "SUB", collection, String(through)), true)
+            send(ResponseLine.ok(tag, "SUB", collection, String(through)))
+        }
+    }
+
+    /// Reads from the store off the loop; later requests wait for the answer, which `then`
+    /// turns into the reply (a `ProtocolError` it throws is the reply instead).
+    func ask(_ query: StoreQuery, _ tag: String, then: @escaping (StoreAnswer) throws -> Void) {
+        awaitingAsync = true
+        pendingRead = { [unowned self] result in
+            awaitingAsync = false
+            do {
+                switch result {
+                case .success(let answer): try then(answer)
+                case .failure(let failure): throw Self.readFailure(failure, tag: tag, address: address)
+                }
+            } catch let error as ProtocolError {
+                send(ResponseLine.error(tag, error))
+            } catch {
+                ServerLog.error("request \(tag) from \(address) failed: \(error)")
+                send(ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")))
+            }
+            processInbox()
+        }
+        perform(.read(query))
+    }
+
+    /// The store's answer to the read in progress.
+    func readAnswered(_ result: Result<StoreAnswer, StoreReads.Failure>) {
+        guard closeReason == nil, let pending = pendingRead else { return }
+        pendingRead = nil
+        pending(result)
+    }
+
+    static func readFailure(_ failure: StoreReads.Failure, tag: String, address: String) -> ProtocolError {
+        switch failure {
+        case .unavailable:
+            return ProtocolError(.unavailable, "the store is not answering; retry in a moment")
+        case .failed(let error):
+            ServerLog.error("request \(tag) from \(address): reading the store failed: \(error)")
+            return ProtocolError(.internal, "the server could not read its store")
         }
     }
 
     func requireRole(_ needed: Role, _ collection: String) throws(ProtocolError) {
-        guard server.directory.exists(collection) else {
+        guard context.directory.exists(collection) else {
             throw ProtocolError(.notFound, "no collection \(collection)")
         }
-        guard let role = server.directory.role(of: user!, isAdmin: isAdmin, in: collection) else {
+        guard let role = context.directory.role(of: user!, isAdmin: isAdmin, in: collection) else {
             throw ProtocolError(.forbidden, "\(user!) has no access to \(collection)")
         }
         guard role >= needed else {

@@ -14,14 +14,14 @@ extension Session {
         let verb: String
         var reservation: (owner: String, bytes: Int)?
         do throws(ProtocolError) {
-            if server.diskFull, !command.isDelete {
+            if context.diskFull, !command.isDelete {
                 throw ProtocolError(.noSpace, "the server's disk is full: only DEL is accepted until it has room")
             }
             switch command {
             case .put(let collection, let id, let baseRev, let json):
                 try requireRole(.write, collection)
-                guard json.utf8.count <= server.configuration.limits.maxRecordBytes else {
-                    throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(server.configuration.limits.maxRecordBytes)")
+                guard json.utf8.count <= context.configuration.limits.maxRecordBytes else {
+                    throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(context.configuration.limits.maxRecordBytes)")
                 }
                 reservation = try reserveQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
                 operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
@@ -42,10 +42,10 @@ extension Session {
             fillSlot(slot, with: ResponseLine.error(tag, error))
             return
         }
-        perform(.commit(operation, completion: { [self] result in
-            if let reservation { server.directory.release(reservation.bytes, reservedFor: reservation.owner) }
+        commit(operation) { [self] result in
+            if let reservation { context.directory.release(reservation.bytes, reservedFor: reservation.owner) }
             fillSlot(slot, with: Self.writeReply(tag, verb, result))
-        }))
+        }
     }
 
     /// With `--max-bytes-per-user`, a PUT into a collection whose owner is at the quota is
@@ -54,11 +54,11 @@ extension Session {
     /// not yet committed count as their whole size, so writes in one batch cannot pass the quota
     /// together; the reservation (returned) ends when the write's commit does.
     func reserveQuota(_ collection: String, adding bytes: Int, creating: Bool) throws(ProtocolError) -> (owner: String, bytes: Int)? {
-        let quota = server.configuration.maxBytesPerUser
-        guard quota > 0, let owner = server.directory.owner(of: collection) else { return nil }
-        let used = server.directory.bytesClaimed(by: owner)
+        let quota = context.configuration.maxBytesPerUser
+        guard quota > 0, let owner = context.directory.owner(of: collection) else { return nil }
+        let used = context.directory.bytesClaimed(by: owner)
         guard creating ? used + bytes > quota : used >= quota else {
-            server.directory.reserve(bytes, for: owner)
+            context.directory.reserve(bytes, for: owner)
             return (owner, bytes)
         }
         throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes (writes in progress included); the limit is \(quota) (--max-bytes-per-user)")
@@ -80,15 +80,17 @@ extension Session {
     }
 
     static func commitFailure(_ error: StoreFailure) -> ProtocolError {
-        error.isDiskFull
-            ? ProtocolError(.noSpace, "the server's disk is full; nothing was written; retry later")
-            : ProtocolError(.internal, "the change could not be committed; retry")
+        switch error.kind {
+        case .diskFull: ProtocolError(.noSpace, "the server's disk is full; nothing was written; retry later")
+        case .unavailable: ProtocolError(.unavailable, "the store is not answering; nothing was written; retry in a moment")
+        case .failed: ProtocolError(.internal, "the change could not be committed; retry")
+        }
     }
 
     /// Runs a non-record store operation as a barrier: later requests wait for its reply.
     func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> String) {
         awaitingAsync = true
-        perform(.commit(operation, completion: { [self] result in
+        commit(operation) { [self] result in
             switch result {
             case .success(.done):
                 finishAsync(onDone(.done))
@@ -99,16 +101,27 @@ extension Session {
             default:
                 finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "the change could not be committed; retry")))
             }
-        }))
+        }
     }
 
-    /// The hash of the token `TOKEN REVOKE` names: the token itself, or its id from TOKEN LIST
-    /// (among the user's own tokens; a server admin's, among all).
-    func revocableTokenHash(_ tokenOrID: String) throws(ProtocolError) -> String {
-        guard TokenInfo.isID(tokenOrID) else { return Crypto.sha256Hex(tokenOrID) }
-        let matching = ((try? server.store.tokens(of: isAdmin ? nil : user!)) ?? []).filter { $0.id == tokenOrID }
-        guard let first = matching.first else { throw ProtocolError(.notFound, "no such token") }
-        guard matching.count == 1 else { throw ProtocolError(.badRequest, "more than one token has id \(tokenOrID); revoke it by the token") }
-        return first.hash
+    /// `TOKEN REVOKE`: the token itself, or its id from TOKEN LIST (among the user's own
+    /// tokens; a server admin's, among all, read from the store first).
+    func revokeToken(_ tag: String, _ tokenOrID: String) {
+        guard TokenInfo.isID(tokenOrID) else { return revoke(tag, tokenHash: Crypto.sha256Hex(tokenOrID)) }
+        ask(.tokens(of: isAdmin ? nil : user!), tag) { [self] answer in
+            guard case .tokens(let tokens) = answer else { return }
+            let matching = tokens.filter { $0.id == tokenOrID }
+            guard let first = matching.first else { throw ProtocolError(.notFound, "no such token") }
+            guard matching.count == 1 else { throw ProtocolError(.badRequest, "more than one token has id \(tokenOrID); revoke it by the token") }
+            revoke(tag, tokenHash: first.hash)
+        }
+    }
+
+    private func revoke(_ tag: String, tokenHash hash: String) {
+        storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [context] _ in
+            // This connection too, if it logged in with that token: after the OK goes out.
+            context.atEndOfTurn { context.tokenRevoked(hash) }
+            return ResponseLine.ok(tag, "TOKEN", "REVOKED")
+        }
     }
 }

@@ -24,7 +24,7 @@ import SyncProtocol
 /// queue is full. Before login every bound is far smaller (`preAuth…`); across connections the
 /// server keeps one budget (`Server+MemoryBudget`).
 final class Session {
-    unowned let server: Server
+    unowned let context: SessionContext
     let transport: SessionTransport
     /// Carries out each action the session decides on; a test may wrap it to watch them.
     var perform: (SessionAction) -> Void = { _ in }
@@ -52,6 +52,15 @@ final class Session {
     /// that does not read holds at most a page beyond the output limit: each call gives the next
     /// page and whether it was the last.
     var reply: (() -> (text: String, done: Bool))?
+    /// The SUB replay's next page, read once the client has taken the last one.
+    var replayNext: (tag: String, collection: String, since: Int64)?
+    /// What to do with the store's answer to the read in progress (`readAnswered`).
+    var pendingRead: ((Result<StoreAnswer, StoreReads.Failure>) -> Void)?
+    /// The AUTH waiting for its check (`loginAnswered`): its tag and the user it names.
+    var pendingLogin: (tag: String, user: String?)?
+    /// What to do with each commit's outcome, by ticket (`committed`).
+    var commitHandlers: [Int: (Result<StoreOutcome, StoreFailure>) -> Void] = [:]
+    var lastCommitTicket = 0
     var processing = false
     var inputEnded = false
     var readingPaused = false
@@ -102,30 +111,43 @@ final class Session {
         }
     }
 
-    init(server: Server, transport: SessionTransport) {
-        self.server = server
+    init(context: SessionContext, transport: SessionTransport) {
+        self.context = context
         self.transport = transport
         address = transport.peerHost ?? "unknown"
-        framer = LineFramer(maxLineBytes: server.configuration.preAuthMaxLineBytes)
-        connectedAt = server.loop.nowMilliseconds
+        framer = LineFramer(maxLineBytes: context.configuration.preAuthMaxLineBytes)
+        connectedAt = context.now
         lastActivity = connectedAt
         perform = { [unowned self] action in carryOut(action) }
         transport.attach(self)
     }
 
+    /// Hands the connection's part of an action to the transport, the rest to the server.
     func carryOut(_ action: SessionAction) {
         switch action {
         case .send(let text):
-            server.noteQueued(text.utf8.count)
+            context.noteQueued(text.utf8.count)
             transport.perform(action)
         case .sendBytes(let bytes):
-            server.noteQueued(bytes.count)
+            context.noteQueued(bytes.count)
             transport.perform(action)
-        case .commit(let operation, let completion): server.committer.submit(operation, completion: completion)
-        case .subscribe(let collection): server.hub.subscribe(self, to: collection)
-        case .unsubscribe(let collection): server.hub.unsubscribe(self, from: collection)
-        default: transport.perform(action)
+        case .pauseReading, .resumeReading, .close, .closeNow:
+            transport.perform(action)
+        case .commit, .read, .checkPassword, .checkToken, .subscribe, .unsubscribe:
+            context.carryOut(action, for: self)
         }
+    }
+
+    /// Hands `operation` to the committer; `handler` gets its outcome.
+    func commit(_ operation: StoreOperation, then handler: @escaping (Result<StoreOutcome, StoreFailure>) -> Void) {
+        lastCommitTicket += 1
+        commitHandlers[lastCommitTicket] = handler
+        perform(.commit(operation, ticket: lastCommitTicket))
+    }
+
+    /// A commit's outcome, also after the session closed (quota reservations end with it).
+    func committed(_ ticket: Int, _ result: Result<StoreOutcome, StoreFailure>) {
+        commitHandlers.removeValue(forKey: ticket)?(result)
     }
 
     /// Bytes sent and not yet taken by the client.
@@ -155,7 +177,7 @@ final class Session {
 
     /// The connection is gone, after `close`: the server forgets the session.
     func closed() {
-        server.sessionGone(self)
+        context.sessionGone(self)
     }
 
     /// Stops reading for good (the server is shutting down); what was asked is still answered.
@@ -173,7 +195,7 @@ final class Session {
     func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
         framer.append(bytes)
-        if bytes.contains(0x0A) { lastActivity = server.loop.nowMilliseconds }
+        if bytes.contains(0x0A) { lastActivity = context.now }
         processInbox()
     }
 
@@ -212,6 +234,12 @@ final class Session {
                 pumpReply()
                 if reply != nil { break }
             }
+            if let next = replayNext {
+                guard !awaitingAsync, transport.pendingOutputBytes <= outputPause else { break }
+                replayNext = nil
+                replayPage(next.tag, next.collection, since: next.since)
+                continue
+            }
             takeLines()
             guard !awaitingAsync, let next = inbox.first else { break }
             // Replies the client has not read yet: start nothing more until it reads (onDrain).
@@ -229,8 +257,8 @@ final class Session {
                     guard replySlots.count - replySlotsHead < Self.maxWritesInFlight,
                         writeBytesInFlight < Self.maxWriteBytesInFlight
                     else { break requests }
-                    guard server.committer.hasRoom else {
-                        server.waitForCommitRoom(self)
+                    guard context.commitQueueHasRoom else {
+                        context.waitForCommitRoom(self)
                         break requests
                     }
                     submitWrite(tag, command, bytes: bytes)
@@ -245,11 +273,11 @@ final class Session {
             // the request) is told to log in and closed.
             if user == nil, !isLoggingIn {
                 preAuthRequests += 1
-                if preAuthRequests >= Self.preAuthMaxRequests { sayGoodbye("AUTH_REQUIRED", reason: .authRequired) }
+                if preAuthRequests >= Self.preAuthMaxRequests { sayGoodbye(.authRequired) }
             }
         }
         if lineTooLong, inbox.isEmpty {
-            sayGoodbye("TOO_LARGE", reason: .lineTooLong)
+            sayGoodbye(.lineTooLong)
             return
         }
         applyBackpressure()
@@ -257,7 +285,7 @@ final class Session {
     }
 
     func closeIfInputDone() {
-        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil {
+        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil, replayNext == nil {
             close(.eof)
         }
     }

@@ -1,9 +1,10 @@
 import SyncCore
 
-/// What a session decides to do, in the order it decides it: its connection's part (send,
-/// pause or resume reading, close) and the server's (commit, subscribe). The session returns
-/// nothing else to the world; `Session.perform` carries each action out, and a test can watch
-/// them by wrapping it.
+/// What a session decides to do, in the order it decides it, as data: its connection's part
+/// (send, pause or resume reading, close) goes to its `SessionTransport`, the server's part
+/// (commit, read, check a login, subscribe) to its `SessionContext`, whose answers come back as
+/// the session's inputs (`committed`, `readAnswered`, `loginAnswered`). `Session.perform`
+/// carries each action out, and a test can watch them by wrapping it.
 enum SessionAction {
     /// Whole reply or notice lines.
     case send(String)
@@ -12,8 +13,15 @@ enum SessionAction {
     /// Stop taking the client's bytes until `resumeReading` (back-pressure).
     case pauseReading
     case resumeReading
-    /// Hand `operation` to the group committer; `completion` gets its outcome on the loop.
-    case commit(StoreOperation, completion: (Result<StoreOutcome, StoreFailure>) -> Void)
+    /// Hand `operation` to the group committer; its outcome comes back as
+    /// `Session.committed(ticket, _)`.
+    case commit(StoreOperation, ticket: Int)
+    /// Ask the store, off the loop; the answer comes back through `Session.readAnswered`.
+    case read(StoreQuery)
+    /// Check a password or a login token (paced, hashed off the loop); the answer comes back
+    /// through `Session.loginAnswered`.
+    case checkPassword(user: String, password: String)
+    case checkToken(String)
     /// Start or stop receiving a collection's committed changes (`Session.deliver`).
     case subscribe(String)
     case unsubscribe(String)

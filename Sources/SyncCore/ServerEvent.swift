@@ -35,7 +35,7 @@ public enum ServerEvent: Equatable, Sendable {
     /// `* COLLECTION <name> <role|none> <seq>`.
     case collection(name: String, role: Role?, seq: Int64)
     /// `* BYE <reason>`: the server is closing the connection.
-    case bye(String)
+    case bye(ByeReason)
     /// `* DROPPED <collection>`: the collection was deleted.
     case dropped(String)
     /// `* RENAMED <old> <new>`.
@@ -68,7 +68,7 @@ public enum ServerEvent: Equatable, Sendable {
                     return
                 }
             case "BYE" where words.count >= 2:
-                self = .bye(words[1])
+                self = .bye(ByeReason(rawValue: words[1]))
                 return
             case "DROPPED" where words.count == 2:
                 self = .dropped(words[1])

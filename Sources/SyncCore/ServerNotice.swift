@@ -14,8 +14,8 @@ public enum ServerNotice: Equatable, Sendable {
     case renamed(from: String, to: String)
     /// `* UNSUB <collection> REVOKED`: the subscription ended because the role was taken away.
     case unsubscribedRevoked(String)
-    /// `* BYE <reason>`: the server closes the connection.
-    case bye(String)
+    /// `* BYE <reason> [detail]`: the server closes the connection.
+    case bye(ByeReason, detail: String? = nil)
     /// `* TOKEN <id> <created> <last-used|-> this|other <label>`, a TOKEN LIST line.
     case token(TokenInfo, isThisConnection: Bool)
 
@@ -27,7 +27,7 @@ public enum ServerNotice: Equatable, Sendable {
         case .dropped(let name): "* DROPPED \(name)\n"
         case .renamed(let from, let to): "* RENAMED \(from) \(to)\n"
         case .unsubscribedRevoked(let collection): "* UNSUB \(collection) REVOKED\n"
-        case .bye(let reason): "* BYE \(reason)\n"
+        case .bye(let reason, let detail): "* BYE \(reason)\(detail.map { " " + $0 } ?? "")\n"
         case .token(let token, let isThisConnection):
             "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
                 + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n"

@@ -30,6 +30,9 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     case quota = "QUOTA"
     /// The server's disk is full; the write was not made and may be retried later.
     case noSpace = "NO_SPACE"
+    /// The server's store did not answer in time (a database stalled or out of reach); nothing
+    /// was read or written: retry in a moment.
+    case unavailable = "UNAVAILABLE"
     /// A fault on the server side; the request may be retried.
     case `internal` = "INTERNAL"
 
@@ -37,7 +40,7 @@ public enum ErrorCode: String, Sendable, CaseIterable {
     /// (a full disk freed, a quota raised, load gone), so a client retries it with backoff.
     public var isTemporary: Bool {
         switch self {
-        case .rateLimited, .busy, .quota, .noSpace, .internal: true
+        case .rateLimited, .busy, .quota, .noSpace, .unavailable, .internal: true
         default: false
         }
     }

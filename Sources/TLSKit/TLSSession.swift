@@ -14,9 +14,14 @@ public final class TLSSession: StreamSecurity {
     /// Called once the handshake is done, with the peer's certificate fingerprint (clients).
     public var onHandshake: ((String?) -> Void)?
 
+    /// What a server answers, in plaintext, to a client that does not start with a TLS record.
+    private let plaintextRefusal: [UInt8]
+
     /// A session for one connection; `host` is the name or address a client dialled (checked
-    /// against the certificate when the context verifies chains).
-    public init(context: TLSContext, host: String? = nil) throws(TLSError) {
+    /// against the certificate when the context verifies chains). A server's session answers
+    /// a client that speaks plain text with `plaintextRefusal` (its protocol's goodbye).
+    public init(context: TLSContext, host: String? = nil, plaintextRefusal: [UInt8] = []) throws(TLSError) {
+        self.plaintextRefusal = plaintextRefusal
         guard let raw = plistsync_tls_new(context.raw, context.isServer ? 1 : 0, host) else { throw TLSError("cannot start a TLS session") }
         self.raw = raw
         self.context = context
@@ -33,14 +38,11 @@ public final class TLSSession: StreamSecurity {
 
     public var protocolVersion: String { String(cString: plistsync_tls_version(raw)) }
 
-    /// What a server answers, in plaintext, to a client that does not start with a TLS record.
-    public static let plaintextRefusal = Array("* BYE TLS_REQUIRED this port speaks TLS: connect with --tls\n".utf8)
-
     public func open(_ received: [UInt8]) throws(StreamSecurityError) -> [UInt8] {
         // A TLS client's first byte is a handshake record (0x16); a line-protocol client's is
         // text. It gets an answer it can read instead of a TLS alert.
         if context.isServer, !started, let first = received.first {
-            guard first == 0x16 else { throw StreamSecurityError("the client did not speak TLS", reply: Self.plaintextRefusal) }
+            guard first == 0x16 else { throw StreamSecurityError("the client did not speak TLS", reply: plaintextRefusal) }
             started = true
         }
         guard plistsync_tls_feed(raw, received, received.count) == 0 else { throw StreamSecurityError("TLS: out of memory") }

@@ -3,6 +3,7 @@ import Foundation
 import PostgresKit
 import PostgresStore
 import SQLiteStore
+import SyncCore
 import ServerKit
 import TLSKit
 
@@ -39,6 +40,9 @@ enum ServeCommand: Subcommand {
           --max-buffered-bytes N   Bytes all connections together may hold unsent or unread
                                    (default 268435456); past it, connections not logged in are
                                    closed first, then the slowest readers.
+          --store-timeout SECONDS  Time a store read or commit may take (default 5): past it,
+                                   the request is answered ERR UNAVAILABLE and later reads fail
+                                   at once until the store answers again; nothing else waits.
           --tls                    Speak TLS (1.2 or 1.3) only. Without --tls-cert, a self-signed
                                    certificate is made on first start in DIR/tls/ and its SHA-256
                                    fingerprint printed: clients pin it with --fingerprint, or
@@ -62,6 +66,7 @@ enum ServeCommand: Subcommand {
         "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
+        "store-timeout",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
 
@@ -89,6 +94,7 @@ enum ServeCommand: Subcommand {
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
         configuration.maxBufferedBytes = try options.integer(
             "max-buffered-bytes", default: configuration.maxBufferedBytes, range: (1 << 20)...(1 << 40))
+        configuration.storeTimeoutMilliseconds = 1000 * UInt64(try options.integer("store-timeout", default: 5, range: 1...3600))
         ServerLog.quiet = options.flag("quiet")
         if let format = options.value("log-format") {
             guard let chosen = ServerLog.Format(rawValue: format) else { throw UsageError("--log-format is text or json") }
@@ -108,7 +114,7 @@ enum ServeCommand: Subcommand {
         let loop = EventLoop()
         let server: Server
         do {
-            let store = try openStore(options.value("store"), dataPath: configuration.dataPath)
+            let store = try openStore(options.value("store"), dataPath: configuration.dataPath, loop: loop)
             server = try Server(configuration: configuration, store: store, loop: loop)
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
@@ -125,7 +131,7 @@ enum ServeCommand: Subcommand {
     }
 
     /// The data folder's SQLite store, or the PostgreSQL database `--store` names.
-    private static func openStore(_ url: String?, dataPath: String) throws -> ServerStore {
+    private static func openStore(_ url: String?, dataPath: String, loop: EventLoop) throws -> ServerStore {
         guard let url else {
             let store = try SQLiteServerStore(folder: DataFolder(path: dataPath))
             for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
@@ -135,7 +141,7 @@ enum ServeCommand: Subcommand {
         let shown = PostgresServerStore.redacted(url)
         ServerLog.info("connecting to the PostgreSQL database \(shown)")
         do {
-            return try PostgresServerStore(url: url)
+            return try PostgresServerStore(url: url, loop: loop)
         } catch {
             let wait = "a connect waits \(PGConnection.defaultConnectTimeoutSeconds) s unless the URL sets ?connect_timeout=N"
             throw RuntimeError("cannot use the PostgreSQL database \(shown): \(error) (\(wait))")

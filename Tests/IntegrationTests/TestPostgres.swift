@@ -27,6 +27,26 @@ enum TestPostgres {
         try run(binaries + "/psql", ["-q", "-d", url, "-c", sql])
     }
 
+    /// Stops (SIGSTOP) or resumes (SIGCONT) the whole database server, the postmaster and
+    /// every backend: a database that stalls without closing a connection.
+    static func freeze(_ frozen: Bool) throws {
+        _ = try server()
+        let pidText = try String(contentsOfFile: folder + "/postmaster.pid", encoding: .utf8)
+        guard let postmaster = pid_t(pidText.split(separator: "\n").first ?? "") else {
+            throw Failure(description: "no postmaster pid in \(pidText)")
+        }
+        var processes = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // Fields after the command name: state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { processes.append(pid) }
+        }
+        for pid in processes { kill(pid, frozen ? SIGSTOP : SIGCONT) }
+    }
+
     private static func server() throws -> String {
         lock.lock()
         defer { lock.unlock() }

@@ -17,6 +17,22 @@ final class LayeringTests: XCTestCase {
         }
     }
 
+    /// Issue 19: a store knows the server only through the contract in SyncCore (`ServerStore`,
+    /// `StoreFailure`, `ClusterEvent`): neither store imports the server.
+    func testStoresDoNotImportTheServer() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources")
+        for module in ["SQLiteStore", "PostgresStore"] {
+            let folder = sources.appendingPathComponent(module)
+            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+            XCTAssertFalse(files.isEmpty)
+            for file in files {
+                let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+                XCTAssertFalse(text.contains("import ServerKit\n"), "\(module)/\(file) imports ServerKit")
+            }
+        }
+    }
+
     /// Issue 12, item 3: the agent, the command line and the bench talk to the server through
     /// `SyncClient.ClientConnection` only, and write requests through `Command.requestText`:
     /// none of them frames lines or writes a protocol verb of its own.

@@ -27,7 +27,8 @@ final class ServerEventTests: XCTestCase {
     func testCollectionsByeAndOk() throws {
         XCTAssertEqual(try event("* COLLECTION c write 4"), .collection(name: "c", role: .write, seq: 4))
         XCTAssertEqual(try event("* COLLECTION c none 4"), .collection(name: "c", role: nil, seq: 4))
-        XCTAssertEqual(try event("* BYE SLOW"), .bye("SLOW"))
+        XCTAssertEqual(try event("* BYE SLOW"), .bye(.slow))
+        XCTAssertEqual(try event("* BYE MOVED elsewhere"), .bye(ByeReason(rawValue: "MOVED")))
         XCTAssertEqual(try event("t OK PUT c Ada 1 5"), .ok(tag: "t", words: ["PUT", "c", "Ada", "1", "5"], payload: nil))
     }
 }

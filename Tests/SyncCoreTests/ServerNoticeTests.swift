@@ -17,7 +17,8 @@ final class ServerNoticeTests: XCTestCase {
                        .record(collection: "c", id: "desk lamp", state: RemoteState(rev: 2, position: "a0", fields: ["n": .integer(1)])))
         XCTAssertEqual(try read(.dropped("old")), .dropped("old"))
         XCTAssertEqual(try read(.renamed(from: "a", to: "b")), .renamed(from: "a", to: "b"))
-        XCTAssertEqual(try read(.bye("REVOKED")), .bye("REVOKED"))
+        XCTAssertEqual(try read(.bye(.revoked)), .bye(.revoked))
+        XCTAssertEqual(try read(.bye(.tlsRequired, detail: "this port speaks TLS")), .bye(.tlsRequired))
     }
 
     func testTheLinesWithoutADedicatedEventKeepTheirWords() throws {

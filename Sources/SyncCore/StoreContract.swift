@@ -1,11 +1,10 @@
-import EventLoop
-import SyncCore
-
-/// The record store a server runs on: SQLite in a data folder (`SQLiteStore`), another
-/// engine behind the same calls later. The server never sees the engine's types or errors.
+/// The record store a server runs on: SQLite in a data folder (`SQLiteStore`) or PostgreSQL
+/// shared by several nodes (`PostgresStore`). The server never sees the engine's types or
+/// errors, and the stores never see the server: this contract is all they share.
 ///
-/// Reads and account checks are called on the loop thread; `commit` on the commit thread, one
-/// batch at a time (a separate connection: reads never wait for a commit in flight).
+/// Reads and account checks are called on the server's read thread one at a time (at start, on
+/// the loop thread before anything is served); `commit` on the commit thread, one batch at a
+/// time (a separate connection: reads never wait for a commit in flight).
 public protocol ServerStore: AnyObject, Sendable {
     /// Identity of the store, stable across restarts (HELLO states it; a restored store gets a
     /// new one).
@@ -63,9 +62,11 @@ extension ServerStore {
 public protocol ClusterChannel: AnyObject {
     /// This node's name in the events it sends.
     var node: String { get }
-    /// Starts hearing other nodes' events, on the loop thread; `onResync` after events may have
-    /// been missed (the channel was lost and is back): re-read what the events would have said.
-    func listen(on loop: EventLoop, onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void)
+    /// Starts hearing other nodes' events, on the loop thread the store was made for;
+    /// `onResync` once listening and after events may have been missed (the channel was lost
+    /// and is back): re-read what the events would have said. `onTrouble` says what went wrong
+    /// with the channel, for the server's log.
+    func listen(onEvent: @escaping (ClusterEvent) -> Void, onResync: @escaping () -> Void, onTrouble: @escaping (String) -> Void)
     func stopListening()
     /// The changes with these seqs, in seq order, from the change log (fewer when some are not
     /// visible yet); nil when the log no longer keeps the first of them.
@@ -95,6 +96,9 @@ public struct StoreFailure: Error, CustomStringConvertible, Sendable {
     public enum Kind: Sendable, Equatable {
         /// The disk (or a quota) is full: writes wait for room.
         case diskFull
+        /// The store did not answer in time (a database stalled or out of reach); nothing was
+        /// done.
+        case unavailable
         /// Anything else (I/O, a damaged or newer store).
         case failed
     }

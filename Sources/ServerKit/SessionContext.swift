@@ -1,0 +1,78 @@
+import SyncCore
+
+/// What a session needs from the server it runs in, and all it may touch: the settings it
+/// answers with, the directory its access checks and quotas read, the server's half of its
+/// actions (commits, reads, login checks, subscriptions) and the events a session reports.
+/// `Server` is the one conformer when serving.
+protocol SessionContext: AnyObject {
+    var configuration: ServerConfiguration { get }
+    var serverID: String { get }
+    /// HELLO's JSON of limits.
+    var limitsJSON: String { get }
+    /// Milliseconds on the loop's clock.
+    var now: UInt64 { get }
+    var directory: Directory { get }
+    /// While the disk is full only DEL is taken.
+    var diskFull: Bool { get }
+    /// Whether the group committer takes more writes now (else `waitForCommitRoom`).
+    var commitQueueHasRoom: Bool { get }
+    func statsJSON() -> String
+
+    /// Carries out the server's part of an action (commit, read, login check, subscription);
+    /// its answer comes back through the session's input of the same name.
+    func carryOut(_ action: SessionAction, for session: Session)
+    /// Bytes a session handed to its connection (the memory budget counts them).
+    func noteQueued(_ bytes: Int)
+    /// `commitRoomAvailable()` is called on `session` once the committer has room again.
+    func waitForCommitRoom(_ session: Session)
+    /// Runs `body` once this loop turn's work is done.
+    func atEndOfTurn(_ body: @escaping () -> Void)
+
+    func sessionLoggedIn(_ session: Session)
+    func loginFailed()
+    /// Called once as a session closes, whatever the reason; `sessionGone` once its connection is.
+    func sessionClosing(_ session: Session)
+    func sessionGone(_ session: Session)
+
+    /// What a committed token or collection change means for every other connection.
+    func tokenRevoked(_ hash: String)
+    func collectionCreated(_ name: String, owner: String)
+    func collectionDropped(_ name: String)
+    func collectionRenamed(_ from: String, to: String)
+    func granted(_ role: Role?, to user: String, in collection: String)
+}
+
+/// Who a login let in: the account, and the token's hash for a token login.
+struct LoggedIn {
+    let account: StoredUser
+    let tokenHash: String?
+}
+
+extension Server: SessionContext {
+    var now: UInt64 { loop.nowMilliseconds }
+    var commitQueueHasRoom: Bool { committer.hasRoom }
+
+    func atEndOfTurn(_ body: @escaping () -> Void) {
+        loop.atEndOfTurn(body)
+    }
+
+    func carryOut(_ action: SessionAction, for session: Session) {
+        switch action {
+        case .commit(let operation, let ticket):
+            committer.submit(operation) { result in session.committed(ticket, result) }
+        case .read(let query):
+            reads.answer(query) { result in session.readAnswered(result) }
+        case .checkPassword(let user, let password):
+            logins.checkPassword(password, for: user, from: session.address, isStillWanted: { [weak session] in session?.closeReason == nil }) { result in
+                session.loginAnswered(result.map { LoggedIn(account: $0, tokenHash: nil) })
+            }
+        case .checkToken(let token):
+            logins.checkToken(token, from: session.address, isStillWanted: { [weak session] in session?.closeReason == nil }) { result in
+                session.loginAnswered(result.map { LoggedIn(account: $0.0, tokenHash: $0.tokenHash) })
+            }
+        case .subscribe(let collection): hub.subscribe(session, to: collection)
+        case .unsubscribe(let collection): hub.unsubscribe(session, from: collection)
+        case .send, .sendBytes, .pauseReading, .resumeReading, .close, .closeNow: break
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import EventLoop
+import SyncCore
+
+/// Every store read a running server makes (a session's GET, LIST, SUB replay and token list,
+/// login lookups, account re-reads, the cluster's change log), run one at a time on a thread of
+/// their own and answered on the loop thread, so a database that stalls never stalls the loop:
+/// PINGs, commits already made and every other connection go on.
+///
+/// A read that has no answer within `deadlineMilliseconds` is answered `.unavailable` (its late
+/// result is dropped); while the oldest read is past its deadline the store counts as stalled
+/// and new reads are answered `.unavailable` at once instead of queueing behind it. At most
+/// `maxWaiting` reads wait.
+///
+/// Loop-thread object.
+final class StoreReads {
+    /// Why a read has no answer.
+    enum Failure: Error {
+        /// The store did not answer in time, or is stalled, or too many reads wait.
+        case unavailable
+        /// The store answered with an error.
+        case failed(StoreFailure)
+    }
+
+    static let maxWaiting = 4_096
+    /// How often overdue reads are looked for while any wait.
+    static let sweepMilliseconds: UInt64 = 100
+
+    let deadlineMilliseconds: UInt64
+    private let loop: EventLoop
+    private let store: ServerStore
+    private let worker: WorkerThread
+    /// Reads handed to the thread and not yet returned by it, oldest first (answered or not).
+    private var waiting = FIFO<Ticket>()
+    private var sweeper: LoopTimer?
+    private(set) var unavailableTotal = 0
+
+    /// One read's answer, given once: by the thread's result or by the deadline.
+    private final class Ticket {
+        let deadline: UInt64
+        var answer: ((Result<Any, Failure>) -> Void)?
+
+        init(deadline: UInt64, answer: @escaping (Result<Any, Failure>) -> Void) {
+            self.deadline = deadline
+            self.answer = answer
+        }
+
+        func give(_ result: Result<Any, Failure>) {
+            guard let answer else { return }
+            self.answer = nil
+            answer(result)
+        }
+    }
+
+    init(loop: EventLoop, store: ServerStore, deadlineMilliseconds: UInt64) {
+        self.loop = loop
+        self.store = store
+        self.deadlineMilliseconds = deadlineMilliseconds
+        worker = WorkerThread(loop: loop)
+    }
+
+    /// Whether the oldest read has been waiting past its deadline.
+    var isStalled: Bool {
+        guard let oldest = waiting.first else { return false }
+        return loop.nowMilliseconds >= oldest.deadline
+    }
+
+    /// Runs `body` against the store off the loop; `completion` gets its result on the loop
+    /// thread, exactly once (not at all after `close()`).
+    func read<T: Sendable>(
+        _ body: @escaping @Sendable (ServerStore) throws(StoreFailure) -> T,
+        then completion: @escaping (Result<T, Failure>) -> Void
+    ) {
+        guard waiting.count < Self.maxWaiting, !isStalled else {
+            unavailableTotal += 1
+            return completion(.failure(.unavailable))
+        }
+        let ticket = Ticket(deadline: loop.nowMilliseconds + deadlineMilliseconds) { result in
+            completion(result.map { $0 as! T })
+        }
+        waiting.append(ticket)
+        startSweeping()
+        let store = self.store
+        worker.submit({ () -> Result<T, StoreFailure> in
+            Result { () throws(StoreFailure) in try body(store) }
+        }, then: { [self] (result: Result<T, StoreFailure>) in
+            // The thread answers in order: this is the oldest read.
+            _ = waiting.popFirst()
+            if waiting.isEmpty { stopSweeping() }
+            ticket.give(result.map { $0 as Any }.mapError { Failure.failed($0) })
+        })
+    }
+
+    /// Runs a query a session asked for.
+    func answer(_ query: StoreQuery, then completion: @escaping (Result<StoreAnswer, Failure>) -> Void) {
+        read({ store throws(StoreFailure) in try query.run(on: store) }, then: completion)
+    }
+
+    private func startSweeping() {
+        guard sweeper == nil else { return }
+        let timer = LoopTimer(loop: loop)
+        timer.start(after: Self.sweepMilliseconds, repeatEvery: Self.sweepMilliseconds) { [unowned self] in sweep() }
+        sweeper = timer
+    }
+
+    private func stopSweeping() {
+        sweeper?.close()
+        sweeper = nil
+    }
+
+    /// Answers `.unavailable` to every read past its deadline (they are in deadline order).
+    private func sweep() {
+        let now = loop.nowMilliseconds
+        var overdue: [Ticket] = []
+        waiting.forEach { ticket in
+            if now >= ticket.deadline, ticket.answer != nil { overdue.append(ticket) }
+        }
+        guard !overdue.isEmpty else { return }
+        unavailableTotal += overdue.count
+        ServerLog.error("the store has not answered \(overdue.count) read(s) within \(deadlineMilliseconds) ms: answering UNAVAILABLE")
+        for ticket in overdue { ticket.give(.failure(.unavailable)) }
+    }
+
+    /// Stops the thread after the read in progress; answers still due are dropped.
+    func close() {
+        stopSweeping()
+        worker.close()
+        while let ticket = waiting.popFirst() { ticket.answer = nil }
+    }
+}
+
+/// A read a session asks the store for, as data (`SessionAction.read`); answered by a
+/// `StoreAnswer` of the same case.
+enum StoreQuery: Sendable, Equatable {
+    case record(collection: String, id: String)
+    case list(collection: String)
+    case changes(collection: String, since: Int64, limit: Int)
+    case tokens(of: String?)
+
+    func run(on store: ServerStore) throws(StoreFailure) -> StoreAnswer {
+        switch self {
+        case .record(let collection, let id): .record(try store.record(collection, id))
+        case .list(let collection): .list(try store.list(collection))
+        case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
+        case .tokens(let user): .tokens(try store.tokens(of: user))
+        }
+    }
+}
+
+/// The store's answer to a `StoreQuery`.
+enum StoreAnswer: Sendable {
+    case record(RecordState?)
+    case list((records: [RecordState], seq: Int64))
+    /// nil: changes after the asked seq are no longer kept.
+    case changes((changes: [Change], seq: Int64)?)
+    case tokens([TokenInfo])
+}
