@@ -167,6 +167,15 @@ extension SyncEngine {
             case .error(_, .badRequest, _, _) where isCompanion:
                 sharesConflicts = false
                 log("the server does not keep conflict copies (\(collection)); they stay on the machine that made them")
+            case .error(_, let code, let message, _) where code.isTemporary:
+                // The server cannot answer for now (its store stalled, it is busy): the
+                // collection would get no changes until the next login, so ask again.
+                log("cannot subscribe to \(collection) for now: \(code) \(message); retrying in a second")
+                clock.after(Self.firstRetryMilliseconds) { [self] in
+                    let base = baseCollection(collection)
+                    guard collections[base] != nil, !detached.contains(base) else { return }
+                    subscribe(collection)
+                }
             case .error(_, let code, let message, _):
                 log("cannot subscribe to \(collection): \(code) \(message)")
             default:

@@ -162,8 +162,19 @@ final class SimulatedLink: ServerRequests {
                 // What the server answers while its disk is full.
                 return arrive([Array("\(tag) ERR NO_SPACE the server's disk is full; nothing was written".utf8)])
             }
+            if world.serverStoreStalled, Self.needsStore(command) {
+                return arrive([Array("\(tag) ERR UNAVAILABLE the store is not answering; retry in a moment".utf8)])
+            }
             connection.send(line, tag: tag)
             world.serverSettle()
+        }
+    }
+
+    /// Whether the server answers `command` from its store (not from memory).
+    private static func needsStore(_ command: Command) -> Bool {
+        switch command {
+        case .subscribe, .get, .list: true
+        default: command.isRecordWrite
         }
     }
 

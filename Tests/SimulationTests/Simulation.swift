@@ -97,6 +97,9 @@ final class Simulation {
                     } catch {
                         world.fail("server restart: \(error)")
                     }
+                } else if roll < 99 {
+                    world.serverStoreStalled = true
+                    world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverStoreStalled = false }
                 } else {
                     world.serverDiskFull = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverDiskFull = false }
@@ -108,6 +111,7 @@ final class Simulation {
         // Quiet: every machine runs, every disk has room, and the agents catch up.
         world.fileSystem.fullDisks.removeAll()
         world.serverDiskFull = false
+        world.serverStoreStalled = false
         for machine in world.machines where !machine.isRunning { try machine.start() }
         world.scheduler.run(until: activeMilliseconds + quietMilliseconds)
 

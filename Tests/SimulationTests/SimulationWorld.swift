@@ -12,6 +12,10 @@ final class SimulationWorld {
     var maxLatency: UInt64 = 5
     /// While set, the server answers every record write NO_SPACE.
     var serverDiskFull = false
+    /// While set, the server's store does not answer: every request that needs it (record
+    /// writes, SUB, GET, LIST) is answered UNAVAILABLE, as `--store-timeout` makes a stalled
+    /// database answer.
+    var serverStoreStalled = false
     /// Called just before lines from the server reach a machine's agent (a scripted scenario
     /// stands an app's save there).
     var beforeArrival: ((SimulatedMachine, [[UInt8]]) -> Void)?
