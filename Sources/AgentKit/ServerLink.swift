@@ -134,8 +134,10 @@ final class ServerLink: ServerRequests {
             lost(client)
         }
         client.logIn(client: "plistsync-agent", with: credential.login(user: configuration.user), onHello: { [self] event in
-            guard case .ok(_, let words, let limits?) = event else { return }
-            if words.count >= 3 { onServerID(words[2], { if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil } }()) }
+            guard case .ok(_, let reply, let limits?) = event else { return }
+            if case .hello(_, let serverID) = reply {
+                onServerID(serverID, { if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil } }())
+            }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
         }) { [self] event in

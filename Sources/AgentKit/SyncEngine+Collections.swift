@@ -148,10 +148,10 @@ extension SyncEngine {
         link.send(.subscribe(collection: collection, since: since)) { [self] event in
             subscribing.remove(collection)
             switch event {
-            case .ok(_, let words, _):
+            case .ok(_, let reply, _):
                 subscribed.insert(collection)
                 failedApplyReplayEnded(collection)
-                if failedApplySeq[collection] == nil, words.count >= 3, let seq = Int64(words[2]), seq > state.lastSeq[collection] ?? 0 {
+                if failedApplySeq[collection] == nil, case .subscribed(_, let seq) = reply, seq > state.lastSeq[collection] ?? 0 {
                     saveState { try state.setLastSeq(seq, collection) }
                 }
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }

@@ -249,8 +249,8 @@ extension SyncEngine {
         link.send(command) { [self] event in
             inFlight.remove(key)
             switch event {
-            case .ok(_, let words, _):
-                guard words.count >= 4, let rev = Int64(words[3]) else { break }
+            case .ok(_, let reply, _):
+                guard case .written(_, _, _, let rev, _) = reply else { break }
                 var entry = state.entry(key.collection, key.id)
                     ?? AgentState.Entry(rev: rev, position: nil, fieldsJSON: nil, fileHash: nil, format: format)
                 entry.rev = rev

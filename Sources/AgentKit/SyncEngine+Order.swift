@@ -127,7 +127,7 @@ extension SyncEngine {
             movesInFlight[collection, default: 0] += 1
             link.send(.move(collection: collection, id: id.string, baseRev: entry.rev, placement: placement)) { [self] event in
                 movesInFlight[collection, default: 1] -= 1
-                if case .ok(_, let words, _) = event, words.count >= 4, let rev = Int64(words[3]), var moved = state.entry(collection, id) {
+                if case .ok(_, .written(_, _, _, let rev, _), _) = event, var moved = state.entry(collection, id) {
                     moved.rev = rev
                     saveState { try state.set(moved, collection, id) }
                 } else if case .error(_, let code, let message, let conflict) = event {

@@ -42,7 +42,7 @@ extension Session {
         framer.maxLineBytes = context.configuration.limits.maxLineBytes
         context.sessionLoggedIn(self)
         ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
-        finishAsync(ResponseLine.ok(tag, "AUTH", account.name))
+        finishAsync(Reply.auth(user: account.name).line(tag))
     }
 
     func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {

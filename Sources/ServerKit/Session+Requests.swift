@@ -26,7 +26,7 @@ extension Session {
             guard version == "1" else {
                 throw ProtocolError(.unsupportedVersion, "this server speaks protocol 1")
             }
-            send(ResponseLine.ok(tag, "HELLO", "1", context.serverID, context.limitsJSON))
+            send(Reply.hello(version: "1", serverID: context.serverID).line(tag, payload: context.limitsJSON))
         case .auth(let name, let password):
             authenticate(tag, name: name, password: password)
         case .authToken(let token):
@@ -34,13 +34,13 @@ extension Session {
         case .tokenNew(let label):
             let token = Crypto.newToken()
             storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
-                ResponseLine.ok(tag, "TOKEN", token)
+                Reply.token(token).line(tag)
             }
         case .tokenList:
             ask(.tokens(of: user!), tag) { [self] answer in
                 guard case .tokens(let tokens) = answer else { return }
                 for token in tokens { send(ServerNotice.token(token, isThisConnection: token.hash == tokenHash).line) }
-                send(ResponseLine.ok(tag, "TOKEN", "LIST", String(tokens.count)))
+                send(Reply.tokens(count: tokens.count).line(tag))
             }
         case .tokenRevoke(let tokenOrID):
             revokeToken(tag, tokenOrID)
@@ -52,14 +52,14 @@ extension Session {
             }
             storeOperation(tag, .createCollection(name: name, owner: owner)) { [context] _ in
                 context.collectionCreated(name, owner: owner)
-                return ResponseLine.ok(tag, "CREATE", name)
+                return Reply.created(name).line(tag)
             }
         case .drop(let collection):
             try requireRole(.admin, collection)
             storeOperation(tag, .dropCollection(name: collection)) { [context, user, address] _ in
                 ServerLog.event("drop", ["collection": collection, "by": user ?? "-", "address": address])
                 context.collectionDropped(collection)
-                return ResponseLine.ok(tag, "DROP", collection)
+                return Reply.dropped(collection).line(tag)
             }
         case .rename(let from, let to):
             try requireRole(.admin, from)
@@ -67,19 +67,19 @@ extension Session {
             storeOperation(tag, .renameCollection(from: from, to: to)) { [context, user, address] _ in
                 ServerLog.event("rename", ["collection": from, "to": to, "by": user ?? "-", "address": address])
                 context.collectionRenamed(from, to: to)
-                return ResponseLine.ok(tag, "RENAME", from, to)
+                return Reply.renamed(from: from, to: to).line(tag)
             }
         case .collections:
             watchesCollections = true
             let visible = context.directory.visible(to: user!, isAdmin: isAdmin)
             for entry in visible { send(ServerNotice.collection(name: entry.name, role: entry.role, seq: entry.seq).line) }
-            send(ResponseLine.ok(tag, "COLLECTIONS", String(visible.count)))
+            send(Reply.collections(count: visible.count).line(tag))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
             storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [context, user, address] _ in
                 ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
                 context.granted(role, to: grantee, in: collection)
-                return ResponseLine.ok(tag, "GRANT")
+                return Reply.granted.line(tag)
             }
         case .put, .move, .delete:
             submitWrite(tag, command, bytes: 0)
@@ -89,7 +89,7 @@ extension Session {
                 guard case .record(let found) = answer, let state = found else {
                     throw ProtocolError(.notFound, "no record \(ValueJSON.quoted(id)) in \(collection)")
                 }
-                send(ResponseLine.ok(tag, "GET", collection, ResponseLine.argument(id), state.wireTail))
+                send(Reply.record(collection: collection, id: id, rev: state.rev, position: state.position).line(tag, payload: state.fieldsJSON))
             }
         case .list(let collection):
             try requireRole(.read, collection)
@@ -105,7 +105,7 @@ extension Session {
                     }
                     next = end
                     guard next == records.count else { return (output, false) }
-                    return (output + ResponseLine.ok(tag, "LIST", collection, String(records.count), String(seq)), true)
+                    return (output + Reply.listed(collection: collection, count: records.count, seq: seq).line(tag), true)
                 }
             }
         case .subscribe(let collection, let since):
@@ -115,13 +115,13 @@ extension Session {
             replayPage(tag, collection, since: since)
         case .unsubscribe(let collection):
             dropSubscription(collection)
-            send(ResponseLine.ok(tag, "UNSUB", collection))
+            send(Reply.unsubscribed(collection: collection).line(tag))
         case .ping:
-            send(ResponseLine.ok(tag, "PONG"))
+            send(Reply.pong.line(tag))
         case .stats:
-            send(ResponseLine.ok(tag, "STATS", context.statsJSON()))
+            send(Reply.stats.line(tag, payload: context.statsJSON()))
         case .quit:
-            send(ResponseLine.ok(tag, "BYE"))
+            send(Reply.bye.line(tag))
             close(.quit)
         }
     }
@@ -151,7 +151,7 @@ extension Session {
             }
             subscriptions[collection] = through
             perform(.subscribe(collection))
-            send(ResponseLine.ok(tag, "SUB", collection, String(through)))
+            send(Reply.subscribed(collection: collection, through: through).line(tag))
         }
     }
 

@@ -11,7 +11,7 @@ extension Session {
         replySlots.append((nil, bytes))
         writeBytesInFlight += bytes
         let operation: StoreOperation
-        let verb: String
+        let verb: Reply.WriteVerb
         var reservation: (owner: String, bytes: Int)?
         do throws(ProtocolError) {
             if context.diskFull, !command.isDelete {
@@ -25,15 +25,15 @@ extension Session {
                 }
                 reservation = try reserveQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
                 operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
-                verb = "PUT"
+                verb = .put
             case .move(let collection, let id, let baseRev, let placement):
                 try requireRole(.write, collection)
                 operation = .move(collection: collection, id: id, baseRev: baseRev, placement: placement)
-                verb = "MOVE"
+                verb = .move
             case .delete(let collection, let id, let baseRev):
                 try requireRole(.write, collection)
                 operation = .delete(collection: collection, id: id, baseRev: baseRev)
-                verb = "DEL"
+                verb = .delete
             default:
                 // Only record writes come here; any other command must still get its slot answered.
                 throw ProtocolError(.internal, "not a record write")
@@ -64,10 +64,10 @@ extension Session {
         throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes (writes in progress included); the limit is \(quota) (--max-bytes-per-user)")
     }
 
-    static func writeReply(_ tag: String, _ verb: String, _ result: Result<StoreOutcome, StoreFailure>) -> String {
+    static func writeReply(_ tag: String, _ verb: Reply.WriteVerb, _ result: Result<StoreOutcome, StoreFailure>) -> String {
         switch result {
         case .success(.changed(let change)), .success(.rebalanced(let change, _)):
-            return ResponseLine.ok(tag, verb, change.collection, ResponseLine.argument(change.state.id), String(change.state.rev), String(change.seq))
+            return Reply.written(verb, collection: change.collection, id: change.state.id, rev: change.state.rev, seq: change.seq).line(tag)
         case .success(.conflict(let collection, let id, let current)):
             return "\(tag) ERR CONFLICT \(collection) \(ResponseLine.argument(id)) \(current?.wireTail ?? "0 - MISSING")\n"
         case .success(.refused(let error)):
@@ -121,7 +121,7 @@ extension Session {
         storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [context] _ in
             // This connection too, if it logged in with that token: after the OK goes out.
             context.atEndOfTurn { context.tokenRevoked(hash) }
-            return ResponseLine.ok(tag, "TOKEN", "REVOKED")
+            return Reply.tokenRevoked.line(tag)
         }
     }
 }

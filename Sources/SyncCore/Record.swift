@@ -20,6 +20,18 @@ public struct RecordState: Equatable, Sendable {
 
     /// `<rev> <position> {fields}` or `<rev> - DELETED`, the tail shared by GET, CHANGE and CONFLICT.
     /// Bytes its fields take in the store (0 for a tombstone).
+    /// Where it sorts; nil for a tombstone.
+    public var position: String? {
+        if case .live(let position, _) = body { return position }
+        return nil
+    }
+
+    /// The fields as canonical JSON; nil for a tombstone.
+    public var fieldsJSON: String? {
+        if case .live(_, let fieldsJSON) = body { return fieldsJSON }
+        return nil
+    }
+
     public var storedFieldBytes: Int {
         if case .live(_, let fieldsJSON) = body { return fieldsJSON.utf8.count }
         return 0

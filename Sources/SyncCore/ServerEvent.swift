@@ -40,8 +40,10 @@ public enum ServerEvent: Equatable, Sendable {
     case dropped(String)
     /// `* RENAMED <old> <new>`.
     case renamed(from: String, to: String)
-    /// `TAG OK <words…> [payload]`.
-    case ok(tag: String, words: [String], payload: Fields?)
+    /// `* TOKEN <id> <created> <last-used|-> this|other <label|->`, a TOKEN LIST line.
+    case token(TokenListing)
+    /// `TAG OK <reply> [payload]`.
+    case ok(tag: String, reply: Reply, payload: Fields?)
     /// `TAG ERR <code> <words…>`; `conflict` is set for `ERR CONFLICT`. A code this client does
     /// not know (a newer server's) reads as `INTERNAL` with the code kept in front of the message.
     case error(tag: String, code: ErrorCode, message: String, conflict: RemoteState?)
@@ -73,6 +75,10 @@ public enum ServerEvent: Equatable, Sendable {
             case "DROPPED" where words.count == 2:
                 self = .dropped(words[1])
                 return
+            case "TOKEN" where words.count == 6 && (words[4] == "this" || words[4] == "other"):
+                self = .token(TokenListing(id: words[1], created: words[2], lastUsed: words[3] == "-" ? nil : words[3],
+                                           isThisConnection: words[4] == "this", label: words[5] == "-" ? nil : words[5]))
+                return
             case "RENAMED" where words.count == 3:
                 self = .renamed(from: words[1], to: words[2])
                 return
@@ -83,7 +89,7 @@ public enum ServerEvent: Equatable, Sendable {
             return
         }
         if words.first == "OK" {
-            self = .ok(tag: tag, words: Array(words.dropFirst()), payload: line.payload)
+            self = .ok(tag: tag, reply: Reply(words: Array(words.dropFirst())), payload: line.payload)
         } else {
             let text = words.count > 1 ? words[1] : ErrorCode.internal.rawValue
             var message = words.dropFirst(2).joined(separator: " ")
@@ -93,5 +99,24 @@ public enum ServerEvent: Equatable, Sendable {
             if code == .conflict, words.count >= 6 { conflict = RemoteState.parse(words[4...], payload: line.payload) }
             self = .error(tag: tag, code: code, message: message, conflict: conflict)
         }
+    }
+}
+
+/// One device's token as TOKEN LIST shows it (the token itself is never shown again).
+public struct TokenListing: Equatable, Sendable {
+    public var id: String
+    /// When it was made and last used, as ISO 8601 UTC text.
+    public var created: String
+    public var lastUsed: String?
+    /// Whether the connection that asked logged in with it.
+    public var isThisConnection: Bool
+    public var label: String?
+
+    public init(id: String, created: String, lastUsed: String?, isThisConnection: Bool, label: String?) {
+        self.id = id
+        self.created = created
+        self.lastUsed = lastUsed
+        self.isThisConnection = isThisConnection
+        self.label = label
     }
 }

@@ -108,7 +108,7 @@ enum LoginCommand: Subcommand {
         var token: String?
         var refusal: String?
         try ScriptClient(server: address, user: user, credential: .password(password), tls: tls).run([.tokenNew(label: label)], onReply: { line, event in
-            if case .ok(_, let words, _) = event, words.count == 2 { token = words[1] } else { refusal = line }
+            if case .ok(_, .token(let made), _) = event { token = made } else { refusal = line }
             return true
         })
         guard let token else { throw RuntimeError("the server did not give a token: \(refusal ?? "no reply")") }

@@ -67,9 +67,8 @@ enum DevicesCommand: VerbSubcommand {
         var devices: [Device] = []
         var refusal: String?
         try client.run([.tokenList], onUntagged: { line in
-            guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)), parsed.words.first == "TOKEN", parsed.words.count >= 6 else { return }
-            let words = parsed.words
-            devices.append(Device(id: words[1], created: words[2], lastUsed: words[3], isThis: words[4] == "this", label: words[5]))
+            guard let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)), case .token(let token) = ServerEvent(parsed) else { return }
+            devices.append(Device(id: token.id, created: token.created, lastUsed: token.lastUsed ?? "-", isThis: token.isThisConnection, label: token.label ?? "-"))
         }, onReply: { line, event in
             if case .ok = event {} else { refusal = line }
             return true

@@ -98,8 +98,7 @@ enum HistoryCommand: VerbSubcommand {
         var names = collections
         if names.isEmpty {
             try client.run([.collections], onUntagged: { line in
-                let words = line.split(separator: " ")
-                if words.count >= 3, words[1] == "COLLECTION" { names.append(String(words[2])) }
+                if let parsed = ServerLine.parseAnsweringTag(Array(line.utf8)), case .collection(let name, _, _) = ServerEvent(parsed) { names.append(name) }
             }, onReply: { _, _ in true })
         }
         var failure: String?

@@ -59,9 +59,9 @@ enum ScriptCommand: VerbSubcommand {
             guard words.count == 2 else { throw UsageError("get needs <collection> <id>") }
             try expectOK(client, [.get(collection: words[0], id: words[1])], onOK: { event in
                 guard case .ok(_, let reply, let payload) = event else { return }
-                let rev = reply.count > 3 ? reply[3] : "?"
+                let rev = if case .record(_, _, let rev, _) = reply { rev } else { Int64(0) }
                 if options.flag("json") {
-                    return print(payload.map { ValueJSON.encode(fields: $0) } ?? ValueJSON.encode(.dictionary(["deleted": .bool(true), "rev": .integer(Int64(rev) ?? 0)])))
+                    return print(payload.map { ValueJSON.encode(fields: $0) } ?? ValueJSON.encode(.dictionary(["deleted": .bool(true), "rev": .integer(rev)])))
                 }
                 guard let payload else { return print("\(words[0])/\(words[1]) was deleted (rev \(rev))") }
                 print("\(words[0])/\(words[1])  rev \(rev)")
@@ -130,7 +130,7 @@ enum ScriptCommand: VerbSubcommand {
             }
             if since == nil {
                 try expectOK(client, [.list(collection: words[0])], onOK: { event in
-                    if case .ok(_, let reply, _) = event { since = reply.last }
+                    if case .ok(_, .listed(_, _, let seq), _) = event { since = String(seq) }
                 })
             }
             // Unbuffered, so `watch | grep` sees each change as it happens.
@@ -155,7 +155,7 @@ enum ScriptCommand: VerbSubcommand {
         }
         var rev: Int64 = 0
         try client.run([.get(collection: collection, id: id)], onReply: { _, event in
-            if case .ok(_, let words, _) = event, words.count >= 4 { rev = Int64(words[3]) ?? 0 }
+            if case .ok(_, .record(_, _, let current, _), _) = event { rev = current }
             return true
         })
         return rev
@@ -173,32 +173,35 @@ enum ScriptCommand: VerbSubcommand {
                 failure = String(line.dropFirst(2))
                 return false
             }
-            if let json = report, case .ok(_, let words, _) = event { print(describe(words, json: json)) }
+            if let json = report, case .ok(_, let reply, _) = event { print(describe(reply, json: json)) }
             onOK(event)
             return true
         })
         if let failure { throw RuntimeError(failure) }
     }
 
-    /// An OK reply's words (`PUT contacts Ada 2 7`) for a person or a script.
-    private static func describe(_ words: [String], json: Bool) -> String {
-        let verb = words.first ?? ""
-        switch verb {
-        case "PUT" where words.count >= 5, "DEL" where words.count >= 5, "MOVE" where words.count >= 5:
+    /// An OK reply (`PUT contacts Ada 2 7`) for a person or a script.
+    private static func describe(_ reply: Reply, json: Bool) -> String {
+        switch reply {
+        case .written(let verb, let collection, let id, let rev, let seq):
             if json {
-                return ValueJSON.encode(.dictionary(["collection": .string(words[1]), "id": .string(words[2]),
-                                                     "rev": .integer(Int64(words[3]) ?? 0), "seq": .integer(Int64(words[4]) ?? 0)]))
+                return ValueJSON.encode(.dictionary(["collection": .string(collection), "id": .string(id), "rev": .integer(rev), "seq": .integer(seq)]))
             }
-            let action = ["PUT": "saved", "DEL": "deleted", "MOVE": "moved"][verb] ?? verb
-            return "\(action) \(words[1])/\(words[2]): rev \(words[3]), seq \(words[4])"
-        case "CREATE" where words.count >= 2:
-            return json ? ValueJSON.encode(.dictionary(["created": .string(words[1])])) : "created \(words[1])"
-        case "DROP" where words.count >= 2:
-            return json ? ValueJSON.encode(.dictionary(["dropped": .string(words[1])])) : "dropped \(words[1])"
-        case "RENAME" where words.count >= 3:
-            return json ? ValueJSON.encode(.dictionary(["renamed": .string(words[1]), "to": .string(words[2])])) : "renamed \(words[1]) to \(words[2])"
+            let action = switch verb {
+            case .put: "saved"
+            case .delete: "deleted"
+            case .move: "moved"
+            }
+            return "\(action) \(collection)/\(id): rev \(rev), seq \(seq)"
+        case .created(let name):
+            return json ? ValueJSON.encode(.dictionary(["created": .string(name)])) : "created \(name)"
+        case .dropped(let name):
+            return json ? ValueJSON.encode(.dictionary(["dropped": .string(name)])) : "dropped \(name)"
+        case .renamed(let from, let to):
+            return json ? ValueJSON.encode(.dictionary(["renamed": .string(from), "to": .string(to)])) : "renamed \(from) to \(to)"
         default:
-            return json ? ValueJSON.encode(.dictionary(["ok": .string(words.joined(separator: " "))])) : words.joined(separator: " ")
+            let words = reply.words.joined(separator: " ")
+            return json ? ValueJSON.encode(.dictionary(["ok": .string(words)])) : words
         }
     }
 

@@ -142,7 +142,7 @@ enum TransferCommand: VerbSubcommand {
                 failure = String(text.dropFirst(2))
                 return false
             }
-            if case .ok(_, let words, _) = event, words.first == "PUT" { done += 1 }
+            if case .ok(_, .written(.put, _, _, _, _), _) = event { done += 1 }
             return true
         })
         if let failure { throw RuntimeError("\(failure) (\(done) of \(entries.count) records imported before it)") }

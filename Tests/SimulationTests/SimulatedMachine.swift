@@ -135,9 +135,9 @@ final class SimulatedLink: ServerRequests {
         (lastUp, lastDown) = (world.scheduler.now, world.scheduler.now)
         request(.hello(version: "1", clientName: "simulated-agent"), connection) { [weak self] event in
             // HELLO names the store: a restored one has a new id.
-            guard case .ok(_, let words, let limits) = event, words.count >= 3 else { return }
+            guard case .ok(_, .hello(_, let serverID), let limits) = event else { return }
             let restoredSeq: Int64? = if case .integer(let seq)? = limits?["restored_seq"] { seq } else { nil }
-            self?.machine.core?.serverID(words[2], restoredSeq: restoredSeq)
+            self?.machine.core?.serverID(serverID, restoredSeq: restoredSeq)
         }
         request(.auth(user: "alice", password: "pw"), connection) { [weak self] event in
             guard let self, case .ok = event else { return }

@@ -45,6 +45,7 @@ final class LayeringTests: XCTestCase {
             for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
                 XCTAssertFalse(text.contains("LineFramer("), "\(module)/\(file) frames server lines itself")
+                XCTAssertFalse(text.contains(".ok(_, let words"), "\(module)/\(file) reads a reply by the position of its words (use Reply)")
                 for verb in verbs {
                     XCTAssertNil(text.range(of: "\"[A-Za-z0-9]+ \(verb) ", options: .regularExpression), "\(module)/\(file) writes \(verb) by hand")
                 }

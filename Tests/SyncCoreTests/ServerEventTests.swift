@@ -29,6 +29,7 @@ final class ServerEventTests: XCTestCase {
         XCTAssertEqual(try event("* COLLECTION c none 4"), .collection(name: "c", role: nil, seq: 4))
         XCTAssertEqual(try event("* BYE SLOW"), .bye(.slow))
         XCTAssertEqual(try event("* BYE MOVED elsewhere"), .bye(ByeReason(rawValue: "MOVED")))
-        XCTAssertEqual(try event("t OK PUT c Ada 1 5"), .ok(tag: "t", words: ["PUT", "c", "Ada", "1", "5"], payload: nil))
+        XCTAssertEqual(try event("t OK PUT c Ada 1 5"), .ok(tag: "t", reply: .written(.put, collection: "c", id: "Ada", rev: 1, seq: 5), payload: nil))
+        XCTAssertEqual(try event("t OK WARP 9"), .ok(tag: "t", reply: .other(["WARP", "9"]), payload: nil))
     }
 }

@@ -1,0 +1,118 @@
+import SyncProtocol
+
+/// Every `TAG OK …` reply, written by the server (`line`) and read by clients
+/// (`init(words:)`) from this one type, round-trip tested (ReplyTests), so no client reads a
+/// reply by the position of its words. A payload (a record's fields, HELLO's limits, STATS)
+/// follows the words as JSON and travels beside the reply (`ServerEvent.ok`).
+public enum Reply: Equatable, Sendable {
+    /// `OK HELLO <version> <server-id> {limits}`.
+    case hello(version: String, serverID: String)
+    /// `OK AUTH <user>`.
+    case auth(user: String)
+    /// `OK PUT|MOVE|DEL <collection> <id> <rev> <seq>`.
+    case written(WriteVerb, collection: String, id: String, rev: Int64, seq: Int64)
+    /// `OK GET <collection> <id> <rev> <position> {fields}`, or `… <rev> - DELETED` (position nil).
+    case record(collection: String, id: String, rev: Int64, position: String?)
+    /// `OK LIST <collection> <count> <seq>`.
+    case listed(collection: String, count: Int, seq: Int64)
+    /// `OK SUB <collection> <seq>`: the replay is done; live changes after `through` follow.
+    case subscribed(collection: String, through: Int64)
+    /// `OK UNSUB <collection>`.
+    case unsubscribed(collection: String)
+    /// `OK CREATE <collection>`, `OK DROP <collection>`, `OK RENAME <old> <new>`, `OK GRANT`.
+    case created(String)
+    case dropped(String)
+    case renamed(from: String, to: String)
+    case granted
+    /// `OK COLLECTIONS <count>`.
+    case collections(count: Int)
+    /// `OK TOKEN <token>`, `OK TOKEN LIST <count>`, `OK TOKEN REVOKED`.
+    case token(String)
+    case tokens(count: Int)
+    case tokenRevoked
+    case pong
+    /// `OK STATS {figures}`.
+    case stats
+    /// `OK BYE` (QUIT).
+    case bye
+    /// An OK this client does not know how to read (a newer server's), its words kept.
+    case other([String])
+
+    /// The verb of a record write.
+    public enum WriteVerb: String, Sendable {
+        case put = "PUT", move = "MOVE", delete = "DEL"
+    }
+
+    /// The words after `OK`, arguments quoted where they need it.
+    public var words: [String] {
+        switch self {
+        case .hello(let version, let serverID): ["HELLO", version, serverID]
+        case .auth(let user): ["AUTH", ResponseLine.argument(user)]
+        case .written(let verb, let collection, let id, let rev, let seq):
+            [verb.rawValue, collection, ResponseLine.argument(id), String(rev), String(seq)]
+        case .record(let collection, let id, let rev, let position):
+            ["GET", collection, ResponseLine.argument(id), String(rev)] + (position.map { [$0] } ?? ["-", "DELETED"])
+        case .listed(let collection, let count, let seq): ["LIST", collection, String(count), String(seq)]
+        case .subscribed(let collection, let through): ["SUB", collection, String(through)]
+        case .unsubscribed(let collection): ["UNSUB", collection]
+        case .created(let name): ["CREATE", name]
+        case .dropped(let name): ["DROP", name]
+        case .renamed(let from, let to): ["RENAME", from, to]
+        case .granted: ["GRANT"]
+        case .collections(let count): ["COLLECTIONS", String(count)]
+        case .token(let token): ["TOKEN", token]
+        case .tokens(let count): ["TOKEN", "LIST", String(count)]
+        case .tokenRevoked: ["TOKEN", "REVOKED"]
+        case .pong: ["PONG"]
+        case .stats: ["STATS"]
+        case .bye: ["BYE"]
+        case .other(let words): words
+        }
+    }
+
+    /// `tag OK <words> [payload]` with its LF; `payload` is JSON text (canonical already).
+    public func line(_ tag: String, payload: String? = nil) -> String {
+        ResponseLine.ok(tag, words: payload.map { words + [$0] } ?? words)
+    }
+
+    /// Reads the words after `OK` (JSON strings already decoded, the payload taken off).
+    public init(words: [String]) {
+        self = Self.read(words) ?? .other(words)
+    }
+
+    private static func read(_ words: [String]) -> Reply? {
+        func number(_ index: Int) -> Int64? { index < words.count ? Int64(words[index]) : nil }
+        switch (words.first, words.count) {
+        case ("HELLO", 3): return .hello(version: words[1], serverID: words[2])
+        case ("AUTH", 2): return .auth(user: words[1])
+        case ("PUT", 5), ("MOVE", 5), ("DEL", 5):
+            guard let verb = WriteVerb(rawValue: words[0]), let rev = number(3), let seq = number(4) else { return nil }
+            return .written(verb, collection: words[1], id: words[2], rev: rev, seq: seq)
+        case ("GET", 5):
+            guard let rev = number(3) else { return nil }
+            return .record(collection: words[1], id: words[2], rev: rev, position: words[4])
+        case ("GET", 6) where words[4] == "-" && words[5] == "DELETED":
+            guard let rev = number(3) else { return nil }
+            return .record(collection: words[1], id: words[2], rev: rev, position: nil)
+        case ("LIST", 4):
+            guard let count = number(2), let seq = number(3) else { return nil }
+            return .listed(collection: words[1], count: Int(count), seq: seq)
+        case ("SUB", 3):
+            guard let through = number(2) else { return nil }
+            return .subscribed(collection: words[1], through: through)
+        case ("UNSUB", 2): return .unsubscribed(collection: words[1])
+        case ("CREATE", 2): return .created(words[1])
+        case ("DROP", 2): return .dropped(words[1])
+        case ("RENAME", 3): return .renamed(from: words[1], to: words[2])
+        case ("GRANT", 1): return .granted
+        case ("COLLECTIONS", 2): return number(1).map { .collections(count: Int($0)) }
+        case ("TOKEN", 2) where words[1] == "REVOKED": return .tokenRevoked
+        case ("TOKEN", 2): return .token(words[1])
+        case ("TOKEN", 3) where words[1] == "LIST": return number(2).map { .tokens(count: Int($0)) }
+        case ("PONG", 1): return .pong
+        case ("STATS", 1): return .stats
+        case ("BYE", 1): return .bye
+        default: return nil
+        }
+    }
+}

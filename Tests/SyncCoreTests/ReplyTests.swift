@@ -1,0 +1,46 @@
+import SyncCore
+import SyncProtocol
+import XCTest
+
+/// Every OK reply the server writes reads back as the same `Reply` (issue 19: no client reads a
+/// reply by the position of its words).
+final class ReplyTests: XCTestCase {
+    private func readBack(_ reply: Reply, payload: String? = nil) throws -> (Reply, Fields?) {
+        let line = reply.line("t", payload: payload)
+        XCTAssertTrue(line.hasSuffix("\n"))
+        guard case .ok(let tag, let read, let fields) = ServerEvent(try ServerLine.parse(Array(line.dropLast().utf8))) else {
+            throw ProtocolError(.badRequest, "not an OK: \(line)")
+        }
+        XCTAssertEqual(tag, "t")
+        return (read, fields)
+    }
+
+    func testEveryReplyReadsBackAsItself() throws {
+        let replies: [Reply] = [
+            .hello(version: "1", serverID: "4f1c"), .auth(user: "alice"), .auth(user: "Ada Lovelace"),
+            .written(.put, collection: "c", id: "desk lamp", rev: 2, seq: 9), .written(.move, collection: "c", id: "a", rev: 3, seq: 10),
+            .written(.delete, collection: "c", id: "a", rev: 4, seq: 11), .record(collection: "c", id: "a", rev: 4, position: nil),
+            .listed(collection: "c", count: 3, seq: 12), .subscribed(collection: "c~conflicts", through: 0), .unsubscribed(collection: "c"),
+            .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .token("Zm9vYmFy"),
+            .tokens(count: 4), .tokenRevoked, .pong, .bye, .other(["WARP", "9"]),
+        ]
+        for reply in replies {
+            XCTAssertEqual(try readBack(reply).0, reply, reply.line("t"))
+        }
+    }
+
+    func testPayloadsTravelBesideTheReply() throws {
+        let (record, fields) = try readBack(.record(collection: "c", id: "Ada", rev: 2, position: "a0"), payload: #"{"n":2}"#)
+        XCTAssertEqual(record, .record(collection: "c", id: "Ada", rev: 2, position: "a0"))
+        XCTAssertEqual(fields, ["n": .integer(2)])
+        let (hello, limits) = try readBack(.hello(version: "1", serverID: "id"), payload: #"{"max_line_bytes":1048576}"#)
+        XCTAssertEqual(hello, .hello(version: "1", serverID: "id"))
+        XCTAssertEqual(limits?["max_line_bytes"], .integer(1_048_576))
+        XCTAssertEqual(try readBack(.stats, payload: #"{"seq":5}"#).1?["seq"], .integer(5))
+    }
+
+    func testAReplyWithMissingOrBadWordsIsKeptAsOther() {
+        XCTAssertEqual(Reply(words: ["PUT", "c", "a", "x", "1"]), .other(["PUT", "c", "a", "x", "1"]))
+        XCTAssertEqual(Reply(words: ["SUB", "c"]), .other(["SUB", "c"]))
+    }
+}
