@@ -1,15 +1,14 @@
 import EventLoop
 import Foundation
-import SQLiteStore
+import SyncCore
 @testable import ServerKit
 
 /// A server with no listener whose sessions talk over buffers: a request goes straight into a
-/// session's input, and its actions are read back as lines. The store is a real SQLite file;
-/// only the sockets are missing, so a transcript replayed here and over TCP checks that the
-/// protocol lives in the session, not in the connection.
+/// session's input, and its actions are read back as lines. The store is a `MemoryStore`: no
+/// socket and no file, so a transcript replayed here and over TCP checks that the protocol
+/// lives in the session, not in the connection or the store.
 final class InMemoryServer {
     let loop = EventLoop()
-    let folder = NSTemporaryDirectory() + "plistsync-memory-" + UUID().uuidString
     private(set) var server: Server!
     /// Keeps the loop alive between requests, as a listener does when serving: libuv runs no
     /// end-of-turn work (the committer's batches) on a loop with nothing active.
@@ -19,21 +18,16 @@ final class InMemoryServer {
     init(users: [(name: String, password: String, admin: Bool)]) throws {
         heartbeat = LoopTimer(loop: loop)
         heartbeat.start(after: 1000, repeatEvery: 1000) {}
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let data = DataFolder(path: folder)
-        let store = try SQLiteServerStore(folder: data)
-        let accounts = try Accounts(folder: data)
-        for user in users {
-            _ = try accounts.addUser(user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1000), isAdmin: user.admin)
-        }
+        let store = MemoryStore(users: users.map { user in
+            StoredUser(name: user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1000), isAdmin: user.admin)
+        })
         var configuration = ServerConfiguration()
-        configuration.dataPath = folder
+        configuration.dataPath = "memory"
         server = try Server(configuration: configuration, store: store, loop: loop)
     }
 
     deinit {
         heartbeat.close()
-        try? FileManager.default.removeItem(atPath: folder)
     }
 
     func connect() -> BufferClient {

@@ -1,0 +1,226 @@
+import Foundation
+import SyncCore
+import SyncProtocol
+
+/// A `ServerStore` in memory, for the session tests: the same rules as the SQLite and
+/// PostgreSQL stores (revisions, placement and re-keying from SyncCore, collections, grants,
+/// tokens, tombstone purges) over dictionaries, so a session runs with no file and no database.
+/// The transcripts replayed against it check that it answers as the real stores do. Reads and
+/// commits come from different threads; one lock guards everything, and a batch that fails
+/// leaves nothing behind.
+final class MemoryStore: ServerStore, @unchecked Sendable {
+    private struct Row {
+        var state: RecordState
+        var seq: Int64
+        var updatedAt: Int64
+    }
+
+    private struct Contents {
+        var seq: Int64 = 0
+        var purgedSeq: Int64 = 0
+        var collections: [String: (owner: String, members: [String: Role])] = [:]
+        var records: [String: [String: Row]] = [:]
+        var users: [String: StoredUser] = [:]
+        var tokens: [String: (info: TokenInfo, made: Int)] = [:]
+        var tokensMade = 0
+        var accountsEpoch: Int64 = 0
+    }
+
+    private let lock = NSLock()
+    private var contents = Contents()
+    private let id = UUID().uuidString.lowercased()
+
+    init(users: [StoredUser]) {
+        for user in users { contents.users[user.name] = user }
+    }
+
+    private func locked<T>(_ body: (inout Contents) throws(StoreFailure) -> T) throws(StoreFailure) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&contents)
+    }
+
+    private func reading<T>(_ body: (Contents) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(contents)
+    }
+
+    func serverID() -> String { id }
+    func currentSeq() -> Int64 { reading { $0.seq } }
+    func accountsEpoch() -> Int64 { reading { $0.accountsEpoch } }
+
+    func collections() -> [CollectionInfo] {
+        reading { contents in
+            contents.collections.map { name, entry in
+                let seqs = [name, Names.conflictsCollection(of: name)].compactMap { contents.records[$0]?.values.map(\.seq).max() }
+                return CollectionInfo(name: name, owner: entry.owner, members: entry.members, lastSeq: seqs.max() ?? 0)
+            }.sorted { $0.name < $1.name }
+        }
+    }
+
+    func storedBytesByCollection() -> [String: Int] {
+        reading { contents in
+            contents.records.mapValues { rows in rows.values.reduce(0) { $0 + $1.state.storedFieldBytes } }.filter { $0.value > 0 }
+        }
+    }
+
+    func record(_ collection: String, _ id: String) -> RecordState? {
+        reading { $0.records[collection]?[id]?.state }
+    }
+
+    func list(_ collection: String) -> (records: [RecordState], seq: Int64) {
+        reading { contents in
+            let live = (contents.records[collection] ?? [:]).values.map(\.state).filter { $0.position != nil }
+            return (live.sorted { ($0.position!, $0.id) < ($1.position!, $1.id) }, contents.seq)
+        }
+    }
+
+    func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
+        reading { contents in
+            if since > 0, since < contents.purgedSeq { return nil }
+            let rows = (contents.records[collection] ?? [:]).values.filter { $0.seq > since }.sorted { $0.seq < $1.seq }.prefix(limit)
+            return (rows.map { Change(collection: collection, seq: $0.seq, state: $0.state) }, contents.seq)
+        }
+    }
+
+    func user(named name: String) -> StoredUser? { reading { $0.users[name] } }
+    func tokenOwner(hash: String) -> String? { reading { $0.tokens[hash]?.info.user } }
+    func tokenExists(hash: String) -> Bool { tokenOwner(hash: hash) != nil }
+
+    func tokens(of user: String?) -> [TokenInfo] {
+        reading { contents in
+            contents.tokens.values.filter { user == nil || $0.info.user == user }.sorted { $0.made < $1.made }.map(\.info)
+        }
+    }
+
+    func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
+        let now = Int64(Date().timeIntervalSince1970)
+        return try locked { contents throws(StoreFailure) in
+            var batch = contents
+            var outcomes: [StoreOutcome] = []
+            for operation in operations { outcomes.append(try Self.apply(operation, to: &batch, now: now)) }
+            contents = batch
+            return outcomes
+        }
+    }
+
+    var location: String { "memory" }
+    func sizeBytes() -> Int64 { 0 }
+    var accountChanges: AccountChangeSignal? { nil }
+    var spaceReserve: SpaceReserve? { nil }
+
+    // MARK: - Writes
+
+    private static func apply(_ operation: StoreOperation, to contents: inout Contents, now: Int64) throws(StoreFailure) -> StoreOutcome {
+        switch operation {
+        case .put(let collection, let id, let baseRev, let fieldsJSON):
+            let current = contents.records[collection]?[id]?.state
+            switch RevisionRules.put(baseRev: baseRev, over: current) {
+            case .update(let rev, let position):
+                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
+            case .create(let rev):
+                let last = Neighbours(rows: contents.records[collection] ?? [:], moving: id).lastKey()
+                let position = try key(between: last, nil)
+                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
+            case .conflict:
+                return .conflict(collection: collection, id: id, current: current)
+            }
+        case .move(let collection, let id, let baseRev, let placement):
+            let current = contents.records[collection]?[id]?.state
+            let neighbours = Neighbours(rows: contents.records[collection] ?? [:], moving: id)
+            switch placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: neighbours) {
+            case .conflict: return .conflict(collection: collection, id: id, current: current)
+            case .refused(let error): return .refused(error)
+            case .place(let state): return write(state, collection, &contents, now)
+            case .rebalance(let fieldsJSON):
+                let others = neighbours.live.map { (id: $0.id, rev: $0.rev, fields: $0.fieldsJSON ?? "{}") }
+                return StoreOutcome.rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) {
+                    state in write(state, collection, &contents, now)
+                }
+            }
+        case .delete(let collection, let id, let baseRev):
+            let current = contents.records[collection]?[id]?.state
+            guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
+                return .conflict(collection: collection, id: id, current: current)
+            }
+            return write(RecordState(id: id, rev: rev, body: .deleted), collection, &contents, now)
+        case .createCollection(let name, let owner):
+            guard contents.collections[name] == nil else { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
+            contents.collections[name] = (owner, [owner: .admin])
+            return .done
+        case .dropCollection(let name):
+            guard contents.collections.removeValue(forKey: name) != nil else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
+            contents.records[name] = nil
+            contents.records[Names.conflictsCollection(of: name)] = nil
+            return .done
+        case .renameCollection(let from, let to):
+            guard contents.collections[to] == nil else { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
+            guard let entry = contents.collections.removeValue(forKey: from) else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
+            contents.collections[to] = entry
+            for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
+                contents.records[new] = contents.records.removeValue(forKey: old)
+            }
+            return .done
+        case .grant(let collection, let user, let role):
+            guard contents.users[user] != nil else { return .refused(ProtocolError(.notFound, "no user \(user)")) }
+            contents.collections[collection]?.members[user] = role
+            return .done
+        case .createToken(let hash, let user, let label):
+            contents.tokensMade += 1
+            contents.tokens[hash] = (TokenInfo(hash: hash, user: user, label: label, createdAt: now, lastUsedAt: nil), contents.tokensMade)
+            return .done
+        case .revokeToken(let hash, let user):
+            guard let token = contents.tokens[hash], user == nil || token.info.user == user else {
+                return .refused(ProtocolError(.notFound, "no such token"))
+            }
+            contents.tokens[hash] = nil
+            return .done
+        case .touchToken(let hash, let time):
+            contents.tokens[hash]?.info.lastUsedAt = time
+            return .done
+        case .purgeTombstones(let cutoff):
+            for (collection, rows) in contents.records {
+                for (id, row) in rows where row.state.position == nil && row.updatedAt < cutoff {
+                    contents.purgedSeq = max(contents.purgedSeq, row.seq)
+                    contents.records[collection]?[id] = nil
+                }
+            }
+            return .done
+        }
+    }
+
+    private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ now: Int64) -> StoreOutcome {
+        contents.seq += 1
+        let previous = contents.records[collection]?[state.id]?.state
+        contents.records[collection, default: [:]][state.id] = Row(state: state, seq: contents.seq, updatedAt: now)
+        let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
+        return .changed(Change(collection: collection, seq: contents.seq, state: state, storedBytesDelta: delta))
+    }
+
+    private static func key(between lower: String?, _ upper: String?) throws(StoreFailure) -> String {
+        do {
+            return try PositionKey.between(lower, upper)
+        } catch {
+            throw StoreFailure(.failed, "position keys exhausted between \(lower ?? "start") and \(upper ?? "end")")
+        }
+    }
+
+    /// A MOVE's questions about the other live records, over the rows of one collection.
+    private struct Neighbours: NeighbourLookup {
+        typealias Failure = Never
+        /// The live records other than the one moving, in order.
+        let live: [RecordState]
+
+        init(rows: [String: Row], moving: String) {
+            live = rows.values.map(\.state).filter { $0.position != nil && $0.id != moving }
+                .sorted { ($0.position!, $0.id) < ($1.position!, $1.id) }
+        }
+
+        func firstKey() -> String? { live.first?.position }
+        func lastKey() -> String? { live.last?.position }
+        func key(below key: String) -> String? { live.last { $0.position! < key }?.position }
+        func key(above key: String) -> String? { live.first { $0.position! > key }?.position }
+        func key(of id: String) -> String? { live.first { $0.id == id }?.position }
+    }
+}
