@@ -66,7 +66,13 @@ extension Server {
     }
 
     func clusterEvent(_ event: ClusterEvent) {
-        switch event.kind {
+        apply(event.kind)
+    }
+
+    /// What a change to collections, grants or tokens (this node's, or another's) means for
+    /// the connections of this node.
+    func apply(_ event: ClusterEvent.Kind) {
+        switch event {
         case .committed(let seq):
             feed?.committed(through: seq)
             fillFeedGaps()

@@ -50,23 +50,23 @@ extension Session {
             if !isAdmin, quota > 0, context.directory.owned(by: owner) >= quota {
                 throw ProtocolError(.quota, "\(owner) owns \(quota) collections, the most this server allows (--max-collections-per-user)")
             }
-            storeOperation(tag, .createCollection(name: name, owner: owner)) { [context] _ in
-                context.collectionCreated(name, owner: owner)
+            storeOperation(tag, .createCollection(name: name, owner: owner)) { [self] _ in
+                perform(.announce(.created(collection: name, owner: owner)))
                 return Reply.created(name).line(tag)
             }
         case .drop(let collection):
             try requireRole(.admin, collection)
-            storeOperation(tag, .dropCollection(name: collection)) { [context, user, address] _ in
+            storeOperation(tag, .dropCollection(name: collection)) { [self] _ in
                 ServerLog.event("drop", ["collection": collection, "by": user ?? "-", "address": address])
-                context.collectionDropped(collection)
+                perform(.announce(.dropped(collection: collection)))
                 return Reply.dropped(collection).line(tag)
             }
         case .rename(let from, let to):
             try requireRole(.admin, from)
             guard !context.directory.exists(to) else { throw ProtocolError(.exists, "collection \(to) exists") }
-            storeOperation(tag, .renameCollection(from: from, to: to)) { [context, user, address] _ in
+            storeOperation(tag, .renameCollection(from: from, to: to)) { [self] _ in
                 ServerLog.event("rename", ["collection": from, "to": to, "by": user ?? "-", "address": address])
-                context.collectionRenamed(from, to: to)
+                perform(.announce(.renamed(from: from, to: to)))
                 return Reply.renamed(from: from, to: to).line(tag)
             }
         case .collections:
@@ -76,9 +76,9 @@ extension Session {
             send(Reply.collections(count: visible.count).line(tag))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
-            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [context, user, address] _ in
+            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [self] _ in
                 ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
-                context.granted(role, to: grantee, in: collection)
+                perform(.announce(.granted(collection: collection, user: grantee, role: role)))
                 return Reply.granted.line(tag)
             }
         case .put, .move, .delete:

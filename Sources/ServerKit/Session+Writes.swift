@@ -118,9 +118,9 @@ extension Session {
     }
 
     private func revoke(_ tag: String, tokenHash hash: String) {
-        storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [context] _ in
-            // This connection too, if it logged in with that token: after the OK goes out.
-            context.atEndOfTurn { context.tokenRevoked(hash) }
+        storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [self] _ in
+            // Every connection logged in with it closes, this one too (after the OK goes out).
+            perform(.announce(.tokenRevoked(hash: hash)))
             return Reply.tokenRevoked.line(tag)
         }
     }

@@ -133,7 +133,7 @@ final class Session {
             transport.perform(action)
         case .pauseReading, .resumeReading, .close, .closeNow:
             transport.perform(action)
-        case .commit, .read, .checkPassword, .checkToken, .subscribe, .unsubscribe:
+        case .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe:
             context.carryOut(action, for: self)
         }
     }

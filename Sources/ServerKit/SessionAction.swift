@@ -22,6 +22,9 @@ enum SessionAction {
     /// through `Session.loginAnswered`.
     case checkPassword(user: String, password: String)
     case checkToken(String)
+    /// A committed change to collections or tokens that every other connection must hear of
+    /// (created, dropped, renamed, granted, token revoked), as the cluster's nodes tell it.
+    case announce(ClusterEvent.Kind)
     /// Start or stop receiving a collection's committed changes (`Session.deliver`).
     case subscribe(String)
     case unsubscribe(String)

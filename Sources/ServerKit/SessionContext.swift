@@ -2,7 +2,8 @@ import SyncCore
 
 /// What a session needs from the server it runs in, and all it may touch: the settings it
 /// answers with, the directory its access checks and quotas read, the server's half of its
-/// actions (commits, reads, login checks, subscriptions) and the events a session reports.
+/// actions (commits, reads, login checks, announcements, subscriptions) and what a session
+/// reports of itself.
 /// `Server` is the one conformer when serving.
 protocol SessionContext: AnyObject {
     var configuration: ServerConfiguration { get }
@@ -18,28 +19,19 @@ protocol SessionContext: AnyObject {
     var commitQueueHasRoom: Bool { get }
     func statsJSON() -> String
 
-    /// Carries out the server's part of an action (commit, read, login check, subscription);
-    /// its answer comes back through the session's input of the same name.
+    /// Carries out the server's part of an action (commit, read, login check, announcement,
+    /// subscription); an answer comes back through the session's input of the same name.
     func carryOut(_ action: SessionAction, for session: Session)
     /// Bytes a session handed to its connection (the memory budget counts them).
     func noteQueued(_ bytes: Int)
     /// `commitRoomAvailable()` is called on `session` once the committer has room again.
     func waitForCommitRoom(_ session: Session)
-    /// Runs `body` once this loop turn's work is done.
-    func atEndOfTurn(_ body: @escaping () -> Void)
 
     func sessionLoggedIn(_ session: Session)
     func loginFailed()
     /// Called once as a session closes, whatever the reason; `sessionGone` once its connection is.
     func sessionClosing(_ session: Session)
     func sessionGone(_ session: Session)
-
-    /// What a committed token or collection change means for every other connection.
-    func tokenRevoked(_ hash: String)
-    func collectionCreated(_ name: String, owner: String)
-    func collectionDropped(_ name: String)
-    func collectionRenamed(_ from: String, to: String)
-    func granted(_ role: Role?, to user: String, in collection: String)
 }
 
 /// Who a login let in: the account, and the token's hash for a token login.
@@ -51,10 +43,6 @@ struct LoggedIn {
 extension Server: SessionContext {
     var now: UInt64 { loop.nowMilliseconds }
     var commitQueueHasRoom: Bool { committer.hasRoom }
-
-    func atEndOfTurn(_ body: @escaping () -> Void) {
-        loop.atEndOfTurn(body)
-    }
 
     func carryOut(_ action: SessionAction, for session: Session) {
         switch action {
@@ -70,6 +58,10 @@ extension Server: SessionContext {
             logins.checkToken(token, from: session.address, isStillWanted: { [weak session] in session?.closeReason == nil }) { result in
                 session.loginAnswered(result.map { LoggedIn(account: $0.0, tokenHash: $0.tokenHash) })
             }
+        case .announce(.tokenRevoked(let hash)):
+            // After the reply that revoked it has gone out.
+            loop.atEndOfTurn { [self] in tokenRevoked(hash) }
+        case .announce(let event): apply(event)
         case .subscribe(let collection): hub.subscribe(session, to: collection)
         case .unsubscribe(let collection): hub.unsubscribe(session, from: collection)
         case .send, .sendBytes, .pauseReading, .resumeReading, .close, .closeNow: break

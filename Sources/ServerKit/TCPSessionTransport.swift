@@ -30,7 +30,7 @@ final class TCPSessionTransport: SessionTransport {
         case .resumeReading: connection.startReading()
         case .close(.socketError), .closeNow: connection.close()
         case .close: connection.closeAfterWriting()
-        case .commit, .read, .checkPassword, .checkToken, .subscribe, .unsubscribe: break
+        case .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
         }
     }
 }

@@ -60,7 +60,7 @@ final class BufferTransport: SessionTransport {
         switch action {
         case .send(let text): output += Array(text.utf8)
         case .sendBytes(let bytes): output += bytes
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .subscribe, .unsubscribe: break
+        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
         case .close, .closeNow:
             guard !isClosed else { return }
             isClosed = true

@@ -51,6 +51,7 @@ final class SessionActionTests: XCTestCase {
         case .read(let query): "read \(query)"
         case .checkPassword(let user, _): "checkPassword \(user)"
         case .checkToken: "checkToken"
+        case .announce(let event): "announce \(event)"
         case .subscribe(let collection): "subscribe \(collection)"
         case .unsubscribe(let collection): "unsubscribe \(collection)"
         case .close(let reason): "close \(reason.rawValue)"

@@ -204,7 +204,7 @@ final class ServerConnection: SessionTransport {
         switch action {
         case .send(let text): received(Array(text.utf8))
         case .sendBytes(let bytes): received(Array(bytes))
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .subscribe, .unsubscribe: break
+        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
         case .close, .closeNow:
             guard !isClosed else { return }
             isClosed = true
