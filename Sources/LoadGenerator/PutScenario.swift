@@ -62,7 +62,8 @@ public struct PutScenario {
                 // costs the same per reply whatever it measures. Only this client writes its
                 // records, so an OK means the next base rev is one more.
                 var now: UInt64 = 0
-                func reply(_ line: ArraySlice<UInt8>) {
+                func reply(_ received: ReceivedLine) {
+                    let line = received.bytes
                     let slot = pendingSlots[head]
                     let started = sentAt[head]
                     head += 1
@@ -79,13 +80,12 @@ public struct PutScenario {
                         }
                     } else {
                         errors += 1
-                        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
-                        if words.count > 5, words[2] == "CONFLICT", let rev = Int(words[5]) { revs[slot] = rev }
+                        if case .error(_, .conflict, _, let current?) = received.event { revs[slot] = Int(current.rev) }
                     }
                     if measuring { put(slot) } else if head == sentAt.count { client.close() }
                 }
                 client.onBatch = { starting in if starting { now = EventLoop.monotonicNanoseconds() } }
-                client.onReply = { line in reply(line.bytes) }
+                client.onReply = { line in reply(line) }
                 for slot in 0..<window { put(slot) }
             }
             let timer = LoopTimer(loop: loop)
