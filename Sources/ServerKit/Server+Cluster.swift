@@ -41,7 +41,9 @@ extension Server {
         guard store.cluster != nil, !readingChangeLog, let missing = feed?.missing else { return }
         readingChangeLog = true
         reads.read({ store throws(StoreFailure) -> [Change]? in
-            try store.cluster?.loggedChanges(missing) ?? []
+            // nil (the log no longer has them) must stay nil: the feed skips past them then.
+            guard let cluster = store.cluster else { return [] }
+            return try cluster.loggedChanges(missing)
         }, then: { [weak self] result in
             guard let self else { return }
             readingChangeLog = false

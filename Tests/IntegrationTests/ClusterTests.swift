@@ -69,6 +69,32 @@ final class ClusterTests: XCTestCase {
         return try requests.map { _ in try client.line() }
     }
 
+    /// A node that missed changes the change log no longer keeps sends its subscribers away to
+    /// resume from the store (`* BYE SLOW`) instead of waiting for those changes for ever: the
+    /// log is read off the loop now, and its "no longer kept" answer must still move the feed on.
+    func testANodeThatMissedChangesTheLogNoLongerKeepsSendsItsSubscribersAway() throws {
+        try startNodes(2)
+        let admin = try nodes[0].login("alice", "pw")
+        try admin.expect("c CREATE inv", equals: "c OK CREATE inv")
+        let subscriber = try nodes[1].login("alice", "pw")
+        XCTAssertEqual(try subscribe(subscriber, "inv"), [])
+        // The second node stops while the first commits, and the log is pruned under it.
+        nodes[1].signal(SIGSTOP)
+        defer { nodes[1].signal(SIGCONT) }
+        _ = try admin.expect(#"p PUT inv r1 0 {"n":1}"#, prefix: "p OK PUT inv r1 1 ")
+        try TestPostgres.execute("DELETE FROM change_log", on: url)
+        nodes[1].signal(SIGCONT)
+        var lines: [String] = []
+        while let line = try subscriber.readLine(timeout: 15) {
+            lines.append(line)
+            if line.hasPrefix("* BYE") { break }
+        }
+        XCTAssertEqual(lines, ["* BYE SLOW"])
+        // Resuming from the store on that node brings the change.
+        let again = try nodes[1].login("alice", "pw")
+        XCTAssertEqual(try subscribe(again, "inv").count, 1)
+    }
+
     func testEverySubscriberOnEveryNodeSeesTheSameGapFreeFeed() throws {
         try startNodes(3)
         let admin = try nodes[0].login("alice", "pw")

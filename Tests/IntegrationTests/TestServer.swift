@@ -110,6 +110,11 @@ final class TestServer {
         (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
     }
 
+    /// Sends the server process a signal (SIGSTOP and SIGCONT freeze and thaw it).
+    func signal(_ number: Int32) {
+        if let pid = process?.processIdentifier { kill(pid, number) }
+    }
+
     /// Sends `signal` and waits for the process; returns its exit status.
     @discardableResult
     func stop(signal: Int32 = SIGTERM) -> Int32 {
