@@ -44,8 +44,7 @@ extension Server {
             // nil (the log no longer has them) must stay nil: the feed skips past them then.
             guard let cluster = store.cluster else { return [] }
             return try cluster.loggedChanges(missing)
-        }, then: { [weak self] result in
-            guard let self else { return }
+        }, then: { [unowned self] result in
             readingChangeLog = false
             switch result {
             case .failure(let failure):
@@ -99,8 +98,7 @@ extension Server {
     func catchUpWithStore() {
         guard feed != nil, !readingCurrentSeq else { return }
         readingCurrentSeq = true
-        reads.read({ store throws(StoreFailure) in try store.currentSeq() }, then: { [weak self] result in
-            guard let self else { return }
+        reads.read({ store throws(StoreFailure) in try store.currentSeq() }, then: { [unowned self] result in
             readingCurrentSeq = false
             guard case .success(let seq) = result else { return }
             feed?.committed(through: seq)
@@ -120,8 +118,8 @@ extension Server {
         directory.dropped(name)
         for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
         if configuration.maxBytesPerUser > 0 {
-            reads.read({ store throws(StoreFailure) in try store.storedBytesByCollection() }, then: { [weak self] result in
-                if case .success(let sizes) = result { self?.directory.loadSizes(sizes) }
+            reads.read({ store throws(StoreFailure) in try store.storedBytesByCollection() }, then: { [unowned self] result in
+                if case .success(let sizes) = result { directory.loadSizes(sizes) }
             })
         }
     }

@@ -32,8 +32,8 @@ extension Server {
     /// query).
     func readStoreSize() {
         nextSizeReadAt = loop.nowMilliseconds + 5_000
-        reads.read({ store in store.sizeBytes() }, then: { [weak self] result in
-            if case .success(let bytes) = result { self?.storeBytes = bytes }
+        reads.read({ store in store.sizeBytes() }, then: { [unowned self] result in
+            if case .success(let bytes) = result { storeBytes = bytes }
         })
     }
 

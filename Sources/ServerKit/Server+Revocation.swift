@@ -37,7 +37,7 @@ extension Server {
             let epoch = try store.accountsEpoch()
             guard force || epoch != applied else { return nil }
             return try AccountsSnapshot(read: store, epoch: epoch, users: names, tokens: tokens, sizes: readSizes, forced: force)
-        }, then: { [weak self] result in self?.accountsRead(result) })
+        }, then: { [unowned self] result in accountsRead(result) })
     }
 
     private func accountsRead(_ result: Result<AccountsSnapshot?, StoreReads.Failure>) {

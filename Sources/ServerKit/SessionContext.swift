@@ -50,12 +50,14 @@ extension Server: SessionContext {
             committer.submit(operation) { result in session.committed(ticket, result) }
         case .read(let query):
             reads.answer(query) { result in session.readAnswered(result) }
+        // The session is held strongly until its check is answered: a weak reference would give
+        // every session a side table, and each retain and release of it the slow path.
         case .checkPassword(let user, let password):
-            logins.checkPassword(password, for: user, from: session.address, isStillWanted: { [weak session] in session?.closeReason == nil }) { result in
+            logins.checkPassword(password, for: user, from: session.address, isStillWanted: { session.closeReason == nil }) { result in
                 session.loginAnswered(result.map { LoggedIn(account: $0, tokenHash: nil) })
             }
         case .checkToken(let token):
-            logins.checkToken(token, from: session.address, isStillWanted: { [weak session] in session?.closeReason == nil }) { result in
+            logins.checkToken(token, from: session.address, isStillWanted: { session.closeReason == nil }) { result in
                 session.loginAnswered(result.map { LoggedIn(account: $0.0, tokenHash: $0.tokenHash) })
             }
         case .announce(.tokenRevoked(let hash)):
