@@ -9,8 +9,14 @@ public final class SQLiteDatabase: @unchecked Sendable {
     let handle: OpaquePointer
     private var statements: [String: Statement] = [:]
 
+    /// Process-wide settings made once, before the first connection initialises SQLite.
+    private static let configured: Void = {
+        _ = plistsync_sqlite_disable_memory_statistics()
+    }()
+
     /// Opens (creating if needed) the database file at `path`.
     public init(path: String) throws(StoreError) {
+        Self.configured
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
