@@ -45,10 +45,9 @@ final class Directory {
 
     func exists(_ collection: String) -> Bool { info(collection) != nil }
 
-    func lastSeq(_ collection: String) -> Int64 { collections[collection]?.lastSeq ?? 0 }
     /// The seq of the latest change broadcast to `collection` or, for a conflicts collection,
-    /// to its parent (the two share one entry).
-    func lastSeqIncludingConflicts(_ collection: String) -> Int64 { info(collection)?.lastSeq ?? 0 }
+    /// to it or its parent (the two share one entry).
+    func lastSeq(_ collection: String) -> Int64 { info(collection)?.lastSeq ?? 0 }
 
     /// Sets the bytes each owner's collections hold, from a scan of the store.
     func loadSizes(_ bytesByCollection: [String: Int]) {

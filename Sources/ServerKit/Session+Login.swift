@@ -50,7 +50,7 @@ extension Session {
         case .failed: ProtocolError(.authFailed, "wrong user name, password or token")
         case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
-        case .unavailable: ProtocolError(.unavailable, "the store is not answering; retry in a moment")
+        case .unavailable: Self.storeUnavailable
         }
         context.loginFailed()
         ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])

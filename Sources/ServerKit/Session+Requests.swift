@@ -145,7 +145,7 @@ extension Session {
                 return
             }
             let through = max(page.seq, page.changes.last?.seq ?? 0)
-            guard context.directory.lastSeqIncludingConflicts(collection) <= through else {
+            guard context.directory.lastSeq(collection) <= through else {
                 replayNext = (tag, collection, through)
                 return
             }
@@ -184,10 +184,13 @@ extension Session {
         pending(result)
     }
 
+    /// The answer while the store does not answer in time (nothing was read or written).
+    static let storeUnavailable = ProtocolError(.unavailable, "the store is not answering; retry in a moment")
+
     static func readFailure(_ failure: StoreReads.Failure, tag: String, address: String) -> ProtocolError {
         switch failure {
         case .unavailable:
-            return ProtocolError(.unavailable, "the store is not answering; retry in a moment")
+            return Self.storeUnavailable
         case .failed(let error):
             ServerLog.error("request \(tag) from \(address): reading the store failed: \(error)")
             return ProtocolError(.internal, "the server could not read its store")
