@@ -1,11 +1,6 @@
 /// Builds the server's lines: `TAG OK VERB ...`, `TAG ERR CODE text`, `* ...`.
 public enum ResponseLine {
     /// `tag OK words...` with its LF.
-    public static func ok(_ tag: String, _ words: String...) -> String {
-        ok(tag, words: words)
-    }
-
-    /// `tag OK words...` with its LF.
     public static func ok(_ tag: String, words: [String]) -> String {
         var line = tag + " OK"
         for word in words {
