@@ -36,7 +36,7 @@ extension Server {
         reads.read({ [names, tokens] store throws(StoreFailure) -> AccountsSnapshot? in
             let epoch = try store.accountsEpoch()
             guard force || epoch != applied else { return nil }
-            return try AccountsSnapshot(read: store, epoch: epoch, users: names, tokens: tokens, sizes: readSizes, forced: force)
+            return try AccountsSnapshot(read: store, epoch: epoch, users: names, tokens: tokens, sizes: readSizes)
         }, then: { [unowned self] result in accountsRead(result) })
     }
 
@@ -52,8 +52,8 @@ extension Server {
         }
     }
 
+    /// One check runs at a time, so the epoch it compared against is still the applied one.
     private func apply(_ snapshot: AccountsSnapshot) {
-        guard snapshot.epoch != appliedAccountsEpoch || snapshot.forced else { return }
         appliedAccountsEpoch = snapshot.epoch
         for session in sessions.values {
             // A session that logged in while the snapshot was read is judged at the next change.
@@ -82,16 +82,14 @@ extension Server {
 /// and (with byte quotas) their sizes.
 struct AccountsSnapshot: Sendable {
     let epoch: Int64
-    let forced: Bool
     /// nil for a user who no longer exists.
     var users: [String: StoredUser?] = [:]
     var liveTokens = Set<String>()
     let collections: [CollectionInfo]
     let sizes: [String: Int]?
 
-    init(read store: ServerStore, epoch: Int64, users names: Set<String>, tokens: Set<String>, sizes readSizes: Bool, forced: Bool) throws(StoreFailure) {
+    init(read store: ServerStore, epoch: Int64, users names: Set<String>, tokens: Set<String>, sizes readSizes: Bool) throws(StoreFailure) {
         self.epoch = epoch
-        self.forced = forced
         for name in names { users[name] = .some(try store.user(named: name)) }
         for token in tokens where try store.tokenExists(hash: token) { liveTokens.insert(token) }
         collections = try store.collections()

@@ -31,8 +31,9 @@ final class StoreReads {
     private let worker: WorkerThread
     /// Reads handed to the thread and not yet returned by it, oldest first (answered or not).
     private var waiting = FIFO<Ticket>()
-    private var sweeper: LoopTimer?
-    private(set) var unavailableTotal = 0
+    /// Looks for overdue reads while any wait: started and stopped, made once.
+    private let sweeper: LoopTimer
+    private var sweeping = false
 
     /// One read's answer, given once: by the thread's result or by the deadline.
     private final class Ticket {
@@ -56,6 +57,7 @@ final class StoreReads {
         self.store = store
         self.deadlineMilliseconds = deadlineMilliseconds
         worker = WorkerThread(loop: loop)
+        sweeper = LoopTimer(loop: loop)
     }
 
     /// Whether the oldest read has been waiting past its deadline.
@@ -70,10 +72,7 @@ final class StoreReads {
         _ body: @escaping @Sendable (ServerStore) throws(StoreFailure) -> T,
         then completion: @escaping (Result<T, Failure>) -> Void
     ) {
-        guard waiting.count < Self.maxWaiting, !isStalled else {
-            unavailableTotal += 1
-            return completion(.failure(.unavailable))
-        }
+        guard waiting.count < Self.maxWaiting, !isStalled else { return completion(.failure(.unavailable)) }
         let ticket = Ticket(deadline: loop.nowMilliseconds + deadlineMilliseconds) { result in
             completion(result.map { $0 as! T })
         }
@@ -96,15 +95,15 @@ final class StoreReads {
     }
 
     private func startSweeping() {
-        guard sweeper == nil else { return }
-        let timer = LoopTimer(loop: loop)
-        timer.start(after: Self.sweepMilliseconds, repeatEvery: Self.sweepMilliseconds) { [unowned self] in sweep() }
-        sweeper = timer
+        guard !sweeping else { return }
+        sweeping = true
+        sweeper.start(after: Self.sweepMilliseconds, repeatEvery: Self.sweepMilliseconds) { [unowned self] in sweep() }
     }
 
     private func stopSweeping() {
-        sweeper?.close()
-        sweeper = nil
+        guard sweeping else { return }
+        sweeping = false
+        sweeper.stop()
     }
 
     /// Answers `.unavailable` to every read past its deadline (they are in deadline order).
@@ -115,7 +114,6 @@ final class StoreReads {
             if now >= ticket.deadline, ticket.answer != nil { overdue.append(ticket) }
         }
         guard !overdue.isEmpty else { return }
-        unavailableTotal += overdue.count
         ServerLog.error("the store has not answered \(overdue.count) read(s) within \(deadlineMilliseconds) ms: answering UNAVAILABLE")
         for ticket in overdue { ticket.give(.failure(.unavailable)) }
     }
@@ -123,6 +121,7 @@ final class StoreReads {
     /// Stops the thread after the read in progress; answers still due are dropped.
     func close() {
         stopSweeping()
+        sweeper.close()
         worker.close()
         while let ticket = waiting.popFirst() { ticket.answer = nil }
     }
