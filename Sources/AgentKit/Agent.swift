@@ -1,3 +1,4 @@
+import CShims
 import EventLoop
 import Foundation
 import SQLiteKit
@@ -15,12 +16,14 @@ public final class Agent {
     private var rootWatcher: FolderWatcher?
     private var folderWatchers: [String: FolderWatcher] = [:]
     private var signals: [SignalWatcher] = []
+    private let trimTimer: LoopTimer
 
     /// Opens the state file in `DIR/.plistsync/`; nothing happens until `run()`.
     public init(configuration: AgentConfiguration) throws {
         self.configuration = configuration
         loop = EventLoop()
         clock = LoopClock(loop: loop)
+        trimTimer = LoopTimer(loop: loop)
         let fileSystem = PosixFileSystem()
         let stateFolder = configuration.directory + "/.plistsync"
         try fileSystem.makeFolder(stateFolder)
@@ -53,6 +56,11 @@ public final class Agent {
         link.onBatch = { [core] starting in core.batch(starting: starting) }
         core.onWatch = { [unowned self] collection in watch(collection) }
         core.onUnwatch = { [unowned self] collection in folderWatchers.removeValue(forKey: collection)?.close() }
+        core.onBatchWritten = { [trimTimer] in
+            // Memory a burst of work freed goes back to the system once the agent is quiet (the
+            // allocator keeps freed pages; an idle agent would hold its busiest moment's heap).
+            trimTimer.start(after: Self.trimDelayMilliseconds) { plistsync_malloc_trim() }
+        }
         core.status.lastError = { [link] in link.lastError }
         link.onErrorChanged = { [core] in core.status.changed() }
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [core] event in core.rootEvent(event) }
@@ -74,8 +82,11 @@ public final class Agent {
         for watcher in folderWatchers.values { watcher.close() }
         folderWatchers.removeAll()
         clock.stop()
+        trimTimer.close()
         for signal in signals { signal.close() }
     }
+
+    static let trimDelayMilliseconds: UInt64 = 2_000
 
     private func watch(_ collection: String) {
         guard folderWatchers[collection] == nil else { return }

@@ -19,9 +19,15 @@ final class AgentCore {
     /// When the next look at due files is armed for.
     private var dueArmedAt: UInt64?
     private var rescanArmed = false
+    /// A batch is held open across reads of a replay (see `batch`); the generation tells its
+    /// deadline from an earlier hold's.
+    private var holdsBatch = false
+    private var holdGeneration = 0
     /// A collection folder to watch, or to stop watching (the host owns the watchers).
     var onWatch: (String) -> Void = { _ in }
     var onUnwatch: (String) -> Void = { _ in }
+    /// A batch was written (its files in place, its state committed).
+    var onBatchWritten: () -> Void = {}
 
     /// Opens the state in `statePath` (a SQLite file); the attached app files come from
     /// `DIR/.plistsync/files.plist` (`files`).
@@ -52,6 +58,7 @@ final class AgentCore {
         fileMirror.log = log
         engine.onCollectionFolder = { [unowned self] collection in onWatch(collection) }
         engine.onCollectionGone = { [unowned self] collection in onUnwatch(collection) }
+        engine.fileEventPending = { [unowned self] key in dueFiles[key] != nil }
         fileMirror.onRecord = { [unowned engine] collection, id in engine.fileChanged(collection, id) }
         fileMirror.onOrder = { [unowned engine] collection in engine.orderFileChanged(collection) }
         engine.onOrderFileWritten = { [unowned fileMirror] collection in fileMirror.shadowsChanged(collection) }
@@ -75,6 +82,7 @@ final class AgentCore {
 
     /// Saves what waits to be saved (the agent is stopping).
     func stop() {
+        releaseHeldBatch()
         fileMirror.flush()
         status.connected = false
         status.close()
@@ -96,16 +104,43 @@ final class AgentCore {
 
     /// Groups the effects of one batch of server lines or file events: one state transaction,
     /// one file-system sync. Files become durable before the state that describes them.
+    ///
+    /// While a replay streams in, the batches of consecutive reads are held open as one (a
+    /// first sync of 10,000 records would otherwise sync the file system once every read, some
+    /// 50 times): until the replay ends, `heldWritesLimit` writes wait, or
+    /// `heldBatchMilliseconds` pass.
     func batch(starting: Bool) {
         if starting {
             state.beginBatch()
             mirror.beginWrites()
-        } else {
-            engine.batchEnded()
-            fileMirror.shadowsChanged()
-            mirror.endWrites()
-            engine.saveState { try state.endBatch() }
+            return
         }
+        engine.batchEnded()
+        fileMirror.shadowsChanged()
+        if mirror.batchDepth == 1, !holdsBatch, engine.isReplaying, !mirror.pending.isEmpty {
+            holdsBatch = true
+            holdGeneration += 1
+            clock.after(Self.heldBatchMilliseconds) { [unowned self, generation = holdGeneration] in
+                if holdsBatch, holdGeneration == generation { releaseHeldBatch() }
+            }
+            return
+        }
+        mirror.endWrites()
+        engine.saveState { try state.endBatch() }
+        if mirror.batchDepth == 0 { onBatchWritten() }
+        if holdsBatch, mirror.batchDepth == 1, !engine.isReplaying || mirror.pending.count >= Self.heldWritesLimit { releaseHeldBatch() }
+    }
+
+    static let heldBatchMilliseconds: UInt64 = 200
+    static let heldWritesLimit = 2_000
+
+    /// Ends the batch held open across reads: its files synced and renamed, its state committed.
+    private func releaseHeldBatch() {
+        guard holdsBatch else { return }
+        holdsBatch = false
+        mirror.endWrites()
+        engine.saveState { try state.endBatch() }
+        onBatchWritten()
     }
 
     // MARK: - Local side
@@ -165,12 +200,15 @@ final class AgentCore {
     /// Marks a record (or, with an empty id, an order file) due after `delay` ms; later events
     /// for the same file push the deadline back.
     private func markDue(_ key: RecordKey, delay: UInt64) {
-        dueFiles[key] = clock.milliseconds + delay
-        armDueFiles()
+        let deadline = clock.milliseconds + delay
+        dueFiles[key] = deadline
+        // Only an earlier deadline moves the timer (a burst of events must not look at every
+        // due file each time); one pushed back is found when the timer fires.
+        armDueFiles(at: deadline)
     }
 
-    private func armDueFiles() {
-        guard let next = dueFiles.values.min(), dueArmedAt.map({ next < $0 }) ?? true else { return }
+    private func armDueFiles(at next: UInt64) {
+        guard dueArmedAt.map({ next < $0 }) ?? true else { return }
         dueArmedAt = next
         let now = clock.milliseconds
         clock.after(next > now ? next - now : 0) { [unowned self] in
@@ -184,7 +222,7 @@ final class AgentCore {
                 if key.id.string.isEmpty { engine.orderFileChanged(key.collection) } else { engine.fileChanged(key.collection, key.id) }
             }
             batch(starting: false)
-            armDueFiles()
+            if let later = dueFiles.values.min() { armDueFiles(at: later) }
         }
     }
 

@@ -34,8 +34,12 @@ extension MirrorFolder {
 
     /// A temp file's path beside `path` (`.<name>.plistsync-XXXXXXXX`).
     func temporaryPath(for path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        return directory + "/.\((path as NSString).lastPathComponent).plistsync-\(UUID().uuidString.prefix(8))"
+        nextTempSuffix &+= 1
+        let hex = String(nextTempSuffix, radix: 16, uppercase: true)
+        let suffix = String(repeating: "0", count: 8 - hex.utf8.count) + hex
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ".\(path).plistsync-\(suffix)" }
+        let name = path.utf8.index(after: slash)
+        return "\(path[..<name]).\(path[name...]).plistsync-\(suffix)"
     }
 
     /// Whether a file name is one of this agent's temp files (`.<name>.plistsync-XXXXXXXX`).
@@ -105,24 +109,12 @@ extension MirrorFolder {
     /// lost: the files are swapped instead (RENAME_EXCHANGE; RENAME_NOREPLACE when there was no
     /// file), and what comes out is checked; a file that is not the expected one goes back.
     func replace(_ temp: String, holding bytes: [UInt8], onto path: String, expecting expected: String?) -> Bool {
+        guard let expected else { return placeNew(temp, onto: path) }
         guard diskHash(path) == expected else {
             fileSystem.removeFile(temp)
             return false
         }
         beforeGuardedReplace?()
-        guard let expected else {
-            do {
-                try fileSystem.renameWithoutReplacing(temp, to: path)
-                return true
-            } catch .exists {
-                fileSystem.removeFile(temp)
-                return false
-            } catch .unsupported {
-                return renameOrRemove(temp, onto: path)
-            } catch {
-                return cannotRename(temp, path, error)
-            }
-        }
         do {
             try fileSystem.exchange(temp, path)
         } catch .notFound {
@@ -146,6 +138,27 @@ extension MirrorFolder {
         }
         fileSystem.removeFile(temp)
         return false
+    }
+
+    /// Puts `temp` where no file stood when the write was decided; false (temp removed) when one
+    /// stands there now. RENAME_NOREPLACE is the check (no look first: a lookup a new record).
+    func placeNew(_ temp: String, onto path: String) -> Bool {
+        beforeGuardedReplace?()
+        do {
+            try fileSystem.renameWithoutReplacing(temp, to: path)
+            return true
+        } catch .exists {
+            fileSystem.removeFile(temp)
+            return false
+        } catch .unsupported {
+            guard diskHash(path) == nil else {
+                fileSystem.removeFile(temp)
+                return false
+            }
+            return renameOrRemove(temp, onto: path)
+        } catch {
+            return cannotRename(temp, path, error)
+        }
     }
 
     /// The plain rename where the file system cannot swap (the check above is then the guard).

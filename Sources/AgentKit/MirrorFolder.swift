@@ -30,6 +30,9 @@ final class MirrorFolder {
         var onSuperseded: () -> Void = {}
     }
     var batchDepth = 0
+    /// The next temp file's suffix: counted up from a random start, so names do not repeat while
+    /// the agent runs (it holds the folder's lock) without a UUID per write.
+    var nextTempSuffix = UInt32.random(in: .min ... .max)
     /// Runs between a guarded write's last look at the file and its replacing it: a test stands
     /// a save in that window.
     var beforeGuardedReplace: (() -> Void)?
@@ -82,8 +85,12 @@ final class MirrorFolder {
 
     /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
     /// copy, not `.plist`).
+    /// What every conflict copy's name holds (compared as bytes: a file event is not the place
+    /// for Foundation's locale-aware search).
+    static let conflictMarker = ".sync-conflict-"
+
     static func recordID(forFileName name: String) -> RecordID? {
-        guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.contains(".sync-conflict-") else {
+        guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.utf8.contains(Self.conflictMarker.utf8) else {
             return nil
         }
         let id = String(name.dropLast(6))
@@ -148,6 +155,16 @@ final class MirrorFolder {
     func read(_ path: String) -> [UInt8]? {
         if let waiting = pending[RecordID(path)] { return waiting.bytes }
         return fileSystem.contents(at: path)
+    }
+
+    /// `read`, for a caller that has just looked at what stands at `path`: nothing on disk is
+    /// not opened again (a write waiting in the batch is still found).
+    func read(_ path: String, standing kind: EntryKind) -> [UInt8]? {
+        switch kind {
+        case .other: nil
+        case .missing: pending[RecordID(path)]?.bytes
+        case .file, .link: read(path)
+        }
     }
 
 }

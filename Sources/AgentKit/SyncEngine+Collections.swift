@@ -139,6 +139,7 @@ extension SyncEngine {
         let since = state.isRebasing(collection) ? 0 : state.lastSeq[collection] ?? 0
         if failedApplySeq[collection] != nil { retryFromFailures[collection] = applyFailures[collection, default: 0] }
         if since == 0 { replaySeen[collection] = [] }
+        writtenInReplay[collection] = []
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         // At start the order file is compared with the synced order: an edit made while the
         // agent was stopped is read after the replay, like any other.
@@ -147,6 +148,7 @@ extension SyncEngine {
         }
         link.send(.subscribe(collection: collection, since: since)) { [self] event in
             subscribing.remove(collection)
+            let written = writtenInReplay.removeValue(forKey: collection) ?? []
             switch event {
             case .ok(_, let reply, _):
                 subscribed.insert(collection)
@@ -156,7 +158,7 @@ extension SyncEngine {
                 }
                 if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
                 status.noteSynced()
-                scan(collection)
+                scan(collection, skipping: written)
                 readOrderEdits(collection)
                 orderDirty.insert(collection)
                 batchEnded()

@@ -10,15 +10,17 @@ import SyncProtocol
 extension SyncEngine {
     // MARK: - Local side
 
-    /// Reconciles every file and every known record of a collection.
-    func scan(_ collection: String) {
+    /// Reconciles every file and every known record of a collection (but those `skipping`).
+    func scan(_ collection: String, skipping written: Set<RecordID> = []) {
         guard subscribed.contains(collection) else { return }
         // A vanished folder is not read as "delete everything".
         guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
         status.problems["\(baseCollection(collection))/"] = nil
         status.rechecked(collection)
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
-        for id in ids.sorted() { reconcile(collection, id) }
+        for id in ids.sorted() where !written.contains(id) && !fileEventPending(RecordKey(collection: collection, id: id)) {
+            reconcile(collection, id)
+        }
     }
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).

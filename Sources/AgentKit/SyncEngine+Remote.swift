@@ -16,7 +16,7 @@ extension SyncEngine {
         let key = RecordKey(collection: collection, id: id)
         let entry = state.entry(collection, id)
         let path = mirror.recordPath(collection, id)
-        let bytes = mirror.kind(at: path) == .other ? nil : mirror.read(path)
+        let bytes = mirror.read(path, standing: mirror.kind(at: path))
         let fileHash = bytes.map(ContentHash.of)
         // The file's age matters only for an edit here (a save in progress): no stat otherwise.
         let fileAge = fileHash != nil && fileHash != entry?.fileHash
@@ -74,6 +74,7 @@ extension SyncEngine {
             case .take(let fields, let keepFile):
                 if keepFile { mirror.keepVersion(collection, id) }
                 applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
+                writtenInReplay[collection]?.insert(id)
             case .remove:
                 mirror.keepVersion(collection, id)
                 try mirror.remove(path, guard: writeGuard)
@@ -86,6 +87,7 @@ extension SyncEngine {
                 try merge(collection, id, local: local, base: entry, remote: remoteFields, format: next.format, path: path, guard: writeGuard)
             case .restore(let fields):
                 applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
+                writtenInReplay[collection]?.insert(id)
                 log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
             case .keepEdit:
                 log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")

@@ -23,9 +23,14 @@ final class SyncEngine {
     var knowsCollections = false
     var subscribed: Set<String> = []
     var subscribing: Set<String> = []
+    /// Whether a collection's replay is streaming in (a SUB not yet answered).
+    var isReplaying: Bool { !subscribing.isEmpty }
     var creating: Set<String> = []
     /// Ids seen in a full (SINCE 0) replay, to forget records the server no longer has.
     var replaySeen: [String: Set<RecordID>] = [:]
+    /// Ids whose files a replay wrote as the server has them: the scan at its end need not read
+    /// them again (a save made since sends its own file event).
+    var writtenInReplay: [String: Set<RecordID>] = [:]
     var inFlight: Set<RecordKey> = [] { didSet { notePending() } }
     /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
     var refused: [RecordKey: String] = [:]
@@ -59,6 +64,9 @@ final class SyncEngine {
     var onCollectionFolder: (String) -> Void = { _ in }
     /// Called when a collection's folder is no longer this collection's (dropped, renamed).
     var onCollectionGone: (String) -> Void = { _ in }
+    /// Whether a file event for the record is waiting to be handled (its file is looked at then,
+    /// so a scan need not read it now).
+    var fileEventPending: (RecordKey) -> Bool = { _ in false }
     var log: (String) -> Void = { _ in }
 
     /// Whether the server keeps conflict copies in companion collections (`<c>~conflicts`), so
@@ -173,10 +181,17 @@ final class SyncEngine {
     /// a long sync quadratic.
     func batchEnded() {
         status.changed()
+        scheduleOrderFiles()
+    }
+
+    private func scheduleOrderFiles() {
         guard !orderDirty.isEmpty, !orderFlushScheduled else { return }
         orderFlushScheduled = true
         clock.after(Self.orderFileDelayMilliseconds) { [self] in
             orderFlushScheduled = false
+            // Each rewrite lists the collection's folder: while a replay streams in, the order
+            // files wait for its end instead of being rewritten every few milliseconds.
+            guard !isReplaying else { return scheduleOrderFiles() }
             let due = orderDirty
             orderDirty.removeAll()
             for collection in due { writeOrderFile(collection) }

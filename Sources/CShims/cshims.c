@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include "cshims.h"
 
 int plistsync_syncfs(int fd) {
@@ -20,4 +21,8 @@ int plistsync_rename_exchange(const char *from, const char *to) {
 
 int plistsync_rename_noreplace(const char *from, const char *to) {
     return rename_with_flags(from, to, RENAME_NOREPLACE);
+}
+
+void plistsync_malloc_trim(void) {
+    malloc_trim(0);
 }

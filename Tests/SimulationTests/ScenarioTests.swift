@@ -175,4 +175,24 @@ final class ScenarioTests: XCTestCase {
                       "\(files(b))\n" + b.log.joined(separator: "\n"))
         XCTAssertEqual(files(a), [Array((decomposed + ".plist").utf8): "decomposed"])
     }
+
+    /// Issue 20 item 5: an empty folder's first sync reads each file it wrote once, when its
+    /// file event comes (before: three times each: the write opened the missing file, its guard
+    /// opened it again before the rename, and the scan after the replay read every file again).
+    func testAFirstSyncReadsEachFileItWroteOnce() throws {
+        let count = 600
+        try fs.makeFolder(a.root + "/c")
+        for index in 0..<count {
+            try fs.writeFile(a.root + "/c/r\(index).plist", PlistFile.encode(.dictionary(["v": .integer(Int64(index))]), as: .xml), durable: true)
+        }
+        try a.start()
+        XCTAssertTrue(world.run(within: 60_000) { a.core?.state.records["c"]?.values.filter { $0.rev > 0 }.count == count }, "A pushed its records")
+        world.scheduler.run(until: world.scheduler.now + 2_000)
+        try b.start()
+        let written = { [self] in (fs.names(in: b.root + "/c") ?? []).filter { $0.hasSuffix(".plist") && !$0.hasPrefix(".") }.count }
+        XCTAssertTrue(world.run(within: 60_000) { written() == count }, "B's first sync: \(written()) of \(count)")
+        world.scheduler.run(until: world.scheduler.now + 2_000)
+        let recordReads = fs.readCounts.filter { $0.key.hasPrefix(b.root + "/c/r") }.values.reduce(0, +)
+        XCTAssertLessThanOrEqual(recordReads, count + count / 10, "B read the \(count) record files it wrote \(recordReads) times")
+    }
 }

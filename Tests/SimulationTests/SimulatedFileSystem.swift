@@ -90,7 +90,11 @@ final class SimulatedFileSystem: FileSystem {
         return false
     }
 
+    /// Whole-file reads asked for, per path, for tests that count the agent's file work.
+    private(set) var readCounts: [String: Int] = [:]
+
     func contents(at path: String) -> [UInt8]? {
+        readCounts[path, default: 0] += 1
         if case .file(let bytes, _)? = nodes[key(path)] { return bytes }
         return nil
     }

@@ -71,6 +71,7 @@ final class SimulatedMachine {
         clock?.isAlive = false
         link?.kill()
         watched.removeAll()
+        core?.state.abandonBatch()
         core = nil
         clock = nil
         link = nil

@@ -22,7 +22,27 @@ final class PosixFileSystem: FileSystem {
     }
 
     func contents(at path: String) -> [UInt8]? {
-        FileManager.default.contents(atPath: path).map { Array($0) }
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        // The size is a first guess: a file growing while it is read is read to its end.
+        var bytes = [UInt8](repeating: 0, count: max(Int(info.st_size), 0) + 1)
+        var filled = 0
+        while true {
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: max(bytes.count, 4096))) }
+            let result = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if result < 0 {
+                guard errno == EINTR else { return nil }
+                continue
+            }
+            filled += result
+            // Short of what was asked: the end of a regular file (no read to find it).
+            if result == 0 || filled < bytes.count { break }
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
     }
 
     func names(in folder: String) -> [String]? {

@@ -12,4 +12,8 @@ int plistsync_rename_exchange(const char *from, const char *to);
 /// renameat2(2) with RENAME_NOREPLACE: renames unless `to` exists (then -1, errno EEXIST).
 int plistsync_rename_noreplace(const char *from, const char *to);
 
+/// malloc_trim(3): gives the allocator's free memory back to the system (malloc.h is not in
+/// Swift's Glibc module).
+void plistsync_malloc_trim(void);
+
 #endif
