@@ -8,6 +8,7 @@ import Glibc
 /// in-flight commit on the thread pool), which is why it is `@unchecked Sendable`.
 public final class PGConnection: @unchecked Sendable {
     private let handle: OpaquePointer
+    private let pq: LibPQ
     private var prepared: [String: String] = [:]
     public let url: String
     /// Statements run after every connect (session settings).
@@ -24,6 +25,8 @@ public final class PGConnection: @unchecked Sendable {
     /// runs `settings` (`SET …` statements), again after each reconnect.
     public init(url: String, settings: [String] = []) throws(PGError) {
         self.url = url
+        let pq = try LibPQ.get()
+        self.pq = pq
         // Notices ("relation … already exists, skipping") are not for the server's log.
         // A statement the database cannot finish in time (a lock held by a stuck node, a plan
         // gone wrong) ends, so the thread that waits for it is freed; the URL may say otherwise
@@ -34,38 +37,38 @@ public final class PGConnection: @unchecked Sendable {
         let keywords = ["connect_timeout", "dbname"]
         let values = [String(Self.defaultConnectTimeoutSeconds), url]
         let connected = Self.withCStrings(keywords) { keywordArray in
-            Self.withCStrings(values) { valueArray in PQconnectdbParams(keywordArray, valueArray, 1) }
+            Self.withCStrings(values) { valueArray in pq.connectdbParams(keywordArray, valueArray, 1) }
         }
         guard let connection = connected else { throw PGError(sqlState: nil, message: "out of memory", connectionLost: true) }
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.trimmed(PQerrorMessage(connection))
-            PQfinish(connection)
+        guard pq.status(connection) == CONNECTION_OK else {
+            let message = Self.trimmed(pq.errorMessage(connection))
+            pq.finish(connection)
             throw PGError(sqlState: nil, message: message, connectionLost: true)
         }
         handle = connection
         try script(setup)
     }
 
-    deinit { PQfinish(handle) }
+    deinit { pq.finish(handle) }
 
     /// The socket, for waiting on notifications with the event loop.
-    public var socket: Int32 { PQsocket(handle) }
+    public var socket: Int32 { pq.socket(handle) }
 
     /// Whether the connection is gone (then `reconnect()` before the next query).
-    public var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+    public var isBroken: Bool { pq.status(handle) != CONNECTION_OK }
 
     /// Connects again with the same settings; prepared statements start afresh.
     public func reconnect() throws(PGError) {
         prepared.removeAll()
-        PQreset(handle)
-        guard PQstatus(handle) == CONNECTION_OK else { throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: true) }
+        pq.reset(handle)
+        guard pq.status(handle) == CONNECTION_OK else { throw PGError(sqlState: nil, message: Self.trimmed(pq.errorMessage(handle)), connectionLost: true) }
         try script(setup)
     }
 
     /// Runs statements separated by `;` that take no parameters; the rows of the last one.
     @discardableResult
     public func script(_ sql: String) throws(PGError) -> PGRows {
-        try rows(of: PQexec(handle, sql))
+        try rows(of: pq.exec(handle, sql))
     }
 
     /// Runs one statement with `$1…` parameters (nil is NULL), prepared once per connection.
@@ -76,10 +79,10 @@ public final class PGConnection: @unchecked Sendable {
             name = known
         } else {
             name = "s\(prepared.count + 1)"
-            _ = try rows(of: PQprepare(handle, name, sql, Int32(parameters.count), nil))
+            _ = try rows(of: pq.prepare(handle, name, sql, Int32(parameters.count), nil))
             prepared[sql] = name
         }
-        let result = Self.withCStrings(parameters) { values in PQexecPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0) }
+        let result = Self.withCStrings(parameters) { values in pq.execPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0) }
         return try rows(of: result)
     }
 
@@ -93,39 +96,39 @@ public final class PGConnection: @unchecked Sendable {
 
     /// Reads what the server has sent and returns the notifications among it (LISTEN).
     public func notifications() throws(PGError) -> [PGNotification] {
-        guard PQconsumeInput(handle) == 1 else {
-            throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: true)
+        guard pq.consumeInput(handle) == 1 else {
+            throw PGError(sqlState: nil, message: Self.trimmed(pq.errorMessage(handle)), connectionLost: true)
         }
         var received: [PGNotification] = []
-        while let notice = PQnotifies(handle) {
+        while let notice = pq.notifies(handle) {
             received.append(PGNotification(channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra)))
-            PQfreemem(notice)
+            pq.freemem(notice)
         }
         return received
     }
 
     private func rows(of result: OpaquePointer?) throws(PGError) -> PGRows {
         guard let result else {
-            throw PGError(sqlState: nil, message: Self.trimmed(PQerrorMessage(handle)), connectionLost: isBroken)
+            throw PGError(sqlState: nil, message: Self.trimmed(pq.errorMessage(handle)), connectionLost: isBroken)
         }
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
+        defer { pq.clear(result) }
+        switch pq.resultStatus(result) {
         case PGRES_TUPLES_OK, PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
             break
         default:
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            throw PGError(sqlState: state, message: Self.trimmed(PQresultErrorMessage(result)), connectionLost: isBroken)
+            let state = pq.resultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PGError(sqlState: state, message: Self.trimmed(pq.resultErrorMessage(result)), connectionLost: isBroken)
         }
-        let rowCount = Int(PQntuples(result))
-        let columnCount = Int(PQnfields(result))
+        let rowCount = Int(pq.ntuples(result))
+        let columnCount = Int(pq.nfields(result))
         var values: [String?] = []
         values.reserveCapacity(rowCount * columnCount)
         for row in 0..<Int32(rowCount) {
             for column in 0..<Int32(columnCount) {
-                values.append(PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column)))
+                values.append(pq.getisnull(result, row, column) == 1 ? nil : String(cString: pq.getvalue(result, row, column)))
             }
         }
-        let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        let affected = Int(String(cString: pq.cmdTuples(result))) ?? 0
         return PGRows(values: values, columnCount: columnCount, affected: affected)
     }
 

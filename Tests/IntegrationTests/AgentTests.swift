@@ -242,4 +242,22 @@ final class AgentTests: TwoAgentTestCase {
         let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", reader.directory])
         XCTAssertTrue(status.contains("problem: shared/mine: FORBIDDEN"), status)
     }
+
+    /// Issue 20 item 4: libpq is loaded only by a server that connects to PostgreSQL. An agent
+    /// and a server on SQLite mapped it and what it pulls in (Kerberos, LDAP, GnuTLS: about
+    /// 3 MiB of an idle agent's memory).
+    func testNeitherAnAgentNorAServerOnSQLiteLoadsLibpq() throws {
+        try a.start()
+        try a.save("contacts", "Ada", ada)
+        eventually { a.log().contains("connected") }
+        for (name, pid) in [("agent", a.pid), ("server", server.pid)] {
+            // Read to the end: /proc reports a size of 0, which String(contentsOfFile:) trusts.
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps"))
+            let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+            try handle.close()
+            XCTAssertTrue(maps.contains("libsqlite3"), "\(name): the maps were read")
+            XCTAssertFalse(maps.contains("libpq"), "\(name) maps libpq")
+            XCTAssertFalse(maps.contains("libgnutls"), "\(name) maps libgnutls")
+        }
+    }
 }
