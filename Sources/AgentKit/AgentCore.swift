@@ -19,10 +19,6 @@ final class AgentCore {
     /// When the next look at due files is armed for.
     private var dueArmedAt: UInt64?
     private var rescanArmed = false
-    /// A batch is held open across reads of a replay (see `batch`); the generation tells its
-    /// deadline from an earlier hold's.
-    private var holdsBatch = false
-    private var holdGeneration = 0
     /// A collection folder to watch, or to stop watching (the host owns the watchers).
     var onWatch: (String) -> Void = { _ in }
     var onUnwatch: (String) -> Void = { _ in }
@@ -82,7 +78,6 @@ final class AgentCore {
 
     /// Saves what waits to be saved (the agent is stopping).
     func stop() {
-        releaseHeldBatch()
         fileMirror.flush()
         status.connected = false
         status.close()
@@ -104,43 +99,17 @@ final class AgentCore {
 
     /// Groups the effects of one batch of server lines or file events: one state transaction,
     /// one file-system sync. Files become durable before the state that describes them.
-    ///
-    /// While a replay streams in, the batches of consecutive reads are held open as one (a
-    /// first sync of 10,000 records would otherwise sync the file system once every read, some
-    /// 50 times): until the replay ends, `heldWritesLimit` writes wait, or
-    /// `heldBatchMilliseconds` pass.
     func batch(starting: Bool) {
         if starting {
             state.beginBatch()
             mirror.beginWrites()
-            return
+        } else {
+            engine.batchEnded()
+            fileMirror.shadowsChanged()
+            mirror.endWrites()
+            engine.saveState { try state.endBatch() }
+            if mirror.batchDepth == 0 { onBatchWritten() }
         }
-        engine.batchEnded()
-        fileMirror.shadowsChanged()
-        if mirror.batchDepth == 1, !holdsBatch, engine.isReplaying, !mirror.pending.isEmpty {
-            holdsBatch = true
-            holdGeneration += 1
-            clock.after(Self.heldBatchMilliseconds) { [unowned self, generation = holdGeneration] in
-                if holdsBatch, holdGeneration == generation { releaseHeldBatch() }
-            }
-            return
-        }
-        mirror.endWrites()
-        engine.saveState { try state.endBatch() }
-        if mirror.batchDepth == 0 { onBatchWritten() }
-        if holdsBatch, mirror.batchDepth == 1, !engine.isReplaying || mirror.pending.count >= Self.heldWritesLimit { releaseHeldBatch() }
-    }
-
-    static let heldBatchMilliseconds: UInt64 = 200
-    static let heldWritesLimit = 2_000
-
-    /// Ends the batch held open across reads: its files synced and renamed, its state committed.
-    private func releaseHeldBatch() {
-        guard holdsBatch else { return }
-        holdsBatch = false
-        mirror.endWrites()
-        engine.saveState { try state.endBatch() }
-        onBatchWritten()
     }
 
     // MARK: - Local side

@@ -259,14 +259,6 @@ final class AgentState {
         }
     }
 
-    /// Rolls back the batch in progress, as the death of the process would (the simulation's
-    /// crash: its agent's connection lives on in memory and must not keep the write lock).
-    func abandonBatch() {
-        guard batchDepth > 0 else { return }
-        batchDepth = 0
-        try? db.execute(script: "ROLLBACK")
-    }
-
     /// A write failed: the file lacks something the state in memory has.
     private(set) var isBehind = false
 

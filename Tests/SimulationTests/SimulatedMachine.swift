@@ -71,7 +71,6 @@ final class SimulatedMachine {
         clock?.isAlive = false
         link?.kill()
         watched.removeAll()
-        core?.state.abandonBatch()
         core = nil
         clock = nil
         link = nil
