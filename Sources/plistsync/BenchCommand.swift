@@ -100,14 +100,14 @@ enum BenchCommand: Subcommand {
             try runSubscriberHelper(target, options)
         case "put", "fanout":
             let ticks = throwaway.map { ProcessStats.cpuTicks($0.pid) }
-            let operations = try measure(scenario, on: .plistsync(target), options)
+            let (operations, shape) = try measure(scenario, on: .plistsync(target), options)
             if let throwaway, let ticks, operations > 0 {
                 // The server's own share of the machine: on one box the clients' CPU (and, with
                 // --tls, their decryption) competes with it, so this is the figure to compare.
                 let seconds = Double(ProcessStats.cpuTicks(throwaway.pid) - ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
                 let micros = seconds * 1e6 / Double(operations)
                 print(String(format: "server CPU %.2f s: %.2f µs per %@", seconds, micros, scenario == "put" ? "acknowledged change" : "delivered change"))
-                try record([("\(scenario) server CPU per op", micros, "µs")], of: "plistsync", options)
+                try record([("\(shape) server CPU per op", micros, "µs")], of: "plistsync", options)
             }
         case "connections":
             guard let throwaway else { throw UsageError("connections starts its own server to read its memory; leave out --server") }
@@ -144,12 +144,14 @@ enum BenchSystem {
 
 extension BenchCommand {
     /// Runs the put or fan-out shape against PlistSync or a peer, prints the figures, and
-    /// appends them to --record FILE as tab-separated `scenario system value unit` lines.
+    /// appends them to --record FILE as tab-separated `scenario system value unit` lines;
+    /// returns the operations counted and the shape's name (the server's CPU is recorded by it).
     @discardableResult
-    static func measure(_ scenario: String, on system: BenchSystem, _ options: Arguments) throws -> Int {
+    static func measure(_ scenario: String, on system: BenchSystem, _ options: Arguments) throws -> (operations: Int, shape: String) {
         var figures: [(name: String, value: Double, unit: String)] = []
         let line: String
         let operations: Int
+        let shapeName: String
         if scenario == "put" {
             let clients = try options.integer("clients", default: 16, range: 1...10_000)
             let seconds = Double(try options.integer("seconds", default: 5, range: 1...3600))
@@ -165,6 +167,7 @@ extension BenchCommand {
                 result = try PeerScenarios.put(dialect, at: address, clients: clients, window: window, seconds: seconds)
             }
             let shape = "put c\(clients) w\(window)"
+            shapeName = shape
             figures = [(shape, result.perSecond, "acks/s"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
             line = String(format: "%@ put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
                           system.name, clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors)
@@ -189,6 +192,7 @@ extension BenchCommand {
                 result = try PeerScenarios.fanout(dialect, at: address, subscribers: subscribers, messages: messages, rate: rate)
             }
             let shape = "fanout s\(subscribers) " + (rate == 0 ? "blast" : "\(rate)/s")
+            shapeName = shape
             figures = rate == 0
                 ? [(shape, result.deliveredPerSecond, "delivered/s")]
                 : [(shape + " p50", result.latency.p50Milliseconds, "ms"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
@@ -203,7 +207,7 @@ extension BenchCommand {
         }
         print(line)
         try record(figures, of: system.name, options)
-        return operations
+        return (operations, shapeName)
     }
 
     /// Appends figures to --record FILE as tab-separated `scenario system value unit` lines.

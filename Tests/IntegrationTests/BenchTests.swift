@@ -19,7 +19,7 @@ final class BenchTests: XCTestCase {
         XCTAssertEqual(lines.count, 2, lines.joined(separator: "\n"))
         XCTAssertTrue(lines[0].hasPrefix("fanout s20 blast\tplistsync\t"), String(lines[0]))
         XCTAssertTrue(lines[0].hasSuffix("\tdelivered/s"), String(lines[0]))
-        XCTAssertTrue(lines[1].hasPrefix("fanout server CPU per op\tplistsync\t") && lines[1].hasSuffix("\tµs"), String(lines[1]))
+        XCTAssertTrue(lines[1].hasPrefix("fanout s20 blast server CPU per op\tplistsync\t") && lines[1].hasSuffix("\tµs"), String(lines[1]))
         XCTAssertTrue(output.contains("server CPU "), output)
     }
 
