@@ -83,12 +83,12 @@ final class MirrorFolder {
         attachedCollections.contains(collection) ? shadowFolder(collection) + ".order.plist" : root + "/" + collection + ".order.plist"
     }
 
-    /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
-    /// copy, not `.plist`).
     /// What every conflict copy's name holds (compared as bytes: a file event is not the place
     /// for Foundation's locale-aware search).
     static let conflictMarker = ".sync-conflict-"
 
+    /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
+    /// copy, not `.plist`).
     static func recordID(forFileName name: String) -> RecordID? {
         guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.utf8.contains(Self.conflictMarker.utf8) else {
             return nil
