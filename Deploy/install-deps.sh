@@ -4,7 +4,7 @@
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
-packages=(libuv1-dev libsqlite3-dev libssl-dev libpq-dev pkg-config "$@")
+packages=(libuv1-dev libsqlite3-dev libssl-dev libpq-dev libhttp-parser-dev pkg-config "$@")
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
