@@ -22,7 +22,8 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The first value of a header, its name compared without case (`If-Match`, `if-match`).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
     }
 
     /// The target's path, without the query.

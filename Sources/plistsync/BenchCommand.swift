@@ -151,7 +151,7 @@ extension BenchCommand {
         var figures: [(name: String, value: Double, unit: String)] = []
         let line: String
         let operations: Int
-        let shapeName: String
+        let shape: String
         if scenario == "put" {
             let clients = try options.integer("clients", default: 16, range: 1...10_000)
             let seconds = Double(try options.integer("seconds", default: 5, range: 1...3600))
@@ -166,8 +166,7 @@ extension BenchCommand {
             case .peer(let dialect, let address):
                 result = try PeerScenarios.put(dialect, at: address, clients: clients, window: window, seconds: seconds)
             }
-            let shape = "put c\(clients) w\(window)"
-            shapeName = shape
+            shape = "put c\(clients) w\(window)"
             figures = [(shape, result.perSecond, "acks/s"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
             line = String(format: "%@ put clients=%d window=%d: %.0f acknowledged changes/s, ack latency %@ (%d acks in %.2f s, %d errors)",
                           system.name, clients, window, result.perSecond, result.latency.text, result.acknowledged, result.seconds, result.errors)
@@ -191,8 +190,7 @@ extension BenchCommand {
             case .peer(let dialect, let address):
                 result = try PeerScenarios.fanout(dialect, at: address, subscribers: subscribers, messages: messages, rate: rate)
             }
-            let shape = "fanout s\(subscribers) " + (rate == 0 ? "blast" : "\(rate)/s")
-            shapeName = shape
+            shape = "fanout s\(subscribers) " + (rate == 0 ? "blast" : "\(rate)/s")
             figures = rate == 0
                 ? [(shape, result.deliveredPerSecond, "delivered/s")]
                 : [(shape + " p50", result.latency.p50Milliseconds, "ms"), (shape + " p99", result.latency.p99Milliseconds, "ms")]
@@ -207,7 +205,7 @@ extension BenchCommand {
         }
         print(line)
         try record(figures, of: system.name, options)
-        return (operations, shapeName)
+        return (operations, shape)
     }
 
     /// Appends figures to --record FILE as tab-separated `scenario system value unit` lines.

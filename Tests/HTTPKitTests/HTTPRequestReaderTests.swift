@@ -95,4 +95,9 @@ final class HTTPRequestReaderTests: XCTestCase {
         XCTAssertEqual(reader.error, .upgradeRefused)
         XCTAssertEqual(reader.error?.status, 501)
     }
+
+    func testAnEmptyHeaderValueKeepsItsOwnName() {
+        let requests = HTTPRequestReader().feed(bytes("GET / HTTP/1.1\r\nX-Empty:\r\nHost: x\r\n\r\n"))
+        XCTAssertEqual(requests.first?.headers, [HTTPHeader("X-Empty", ""), HTTPHeader("Host", "x")])
+    }
 }
