@@ -32,7 +32,10 @@ let package = Package(
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
         .target(name: "SyncClient", dependencies: ["SyncCore", "SyncProtocol", "EventLoop", "TLSKit"]),
         .target(name: "AgentKit", dependencies: ["AgentDecisions", "SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
-        .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit"]),
+        .target(
+            name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit", "HTTPKit"],
+            // The web console's files, compiled into the binary (no files to install beside it).
+            resources: [.embedInCode("Console")]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 

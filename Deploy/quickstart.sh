@@ -2,7 +2,8 @@
 # Sets everything up and starts the server on the embedded default store:
 # installs missing packages, builds a release binary, creates an admin account on first run
 # (its password is printed once and kept in plistsync-data/admin-password, mode 0600),
-# then runs `plistsync serve` on 127.0.0.1:7420 with data in ./plistsync-data.
+# then runs `plistsync serve` on 127.0.0.1:7420 with data in ./plistsync-data, and the web
+# console and HTTP API on http://127.0.0.1:7421/ (PLISTSYNC_HTTP=off leaves them off).
 # PLISTSYNC_BINARY=path serves with a binary built already instead (the README test does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,4 +20,9 @@ if [ -z "$("$binary" user list --data "$data")" ]; then
     printf '%s\n' "$password" > "$data/admin-password"
     echo "first run: created user 'admin' with password $password (also in $data/admin-password)"
 fi
-exec "$binary" serve --data "$data" "$@"
+http=()
+if [ "${PLISTSYNC_HTTP:-127.0.0.1:7421}" != off ]; then
+    http=(--http-listen "${PLISTSYNC_HTTP:-127.0.0.1:7421}")
+    echo "web console: http://${PLISTSYNC_HTTP:-127.0.0.1:7421}/ (log in as admin)"
+fi
+exec "$binary" serve --data "$data" "${http[@]}" "$@"

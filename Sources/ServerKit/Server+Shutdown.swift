@@ -18,6 +18,7 @@ extension Server {
         plaintextListener = nil
         metrics?.close()
         metrics = nil
+        http?.close()
         for session in sessions.values { session.stopReading() }
         if committer.isIdle { finishShutdown() }
     }

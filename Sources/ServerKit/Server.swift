@@ -43,6 +43,8 @@ public final class Server {
     var changesTotal = 0
     var loginsTotal = (succeeded: 0, failed: 0)
     var metrics: MetricsEndpoint?
+    /// The HTTP API and console (`--http-listen`).
+    var http: HTTPFront?
     var onStopped: (() -> Void)?
     var graceTimer: LoopTimer?
     var nextPurgeAt: UInt64 = 0
@@ -122,6 +124,8 @@ public final class Server {
 
     /// The address actually bound (the real port when 0 was asked for).
     public var boundAddress: SocketAddress? { listener?.address }
+    /// The HTTP listener's address, when there is one.
+    public var httpAddress: SocketAddress? { http?.address }
 
     /// The answer, in plaintext, to a client that speaks plain text on the TLS port.
     static let plaintextRefusal = Array(ServerNotice.bye(.tlsRequired, detail: "this port speaks TLS: connect with --tls").line.utf8)
@@ -134,6 +138,9 @@ public final class Server {
         }
         if let address = configuration.metricsListen {
             metrics = try MetricsEndpoint(loop: loop, address: address) { [unowned self] in metricsText() }
+        }
+        if let address = configuration.httpListen {
+            http = try HTTPFront(server: self, address: address, tls: configuration.tls)
         }
         if let plaintext = configuration.plaintextListen {
             plaintextListener = try TCPListener(loop: loop, address: plaintext) { [unowned self] connection in
@@ -160,33 +167,44 @@ public final class Server {
         catchUpWithStore()
         purgeTombstones()
         let security = configuration.tls == nil ? "" : " (TLS)"
+        let scheme = configuration.tls == nil ? "http" : "https"
         let plaintext = (plaintextListener.map { ", plaintext on \($0.address)" } ?? "") + (metrics?.address.map { ", metrics on http://\($0)/metrics" } ?? "")
+            + (http?.address.map { ", web console and API on \(scheme)://\($0)/" } ?? "")
         ServerLog.info("plistsync serving on \(listener!.address)\(security)\(plaintext), records in \(store.location)")
     }
 
     func accept(_ connection: TCPConnection, tls: TLSContext?) {
+        guard admit(connection, tls: tls, refusal: { Array(ServerNotice.bye($0).line.utf8) }) else { return }
+        open(TCPSessionTransport(connection))
+    }
+
+    /// Starts TLS on a new connection and lets it in unless the server is shutting down or at
+    /// `--max-connections` (then `refusal` of the reason is written and it is closed); makes
+    /// room among the connections not logged in. The protocol and HTTP ports share it.
+    func admit(_ connection: TCPConnection, tls: TLSContext?, refusal: (ByeReason) -> [UInt8]) -> Bool {
         if let tls {
             do {
                 connection.security = try TLSSession(context: tls, plaintextRefusal: Self.plaintextRefusal)
             } catch {
                 ServerLog.error("cannot start TLS for \(connection.peer?.host ?? "unknown"): \(error)")
-                return connection.close()
+                connection.close()
+                return false
             }
         }
         guard !shuttingDown else {
-            connection.write(ServerNotice.bye(.shutdown).line)
+            connection.write(refusal(.shutdown))
             connection.closeAfterWriting()
-            return
+            return false
         }
         guard sessions.count < configuration.maxConnections else {
             ServerLog.info("refusing a connection from \(connection.peer?.host ?? "unknown"): --max-connections \(configuration.maxConnections) reached")
-            connection.write(ServerNotice.bye(.busy).line)
+            connection.write(refusal(.busy))
             connection.closeAfterWriting()
-            return
+            return false
         }
         ServerLog.event("connect", ["address": connection.peer?.host ?? "unknown", "tls": tls == nil ? "no" : "yes"])
         if preAuthCount >= configuration.maxUnauthenticated { evictOldestUnauthenticated() }
-        open(TCPSessionTransport(connection))
+        return true
     }
 
     /// Starts a session on `transport` (a socket that was accepted, or a buffer in tests).

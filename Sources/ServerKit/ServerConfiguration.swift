@@ -12,6 +12,8 @@ public struct ServerConfiguration: Sendable {
     public var plaintextListen: SocketAddress?
     /// Where `GET /metrics` answers in the Prometheus text format; nil: nowhere.
     public var metricsListen: SocketAddress?
+    /// Where the HTTP/JSON API and the web console answer (HTTPS with `tls`); nil: nowhere.
+    public var httpListen: SocketAddress?
     public var dataPath = "./plistsync-data"
     public var limits = Limits.standard
     /// Seconds without a byte from a client before it gets `* BYE IDLE`; 0 disables.

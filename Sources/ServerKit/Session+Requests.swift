@@ -74,6 +74,13 @@ extension Session {
             let visible = context.directory.visible(to: user!, isAdmin: isAdmin)
             for entry in visible { send(ServerNotice.collection(name: entry.name, role: entry.role, seq: entry.seq).line) }
             send(Reply.collections(count: visible.count).line(tag))
+        case .members(let collection):
+            try requireRole(.read, collection)
+            let members = context.directory.members(of: collection).sorted().compactMap { member in
+                context.directory.role(of: member, isAdmin: false, in: collection).map { (member, $0) }
+            }
+            for (member, role) in members { send(ServerNotice.member(user: member, role: role).line) }
+            send(Reply.members(collection: collection, count: members.count).line(tag))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
             storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [self] _ in

@@ -13,6 +13,8 @@ public enum Command: Equatable, Sendable {
     case create(collection: String)
     case collections
     case grant(collection: String, user: String, role: Role?)
+    /// The collection's members and their roles.
+    case members(collection: String)
     /// `fieldsJSON`: the fields in canonical JSON, as stored and broadcast.
     case put(collection: String, id: String, baseRev: Int64, fieldsJSON: String)
     case move(collection: String, id: String, baseRev: Int64, placement: Placement)
@@ -89,6 +91,9 @@ public enum CommandParser {
             .rename(from: try collection(args[0]), to: try collection(args[1]))
         },
         VerbSpec(verb: "COLLECTIONS", arguments: 0...0, takesPayload: false, usage: "COLLECTIONS") { _, _, _ in .collections },
+        VerbSpec(verb: "MEMBERS", arguments: 1...1, takesPayload: false, usage: "MEMBERS <collection>") { args, _, _ throws(ProtocolError) in
+            .members(collection: try collection(args[0]))
+        },
         VerbSpec(verb: "GRANT", arguments: 3...3, takesPayload: false, usage: "GRANT <collection> <user> read|write|admin|none") {
             args, _, _ throws(ProtocolError) in
             let role: Role?

@@ -17,6 +17,7 @@ extension Command {
         case .rename(let from, let to): return "RENAME \(from) \(to)"
         case .create(let collection): return "CREATE \(collection)"
         case .collections: return "COLLECTIONS"
+        case .members(let collection): return "MEMBERS \(collection)"
         case .grant(let collection, let user, let role): return "GRANT \(collection) \(arg(user)) \(role?.name ?? "none")"
         case .put(let collection, let id, let baseRev, let fieldsJSON): return "PUT \(collection) \(arg(id)) \(baseRev) \(fieldsJSON)"
         case .move(let collection, let id, let baseRev, let placement): return "MOVE \(collection) \(arg(id)) \(baseRev) \(placement.requestText)"

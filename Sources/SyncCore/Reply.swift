@@ -26,6 +26,8 @@ public enum Reply: Equatable, Sendable {
     case granted
     /// `OK COLLECTIONS <count>`.
     case collections(count: Int)
+    /// `OK MEMBERS <collection> <count>`.
+    case members(collection: String, count: Int)
     /// `OK TOKEN <token>`, `OK TOKEN LIST <count>`, `OK TOKEN REVOKED`.
     case token(String)
     case tokens(count: Int)
@@ -60,6 +62,7 @@ public enum Reply: Equatable, Sendable {
         case .renamed(let from, let to): ["RENAME", from, to]
         case .granted: ["GRANT"]
         case .collections(let count): ["COLLECTIONS", String(count)]
+        case .members(let collection, let count): ["MEMBERS", collection, String(count)]
         case .token(let token): ["TOKEN", token]
         case .tokens(let count): ["TOKEN", "LIST", String(count)]
         case .tokenRevoked: ["TOKEN", "REVOKED"]
@@ -106,6 +109,7 @@ public enum Reply: Equatable, Sendable {
         case ("RENAME", 3): return .renamed(from: words[1], to: words[2])
         case ("GRANT", 1): return .granted
         case ("COLLECTIONS", 2): return number(1).map { .collections(count: Int($0)) }
+        case ("MEMBERS", 3): return number(2).map { .members(collection: words[1], count: Int($0)) }
         case ("TOKEN", 2) where words[1] == "REVOKED": return .tokenRevoked
         case ("TOKEN", 2): return .token(words[1])
         case ("TOKEN", 3) where words[1] == "LIST": return number(2).map { .tokens(count: Int($0)) }

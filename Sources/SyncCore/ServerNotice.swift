@@ -18,6 +18,8 @@ public enum ServerNotice: Equatable, Sendable {
     case bye(ByeReason, detail: String? = nil)
     /// `* TOKEN <id> <created> <last-used|-> this|other <label>`, a TOKEN LIST line.
     case token(TokenInfo, isThisConnection: Bool)
+    /// `* MEMBER <user> <role>`, a MEMBERS line.
+    case member(user: String, role: Role)
 
     /// The line, with its LF.
     public var line: String {
@@ -28,6 +30,7 @@ public enum ServerNotice: Equatable, Sendable {
         case .renamed(let from, let to): "* RENAMED \(from) \(to)\n"
         case .unsubscribedRevoked(let collection): "* UNSUB \(collection) REVOKED\n"
         case .bye(let reason, let detail): "* BYE \(reason)\(detail.map { " " + $0 } ?? "")\n"
+        case .member(let user, let role): "* MEMBER \(user) \(role.name)\n"
         case .token(let token, let isThisConnection):
             "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
                 + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n"

@@ -54,6 +54,8 @@ enum ServeCommand: Subcommand {
                                    Answer GET /metrics there (Prometheus text: connections,
                                    changes and commits, queued writes, fan-out lag in bytes,
                                    logins). No login: keep it on loopback or a private network.
+          --http-listen ADDR:PORT  Serve the HTTP/JSON API and the web console there (HTTPS with
+                                   --tls, same certificate); see Protocol/HTTP.md.
           --port-file FILE         Write the bound port to FILE once listening.
           --quiet                  Log errors only.
           --log-format text|json   One line a record on stderr: `time level event key=value…`
@@ -66,7 +68,7 @@ enum ServeCommand: Subcommand {
         "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
-        "store-timeout",
+        "store-timeout", "http-listen",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
 
@@ -104,6 +106,10 @@ enum ServeCommand: Subcommand {
         umask(0o077)
 
         try configureTLS(options, &configuration)
+        if let http = options.value("http-listen") {
+            guard let address = SocketAddress(parsing: http) else { throw UsageError("--http-listen must be ADDR:PORT") }
+            configuration.httpListen = address
+        }
         if let metrics = options.value("metrics-listen") {
             guard let address = SocketAddress(parsing: metrics) else { throw UsageError("--metrics-listen must be ADDR:PORT") }
             configuration.metricsListen = address

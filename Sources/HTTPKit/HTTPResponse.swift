@@ -1,0 +1,77 @@
+/// One HTTP/1.1 response: a status, headers and a body, written out as bytes. A streamed
+/// response (an event stream, a long listing) writes its `head` with `chunked` and then
+/// `chunk`s of body, ended by `lastChunk`.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response whose body is `text` with `contentType`.
+    public init(status: Int, contentType: String, text: String, headers: [HTTPHeader] = []) {
+        self.init(status: status, headers: [HTTPHeader("Content-Type", contentType)] + headers, body: Array(text.utf8))
+    }
+
+    /// The status line and headers (with `Content-Length`, or `Transfer-Encoding: chunked` when
+    /// the body follows in chunks) and the blank line; `keepAlive` false adds `Connection: close`.
+    public func head(keepAlive: Bool, chunked: Bool = false) -> String {
+        var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        for header in headers { text += "\(header.name): \(header.value)\r\n" }
+        if chunked {
+            text += "Transfer-Encoding: chunked\r\n"
+        } else if status >= 200, status != 204, status != 304 {
+            text += "Content-Length: \(body.count)\r\n"
+        }
+        if !keepAlive { text += "Connection: close\r\n" }
+        return text + "\r\n"
+    }
+
+    /// The whole response, head and body.
+    public func encoded(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
+        var bytes = Array(head(keepAlive: keepAlive).utf8)
+        if !headOnly { bytes += body }
+        return bytes
+    }
+
+    /// One chunk of a chunked body (`text` must not be empty: an empty chunk ends the body).
+    public static func chunk(_ text: String) -> String {
+        String(text.utf8.count, radix: 16) + "\r\n" + text + "\r\n"
+    }
+
+    /// The end of a chunked body.
+    public static let lastChunk = "0\r\n\r\n"
+
+    /// The reason phrase RFC 9110 gives `status`.
+    public static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 201: "Created"
+        case 204: "No Content"
+        case 304: "Not Modified"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 410: "Gone"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 428: "Precondition Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 507: "Insufficient Storage"
+        default: "Status"
+        }
+    }
+}

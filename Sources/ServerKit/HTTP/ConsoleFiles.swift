@@ -1,0 +1,33 @@
+import HTTPKit
+
+/// The web console's files, compiled into the binary from Sources/ServerKit/Console: served
+/// at `/` under a Content-Security-Policy that allows only the server's own scripts and
+/// styles (no inline script, no other origin).
+enum ConsoleFiles {
+    static let policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+    static func response(for request: HTTPRequest, path: [String]) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return APIResponse.error(status: 405, code: "METHOD_NOT_ALLOWED", message: "the console's files are read with GET", headers: [HTTPHeader("Allow", "GET, HEAD")])
+        }
+        let name = path.isEmpty ? "index.html" : path.joined(separator: "/")
+        guard let (body, type) = file(name) else {
+            return HTTPResponse(status: 404, contentType: "text/plain; charset=utf-8", text: "not found\n")
+        }
+        return HTTPResponse(status: 200, headers: [
+            HTTPHeader("Content-Type", type), HTTPHeader("Content-Security-Policy", policy),
+            HTTPHeader("X-Content-Type-Options", "nosniff"), HTTPHeader("Referrer-Policy", "no-referrer"),
+            HTTPHeader("Cache-Control", "no-cache"),
+        ], body: body)
+    }
+
+    static func file(_ name: String) -> ([UInt8], String)? {
+        switch name {
+        case "index.html": (PackageResources.index_html, "text/html; charset=utf-8")
+        case "app.js": (PackageResources.app_js, "text/javascript; charset=utf-8")
+        case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
+        default: nil
+        }
+    }
+}

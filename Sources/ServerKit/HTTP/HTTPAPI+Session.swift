@@ -1,0 +1,54 @@
+import HTTPKit
+import SyncProtocol
+
+/// Login, logout and who is logged in.
+extension HTTPAPI {
+    func sessionRoutes() -> [Route] {
+        [
+            Route(method: "POST", pattern: ["login"], needsLogin: false) { [unowned self] exchange, _ in login(exchange) },
+            Route(method: "POST", pattern: ["logout"], needsLogin: true) { exchange, _ in Self.logout(exchange) },
+            Route(method: "GET", pattern: ["me"], needsLogin: true) { exchange, _ in
+                let session = exchange.bridge.session
+                exchange.respond(APIResponse.object(200, ["user": .string(session?.user ?? ""), "admin": .bool(session?.isAdmin ?? false)]))
+            },
+        ]
+    }
+
+    /// `{"user", "password", "label"?}`: checked as AUTH is (same pacing and lockouts), then a
+    /// new token for this browser or script: in the body, and as the cookie.
+    func login(_ exchange: Exchange) {
+        guard let body = exchange.jsonBody(), let user = exchange.requiredString(body, "user"),
+            let password = exchange.requiredString(body, "password")
+        else { return }
+        var label = "web"
+        if case .string(let given)? = body["label"] {
+            label = given
+        } else if let agent = exchange.request.header("User-Agent") {
+            label = "web: " + String(agent.prefix(80))
+        }
+        var bridge = exchange.bridge
+        if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
+        bridge.request("AUTH \(lineArgument(user)) \(lineArgument(password))") { reply in
+            guard reply.isOK else { return exchange.respond(APIResponse.error(reply)) }
+            exchange.run("TOKEN NEW \(lineArgument(label))") { reply in
+                guard reply.words.count >= 3 else { return exchange.fail(500, ErrorCode.internal.rawValue, "no token in the reply") }
+                let token = reply.words[2]
+                // Logged in by password: a request with the token logs in afresh, so that
+                // revoking the token reaches it.
+                bridge.token = nil
+                exchange.respond(APIResponse.object(
+                    200, ["user": .string(bridge.session?.user ?? user), "token": .string(token)],
+                    headers: [Self.cookie(token, secure: exchange.connection.isSecure)]))
+            }
+        }
+    }
+
+    /// Revokes the token the request logged in with; its connections (this one too, once
+    /// answered) are closed.
+    static func logout(_ exchange: Exchange) {
+        guard let token = exchange.bridge.token else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "not logged in with a token") }
+        exchange.run("TOKEN REVOKE \(lineArgument(token))") { _ in
+            exchange.respond(APIResponse.noContent(headers: [clearedCookie(secure: exchange.connection.isSecure)]))
+        }
+    }
+}

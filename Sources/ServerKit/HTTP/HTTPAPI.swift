@@ -1,0 +1,163 @@
+import HTTPKit
+import SyncProtocol
+
+/// The HTTP/JSON API (Protocol/HTTP.md) and the console's files. Each API request becomes one
+/// or a few line-protocol requests run in the connection's session, so every rule (roles,
+/// revisions, conflicts, quotas, login pacing) is the line protocol's own.
+final class HTTPAPI {
+    /// The cookie a browser's login sets.
+    static let cookieName = "plistsync_token"
+    /// The header a request authenticated by the cookie must carry to change anything: a page
+    /// on another site cannot send it (it is not a simple request), so it cannot forge one.
+    static let csrfHeader = "X-PlistSync-CSRF"
+
+    typealias Handler = (Exchange, [String]) -> Void
+
+    /// One endpoint: its method, its path under `/api` (`*` takes any one segment, handed to
+    /// the handler in order), whether it needs a login, and what it does.
+    struct Route {
+        let method: String
+        let pattern: [String]
+        let needsLogin: Bool
+        let handler: Handler
+    }
+
+    private(set) var routes: [Route] = []
+
+    init() {
+        routes = sessionRoutes() + recordRoutes() + adminRoutes()
+    }
+
+    func serve(_ request: HTTPRequest, on connection: HTTPConnection) {
+        guard let target = HTTPTarget(request.target) else {
+            return connection.respond(APIResponse.error(status: 400, code: "BAD_REQUEST", message: "the path is not valid percent-encoded UTF-8"))
+        }
+        guard target.segments.first == "api" else {
+            return connection.respond(ConsoleFiles.response(for: request, path: target.segments))
+        }
+        let exchange = Exchange(request: request, target: target, connection: connection)
+        let path = Array(target.segments.dropFirst())
+        var allowed: [String] = []
+        for route in routes {
+            guard let captures = Self.match(route.pattern, path) else { continue }
+            let method = request.method == "HEAD" ? "GET" : request.method
+            guard route.method == method else {
+                allowed.append(route.method)
+                continue
+            }
+            guard route.needsLogin else { return route.handler(exchange, captures) }
+            return authenticate(exchange) { route.handler(exchange, captures) }
+        }
+        if allowed.isEmpty {
+            exchange.fail(404, "NOT_FOUND", "no endpoint \(request.method) \(request.path); see Protocol/HTTP.md")
+        } else {
+            exchange.respond(APIResponse.error(
+                status: 405, code: "METHOD_NOT_ALLOWED", message: "\(request.path) takes \(allowed.joined(separator: ", "))",
+                headers: [HTTPHeader("Allow", allowed.joined(separator: ", "))]))
+        }
+    }
+
+    static func match(_ pattern: [String], _ path: [String]) -> [String]? {
+        guard pattern.count == path.count else { return nil }
+        var captures: [String] = []
+        for (want, have) in zip(pattern, path) {
+            if want == "*" {
+                captures.append(have)
+            } else if want != have {
+                return nil
+            }
+        }
+        return captures
+    }
+
+    /// Logs the connection's session in with the request's token (`Authorization: Bearer`, or
+    /// the cookie with the CSRF header for anything but a read), unless it already is.
+    func authenticate(_ exchange: Exchange, then body: @escaping () -> Void) {
+        let request = exchange.request
+        let bearer = request.bearerToken
+        guard let token = bearer ?? request.cookie(Self.cookieName), !token.isEmpty else {
+            return exchange.fail(401, ErrorCode.authRequired.rawValue, "log in first: POST /api/login, or send Authorization: Bearer <token>")
+        }
+        if bearer == nil, !["GET", "HEAD"].contains(request.method), request.header(Self.csrfHeader) == nil {
+            return exchange.fail(403, "CSRF", "a request authenticated by cookie must send the \(Self.csrfHeader) header to change anything")
+        }
+        var bridge = exchange.connection.bridge!
+        if bridge.isLoggedIn, bridge.token == token { return body() }
+        if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
+        bridge.request("AUTH TOKEN \(ResponseLine.argument(token))") { reply in
+            guard reply.isOK else {
+                let clear = bearer == nil && reply.errorCode == .authFailed ? [Self.clearedCookie(secure: exchange.connection.isSecure)] : []
+                var response = APIResponse.error(reply)
+                response.headers += clear
+                return exchange.respond(response)
+            }
+            bridge.token = token
+            body()
+        }
+    }
+
+    static func cookie(_ token: String, secure: Bool) -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000" + (secure ? "; Secure" : ""))
+    }
+
+    static func clearedCookie(secure: Bool) -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" + (secure ? "; Secure" : ""))
+    }
+}
+
+/// One API request being answered: the request, its parsed target, and the connection (and
+/// so the session) it runs on.
+struct Exchange {
+    let request: HTTPRequest
+    let target: HTTPTarget
+    let connection: HTTPConnection
+
+    var bridge: LineBridge { connection.bridge }
+
+    func respond(_ response: HTTPResponse) {
+        connection.respond(response)
+    }
+
+    func fail(_ status: Int, _ code: String, _ message: String) {
+        respond(APIResponse.error(status: status, code: code, message: message))
+    }
+
+    /// Runs `line` in the session; an `ERR` reply is answered as the API's error, an `OK`
+    /// goes to `then`.
+    func run(_ line: String, listing: Set<String> = [], onLine: @escaping (ServerLine) -> Void = { _ in }, then: @escaping (ServerLine) -> Void) {
+        bridge.request(line, listing: listing, onLine: onLine) { reply in
+            guard reply.isOK else { return respond(APIResponse.error(reply)) }
+            then(reply)
+        }
+    }
+
+    /// The request's body as a JSON object, or nil after answering 400/415.
+    func jsonBody() -> Fields? {
+        let type = request.header("Content-Type")?.lowercased() ?? ""
+        guard type.hasPrefix("application/json") else {
+            fail(415, "UNSUPPORTED_MEDIA_TYPE", "send the body as Content-Type: application/json")
+            return nil
+        }
+        do {
+            return try ValueJSON.decodeFields(request.body)
+        } catch {
+            fail(400, ErrorCode.badRequest.rawValue, "the body is not a JSON object: \(error.message)")
+            return nil
+        }
+    }
+
+    /// A string member of a JSON body, or nil after answering 400.
+    func requiredString(_ body: Fields, _ name: String) -> String? {
+        guard case .string(let text)? = body[name] else {
+            fail(400, ErrorCode.badRequest.rawValue, "the body needs \"\(name)\" as a string")
+            return nil
+        }
+        return text
+    }
+}
+
+/// A word for a request line: an atom when it can be one, else a JSON string, so no value a
+/// client sends can end the line or add an argument.
+func lineArgument(_ text: String) -> String {
+    ResponseLine.argument(text)
+}
