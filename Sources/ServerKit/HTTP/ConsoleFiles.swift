@@ -26,6 +26,10 @@ enum ConsoleFiles {
         switch name {
         case "index.html": (PackageResources.index_html, "text/html; charset=utf-8")
         case "app.js": (PackageResources.app_js, "text/javascript; charset=utf-8")
+        case "api.js": (PackageResources.api_js, "text/javascript; charset=utf-8")
+        case "values.js": (PackageResources.values_js, "text/javascript; charset=utf-8")
+        case "records.js": (PackageResources.records_js, "text/javascript; charset=utf-8")
+        case "views.js": (PackageResources.views_js, "text/javascript; charset=utf-8")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }

@@ -1,0 +1,40 @@
+// Calls to the server's HTTP API (Protocol/HTTP.md), with the header that lets a request
+// authenticated by the session cookie change things.
+import { parseTyped } from './values.js';
+
+export class APIError extends Error {
+  constructor(status, body) {
+    super(body && body.message ? body.message : `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// Returns the response's JSON (plain), or throws APIError.
+export async function call(method, path, body, headers = {}) {
+  const response = await send(method, path, body, headers);
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new APIError(response.status, data);
+  return data;
+}
+
+// Like call, but the body is read typed (records), with the response's status.
+export async function callTyped(method, path, body, headers = {}) {
+  const response = await send(method, path, body, headers);
+  const text = await response.text();
+  return { status: response.status, ok: response.ok, etag: response.headers.get('ETag'), value: text ? parseTyped(text) : null, json: text ? JSON.parse(text) : null };
+}
+
+function send(method, path, body, headers) {
+  const init = { method, credentials: 'same-origin', headers: { 'X-PlistSync-CSRF': '1', ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    init.headers['Content-Type'] = 'application/json';
+  }
+  return fetch(path, init);
+}
+
+export function path(...segments) {
+  return '/api/' + segments.map(encodeURIComponent).join('/');
+}

@@ -1,0 +1,129 @@
+// The operator's views: conflict copies, members and roles, devices, server status.
+import { call, callTyped, path } from './api.js';
+import { member, display, plain } from './values.js';
+import { say } from './app.js';
+
+function element(tag, text, attributes = {}) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
+  return e;
+}
+
+function actionButton(text, label, action, kind) {
+  const b = element('button', text, { type: 'button', 'aria-label': label });
+  if (kind) b.className = kind;
+  b.addEventListener('click', action);
+  return b;
+}
+
+function fieldsText(record) {
+  if (!record) return '(none)';
+  if (plain(member(record, 'deleted'))) return '(deleted)';
+  const fields = member(record, 'fields');
+  if (!fields) return '(none)';
+  return [...fields.entries].map(([k, v]) => `${k}: ${display(v)}`).join('\n');
+}
+
+export async function showConflicts(collection) {
+  const list = document.querySelector('#conflicts');
+  list.replaceChildren();
+  if (!collection) return;
+  const copies = await callTyped('GET', path('collections', collection, 'conflicts'));
+  if (!copies.ok) { say(copies.json?.message || 'cannot read the conflicts', true); return; }
+  const items = member(copies.value, 'conflicts').items;
+  if (items.length === 0) list.append(element('p', `No conflict copies in ${collection}.`));
+  for (const copy of items) {
+    const copyID = plain(member(copy, 'id'));
+    const of = plain(member(copy, 'of'));
+    const current = await callTyped('GET', path('collections', collection, 'records', of));
+    const box = element('div', undefined, { class: 'conflict', 'data-copy': copyID });
+    box.append(element('h3', of), element('p', `copy ${copyID}`, { class: 'hint' }));
+    const choices = element('div', undefined, { class: 'choices' });
+    const resolve = (keep) => async () => {
+      try {
+        await call('POST', path('collections', collection, 'conflicts', copyID, 'resolve'), { keep });
+        say(`kept the ${keep === 'copy' ? 'copy' : 'current record'} of ${of}`);
+        showConflicts(collection);
+      } catch (error) { say(error.message, true); }
+    };
+    const mine = element('div');
+    mine.append(element('h4', 'The copy'), element('pre', fieldsText(copy)), actionButton('Keep this copy', `Keep the copy of ${of}`, resolve('copy')));
+    const theirs = element('div');
+    theirs.append(element('h4', 'The record now'), element('pre', current.ok || current.status === 404 ? fieldsText(current.value) : '(unreadable)'),
+      actionButton('Keep current', `Keep the current ${of}`, resolve('current')));
+    choices.append(mine, theirs);
+    box.append(choices);
+    list.append(box);
+  }
+}
+
+export async function showMembers(collection) {
+  const tbody = document.querySelector('#members tbody');
+  tbody.replaceChildren();
+  for (const e of document.querySelectorAll('.collection-name')) e.textContent = collection || '';
+  if (!collection) return;
+  try {
+    const { members } = await call('GET', path('collections', collection, 'members'));
+    for (const m of members) {
+      const tr = element('tr');
+      const role = element('select', undefined, { 'aria-label': `Role of ${m.user}` });
+      for (const r of ['read', 'write', 'admin']) role.append(new Option(r, r, false, r === m.role));
+      role.addEventListener('change', () => grant(collection, m.user, role.value));
+      const roleCell = element('td');
+      roleCell.append(role);
+      const actions = element('td');
+      actions.append(actionButton('Remove', `Remove ${m.user}`, () => grant(collection, m.user, null), 'danger'));
+      tr.append(element('td', m.user), roleCell, actions);
+      tbody.append(tr);
+    }
+  } catch (error) { say(error.message, true); }
+}
+
+export async function grant(collection, user, role) {
+  try {
+    if (role) await call('PUT', path('collections', collection, 'members', user), { role });
+    else await call('DELETE', path('collections', collection, 'members', user));
+    say(role ? `${user} has ${role} access` : `${user} removed`);
+  } catch (error) { say(error.message, true); }
+  showMembers(collection);
+}
+
+export async function showDevices(onOwnRevoked) {
+  const tbody = document.querySelector('#devices tbody');
+  tbody.replaceChildren();
+  try {
+    const { devices } = await call('GET', '/api/tokens');
+    for (const d of devices) {
+      const tr = element('tr', undefined, { 'data-device': d.id });
+      const actions = element('td');
+      actions.append(actionButton('Revoke', `Revoke ${d.label || d.id}`, async () => {
+        try {
+          await call('DELETE', path('tokens', d.id));
+          say(`revoked ${d.label || d.id}`);
+          if (d.this) onOwnRevoked(); else showDevices(onOwnRevoked);
+        } catch (error) { say(error.message, true); }
+      }, 'danger'));
+      tr.append(element('td', (d.label || '(no label)') + (d.this ? ' (this browser)' : '')), element('td', d.id),
+        element('td', d.created), element('td', d.last_used || '—'), actions);
+      tbody.append(tr);
+    }
+  } catch (error) { say(error.message, true); }
+}
+
+const statusNames = {
+  connections: 'Connections', subscribers: 'Subscriptions', collections: 'Collections', seq: 'Last seq',
+  changes_per_second: 'Changes per second', queued_writes: 'Writes waiting', commits: 'Commits',
+  store_bytes: 'Store size (bytes)', uptime_seconds: 'Uptime (s)',
+};
+
+export async function showStatus() {
+  const list = document.querySelector('#status');
+  try {
+    const status = await call('GET', '/api/status');
+    list.replaceChildren();
+    for (const [key, name] of Object.entries(statusNames)) {
+      list.append(element('dt', name), element('dd', String(status[key] ?? '—'), { 'data-key': key }));
+    }
+  } catch (error) { say(error.message, true); }
+}
