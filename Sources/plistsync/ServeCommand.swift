@@ -56,7 +56,8 @@ enum ServeCommand: Subcommand {
                                    logins). No login: keep it on loopback or a private network.
           --http-listen ADDR:PORT  Serve the HTTP/JSON API and the web console there (HTTPS with
                                    --tls, same certificate); see Protocol/HTTP.md.
-          --port-file FILE         Write the bound port to FILE once listening.
+          --port-file FILE         Write the bound port to FILE once listening (and the HTTP
+                                   port to FILE.http).
           --quiet                  Log errors only.
           --log-format text|json   One line a record on stderr: `time level event key=value…`
                                    (default) or one JSON object (connections, logins and failed
@@ -124,11 +125,16 @@ enum ServeCommand: Subcommand {
             server = try Server(configuration: configuration, store: store, loop: loop)
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
-            throw RuntimeError("\(configuration.listen) is already in use; is another server running? (--listen picks another)")
+            let addresses = ([configuration.listen] + (configuration.httpListen.map { [$0] } ?? [])).map(\.description).joined(separator: " or ")
+            throw RuntimeError("\(addresses) is already in use; is another server running? (--listen and --http-listen pick others)")
         } catch {
             throw RuntimeError("cannot start: \(error)")
         }
         if let portFile = options.value("port-file"), let port = server.boundAddress?.port {
+            // The HTTP port first: a reader that waits for FILE finds FILE.http written.
+            if let httpPort = server.httpAddress?.port {
+                try? "\(httpPort)\n".write(toFile: portFile + ".http", atomically: true, encoding: .utf8)
+            }
             try? "\(port)\n".write(toFile: portFile, atomically: true, encoding: .utf8)
         }
         loop.run()

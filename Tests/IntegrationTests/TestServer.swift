@@ -31,8 +31,13 @@ enum PlistSyncBinary {
     /// Runs `plistsync` to completion with `input` on stdin; returns (status, stdout, stderr).
     @discardableResult
     static func run(_ arguments: [String], input: String = "", environment: [String: String] = [:], in directory: String? = nil) throws -> (Int32, String, String) {
+        try runTool(url.path, arguments, input: input, environment: environment, in: directory)
+    }
+
+    /// Runs another program (curl, python3) to its end: its status, stdout and stderr.
+    static func runTool(_ path: String, _ arguments: [String], input: String = "", environment: [String: String] = [:], in directory: String? = nil) throws -> (Int32, String, String) {
         let process = Process()
-        process.executableURL = url
+        process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
@@ -54,6 +59,8 @@ enum PlistSyncBinary {
 final class TestServer {
     let dataPath: String
     private(set) var port = 0
+    /// The HTTP API's port, with `--http-listen`.
+    private(set) var httpPort = 0
     private var process: Process?
     private let extraArguments: [String]
     private let logPath: String
@@ -98,6 +105,9 @@ final class TestServer {
         while Date() < deadline {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let bound = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 port = bound
+                if let text = try? String(contentsOfFile: portFile + ".http", encoding: .utf8) {
+                    httpPort = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+                }
                 return
             }
             guard process.isRunning else { break }
@@ -167,6 +177,7 @@ final class TestServer {
         try? FileManager.default.removeItem(atPath: dataPath)
         try? FileManager.default.removeItem(atPath: logPath)
         try? FileManager.default.removeItem(atPath: logPath + ".port")
+        try? FileManager.default.removeItem(atPath: logPath + ".port.http")
     }
 }
 
@@ -292,6 +303,26 @@ final class LineClient: @unchecked Sendable {
             }
             buffer.append(contentsOf: chunk[0..<count])
         }
+    }
+
+    /// The next `count` bytes; fewer when the server closed the connection first.
+    func readBytes(_ count: Int, timeout: Double? = nil) throws -> [UInt8] {
+        let deadline = Date().addingTimeInterval(timeout ?? timeoutSeconds)
+        while buffer.count - bufferStart < count {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw Failure(description: "timed out waiting for \(count) bytes; have \(buffer.count - bufferStart)") }
+            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let received = recv(socket, &chunk, chunk.count, 0)
+            if received <= 0 { break }
+            buffer.append(contentsOf: chunk[0..<received])
+        }
+        let end = min(buffer.count, bufferStart + count)
+        let bytes = Array(buffer[bufferStart..<end])
+        bufferStart = end
+        scanned = bufferStart
+        return bytes
     }
 
     /// Reads a line that must exist.

@@ -1,0 +1,360 @@
+import Foundation
+import XCTest
+
+/// The HTTP/JSON API against a real server's HTTP listener (Protocol/HTTP.md): logins and
+/// cookies, the ETag/If-Match rules, event streams, limits and bad input.
+final class HTTPAPITests: XCTestCase {
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0"])
+        try server.addUser("alice", password: "pw", admin: false)
+        try server.addUser("bob", password: "bobpw")
+        try server.start()
+        XCTAssertGreaterThan(server.httpPort, 0)
+    }
+
+    func alice() throws -> HTTPTestClient { try HTTPTestClient.login(port: server.httpPort, "alice", "pw") }
+
+    /// alice logged in, with collection `c` created.
+    func aliceWithCollection(_ name: String = "inventory") throws -> HTTPTestClient {
+        let client = try alice()
+        XCTAssertEqual(try client.request("POST", "/api/collections", json: #"{"name":"\#(name)"}"#).status, 201)
+        return client
+    }
+
+    func testLoginSetsAStrictHttpOnlyCookieAndTheTokenWorksAsBearerOrCookie() throws {
+        let client = try HTTPTestClient(port: server.httpPort)
+        let login = try client.request("POST", "/api/login", json: #"{"user":"alice","password":"pw"}"#)
+        XCTAssertEqual(login.status, 200)
+        let token = try XCTUnwrap(login.json["token"] as? String)
+        XCTAssertEqual(login.json["user"] as? String, "alice")
+        let cookie = try XCTUnwrap(login.header("Set-Cookie"))
+        XCTAssertTrue(cookie.hasPrefix("plistsync_token=\(token);"), cookie)
+        for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] { XCTAssertTrue(cookie.contains(flag), cookie) }
+        XCTAssertFalse(cookie.contains("Secure"), "plaintext HTTP: no Secure flag")
+
+        let byBearer = try HTTPTestClient(port: server.httpPort)
+        byBearer.token = token
+        XCTAssertEqual(try byBearer.request("GET", "/api/me").json["user"] as? String, "alice")
+        let byCookie = try HTTPTestClient(port: server.httpPort)
+        byCookie.cookie = token
+        XCTAssertEqual(try byCookie.request("GET", "/api/me").json["user"] as? String, "alice")
+
+        let wrong = try HTTPTestClient(port: server.httpPort).request("POST", "/api/login", json: #"{"user":"alice","password":"nope"}"#)
+        XCTAssertEqual(wrong.status, 401)
+        XCTAssertEqual(wrong.json["error"] as? String, "AUTH_FAILED")
+        let anonymous = try HTTPTestClient(port: server.httpPort).request("GET", "/api/collections")
+        XCTAssertEqual(anonymous.status, 401)
+        XCTAssertEqual(anonymous.json["error"] as? String, "AUTH_REQUIRED")
+    }
+
+    func testACookieMutationWithoutTheCSRFHeaderIsRefusedAndChangesNothing() throws {
+        let owner = try aliceWithCollection()
+        let browser = try HTTPTestClient(port: server.httpPort)
+        browser.cookie = owner.token
+        let forged = try browser.request("PUT", "/api/collections/inventory/records/lamp", headers: ["If-None-Match": "*"], json: #"{"name":"Lamp"}"#)
+        XCTAssertEqual(forged.status, 403)
+        XCTAssertEqual(forged.json["error"] as? String, "CSRF")
+        XCTAssertEqual(try owner.request("GET", "/api/collections/inventory/records/lamp").status, 404)
+        let real = try browser.request("PUT", "/api/collections/inventory/records/lamp", headers: ["If-None-Match": "*", "X-PlistSync-CSRF": "1"], json: #"{"name":"Lamp"}"#)
+        XCTAssertEqual(real.status, 201, real.text)
+        XCTAssertEqual(try browser.request("GET", "/api/collections/inventory/records/lamp").status, 200, "reads need no header")
+        let form = try browser.request("POST", "/api/collections", headers: ["X-PlistSync-CSRF": "1"], body: "name=evil")
+        XCTAssertEqual(form.status, 415, "a body that is not JSON (a form post) is refused")
+    }
+
+    func testRevisionsAreETagsAndStaleWritesAre409WithTheServersRecord() throws {
+        let client = try aliceWithCollection()
+        let path = "/api/collections/inventory/records/laptop"
+        let fields = #"{"created":{"$date":"2024-05-01T09:30:00Z"},"name":"Laptop","price":1.0,"value":1200}"#
+        let created = try client.request("PUT", path, headers: ["If-None-Match": "*"], json: fields)
+        XCTAssertEqual(created.status, 201, created.text)
+        XCTAssertEqual(created.header("ETag"), "\"1\"")
+        let again = try client.request("PUT", path, headers: ["If-None-Match": "*"], json: #"{"name":"Other"}"#)
+        XCTAssertEqual(again.status, 409)
+        XCTAssertEqual(try client.request("PUT", path, json: #"{"name":"x"}"#).status, 428, "a write names its base rev")
+
+        let read = try client.request("GET", path)
+        XCTAssertEqual(read.status, 200)
+        XCTAssertEqual(read.header("ETag"), "\"1\"")
+        XCTAssertEqual(read.text, #"{"fields":\#(fields),"id":"laptop","position":"a0","rev":1}"# + "\n", "integers, reals and dates keep their types")
+        XCTAssertEqual(try client.request("GET", path, headers: ["If-None-Match": "\"1\""]).status, 304)
+
+        let updated = try client.request("PUT", path, headers: ["If-Match": "\"1\""], json: #"{"name":"Laptop","value":1100}"#)
+        XCTAssertEqual(updated.status, 200)
+        XCTAssertEqual(updated.header("ETag"), "\"2\"")
+        let stale = try client.request("PUT", path, headers: ["If-Match": "\"1\""], json: #"{"value":0}"#)
+        XCTAssertEqual(stale.status, 409)
+        XCTAssertEqual(stale.json["error"] as? String, "CONFLICT")
+        let current = try XCTUnwrap(stale.json["current"] as? [String: Any])
+        XCTAssertEqual(current["rev"] as? Int, 2)
+        XCTAssertEqual((current["fields"] as? [String: Any])?["value"] as? Int, 1100)
+
+        XCTAssertEqual(try client.request("DELETE", path).status, 428)
+        XCTAssertEqual(try client.request("DELETE", path, headers: ["If-Match": "\"1\""]).status, 409)
+        let deleted = try client.request("DELETE", path, headers: ["If-Match": "\"2\""])
+        XCTAssertEqual(deleted.status, 200)
+        XCTAssertEqual(deleted.json["rev"] as? Int, 3)
+        let gone = try client.request("GET", path)
+        XCTAssertEqual(gone.status, 404)
+        XCTAssertEqual(gone.json["deleted"] as? Bool, true)
+        let revived = try client.request("PUT", path, headers: ["If-Match": "\"3\""], json: #"{"name":"Back"}"#)
+        XCTAssertEqual(revived.status, 200, "an edit beats a delete, as on the line protocol")
+
+        let badJSON = try client.request("PUT", "/api/collections/inventory/records/x", headers: ["If-None-Match": "*"], json: #"{"a":null}"#)
+        XCTAssertEqual(badJSON.status, 400)
+        XCTAssertEqual(badJSON.json["error"] as? String, "BAD_REQUEST")
+    }
+
+    func testWritesCrossBetweenHTTPAndTheLineProtocol() throws {
+        let client = try aliceWithCollection("contacts")
+        let subscriber = try server.login("alice", "pw")
+        try subscriber.expect("s SUB contacts SINCE 0", equals: "s OK SUB contacts 0")
+        XCTAssertEqual(try client.request("PUT", "/api/collections/contacts/records/desk%20lamp", headers: ["If-None-Match": "*"], json: #"{"name":"Desk lamp"}"#).status, 201)
+        XCTAssertEqual(try subscriber.line(), #"* CHANGE contacts 1 "desk lamp" 1 a0 {"name":"Desk lamp"}"#)
+        try subscriber.expect(#"p PUT contacts Ada 0 {"phone":"555-0111"}"#, equals: "p OK PUT contacts Ada 1 2")
+        let listed = try client.request("GET", "/api/collections/contacts/records")
+        XCTAssertEqual(listed.status, 200)
+        XCTAssertEqual(listed.header("Transfer-Encoding"), "chunked")
+        XCTAssertEqual((listed.json["records"] as? [[String: Any]])?.map { $0["id"] as? String }, ["desk lamp", "Ada"])
+        XCTAssertEqual(listed.json["seq"] as? Int, 2)
+    }
+
+    func testMovesAndPagedListingsKeepTheOrder() throws {
+        let client = try aliceWithCollection()
+        for id in ["a", "b", "c", "d", "e"] {
+            XCTAssertEqual(try client.request("PUT", "/api/collections/inventory/records/\(id)", headers: ["If-None-Match": "*"], json: #"{"n":1}"#).status, 201)
+        }
+        let moved = try client.request("POST", "/api/collections/inventory/records/e/move", headers: ["If-Match": "\"1\""], json: #"{"to":"first"}"#)
+        XCTAssertEqual(moved.status, 200, moved.text)
+        XCTAssertEqual(try client.request("POST", "/api/collections/inventory/records/a/move", headers: ["If-Match": "\"1\""], json: #"{"to":"after","anchor":"c"}"#).status, 200)
+        XCTAssertEqual(try client.request("POST", "/api/collections/inventory/records/b/move", headers: ["If-Match": "\"1\""], json: #"{"to":"before","anchor":"zz"}"#).status, 404)
+        XCTAssertEqual(try client.request("POST", "/api/collections/inventory/records/b/move", headers: ["If-Match": "\"1\""], json: #"{"to":"sideways"}"#).status, 400)
+        let all = try client.request("GET", "/api/collections/inventory/records")
+        XCTAssertEqual((all.json["records"] as? [[String: Any]])?.map { $0["id"] as? String }, ["e", "b", "c", "a", "d"])
+        let page = try client.request("GET", "/api/collections/inventory/records?offset=1&limit=2")
+        XCTAssertEqual((page.json["records"] as? [[String: Any]])?.map { $0["id"] as? String }, ["b", "c"])
+        XCTAssertEqual(page.json["count"] as? Int, 5)
+        XCTAssertEqual(try client.request("GET", "/api/collections/inventory/records?limit=-1").status, 400)
+    }
+
+    func testTheEventStreamReplaysGoesLiveAndResumesByLastEventID() throws {
+        let client = try aliceWithCollection("contacts")
+        for id in ["Ada", "Grace"] {
+            XCTAssertEqual(try client.request("PUT", "/api/collections/contacts/records/\(id)", headers: ["If-None-Match": "*"], json: #"{"name":"\#(id)"}"#).status, 201)
+        }
+        let stream = try HTTPTestClient(port: server.httpPort)
+        stream.token = client.token
+        try stream.send("GET", "/api/collections/contacts/events")
+        let head = try stream.head()
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.headers.first { $0.name == "Content-Type" }?.value, "text/event-stream")
+        XCTAssertEqual(try stream.nextEvent(), ServerSentEvent(event: "change", id: "1", data: #"{"fields":{"name":"Ada"},"id":"Ada","position":"a0","rev":1,"seq":1}"#))
+        XCTAssertEqual(try stream.nextEvent()?.id, "2")
+        XCTAssertEqual(try stream.nextEvent(), ServerSentEvent(event: "ready", id: "2", data: #"{"seq":2}"#))
+        XCTAssertEqual(try client.request("DELETE", "/api/collections/contacts/records/Ada", headers: ["If-Match": "\"1\""]).status, 200)
+        XCTAssertEqual(try stream.nextEvent(), ServerSentEvent(event: "change", id: "3", data: #"{"deleted":true,"id":"Ada","rev":2,"seq":3}"#))
+
+        // A browser reconnecting sends the last id it saw: only later changes come.
+        XCTAssertEqual(try client.request("PUT", "/api/collections/contacts/records/Grace", headers: ["If-Match": "\"1\""], json: #"{"name":"Grace H"}"#).status, 200)
+        let resumed = try HTTPTestClient(port: server.httpPort)
+        resumed.token = client.token
+        try resumed.send("GET", "/api/collections/contacts/events", headers: ["Last-Event-ID": "3"])
+        XCTAssertEqual(try resumed.head().status, 200)
+        XCTAssertEqual(try resumed.nextEvent()?.data, #"{"fields":{"name":"Grace H"},"id":"Grace","position":"a1","rev":2,"seq":4}"#)
+        XCTAssertEqual(try resumed.nextEvent()?.event, "ready")
+
+        let forbidden = try HTTPTestClient.login(port: server.httpPort, "bob", "bobpw")
+        XCTAssertEqual(try forbidden.request("GET", "/api/collections/contacts/events").status, 403)
+        XCTAssertEqual(try client.request("GET", "/api/collections/nothing/events").status, 404)
+    }
+
+    func testAStreamEndsWithRevokedWhenReadAccessIsTakenAway() throws {
+        let owner = try aliceWithCollection("shared")
+        XCTAssertEqual(try owner.request("PUT", "/api/collections/shared/members/bob", json: #"{"role":"read"}"#).status, 200)
+        let bob = try HTTPTestClient.login(port: server.httpPort, "bob", "bobpw")
+        try bob.send("GET", "/api/collections/shared/events")
+        XCTAssertEqual(try bob.head().status, 200)
+        XCTAssertEqual(try bob.nextEvent()?.event, "ready")
+        XCTAssertEqual(try owner.request("DELETE", "/api/collections/shared/members/bob").status, 200)
+        XCTAssertEqual(try bob.nextEvent()?.event, "revoked")
+        XCTAssertNil(try bob.nextEvent(), "the stream ends")
+        XCTAssertEqual(try bob.request("GET", "/api/collections/shared/records").status, 403, "the connection goes on serving")
+    }
+
+    func testPipelinedRequestsAreAnsweredInOrder() throws {
+        let client = try aliceWithCollection()
+        var bytes: [UInt8] = []
+        for id in ["one", "two", "three"] {
+            bytes += client.requestBytes("PUT", "/api/collections/inventory/records/\(id)", headers: ["If-None-Match": "*"], json: #"{"n":1}"#)
+        }
+        bytes += client.requestBytes("GET", "/api/collections/inventory/records/two")
+        try client.connection.send(bytes: bytes)
+        XCTAssertEqual(try (0..<3).map { _ in try client.response().json["id"] as? String }, ["one", "two", "three"])
+        let two = try client.response()
+        XCTAssertEqual(two.json["id"] as? String, "two")
+        XCTAssertEqual(two.json["position"] as? String, "a1")
+    }
+
+    func testBadInputGetsAClear4xxAndTheServerKeepsServing() throws {
+        let client = try aliceWithCollection()
+        XCTAssertEqual(try client.request("GET", "/api/nothing").status, 404)
+        let method = try client.request("PATCH", "/api/collections")
+        XCTAssertEqual(method.status, 405)
+        XCTAssertEqual(method.header("Allow"), "GET, POST")
+        XCTAssertEqual(try client.request("GET", "/api/collections/a%ZZ/records").status, 400)
+        XCTAssertEqual(try client.request("POST", "/api/collections", json: "{not json").status, 400)
+        XCTAssertEqual(try client.request("POST", "/api/collections", json: #"{"name":"bad name!"}"#).status, 400)
+
+        let garbage = try HTTPTestClient(port: server.httpPort)
+        try garbage.connection.send(bytes: Array("HELLO THERE\r\n\r\n".utf8))
+        let refused = try garbage.response()
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertEqual(refused.json["error"] as? String, "BAD_HTTP")
+        XCTAssertTrue(garbage.connection.closedByServer(), "a connection whose bytes are not HTTP is closed")
+
+        let huge = try HTTPTestClient(port: server.httpPort)
+        try huge.send("GET", "/api/me", headers: ["X-Filler": String(repeating: "x", count: 20_000)])
+        XCTAssertEqual(try huge.response().status, 431)
+        let big = try HTTPTestClient(port: server.httpPort)
+        try big.connection.send(bytes: Array("PUT /api/collections/inventory/records/x HTTP/1.1\r\nHost: h\r\nContent-Length: 5000000\r\n\r\n".utf8))
+        XCTAssertEqual(try big.response().status, 413, "refused before the body is sent")
+
+        XCTAssertEqual(try alice().request("GET", "/api/collections").status, 200, "the server keeps serving")
+    }
+
+    func testAConnectionThatNeverLogsInIsClosedAtThePreAuthDeadline() throws {
+        let quick = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--preauth-timeout", "1"])
+        try quick.start()
+        let slowloris = try HTTPTestClient(port: quick.httpPort)
+        try slowloris.connection.send(bytes: Array("GET /api/me HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ".utf8))
+        let started = Date()
+        XCTAssertTrue(slowloris.connection.closedByServer(within: 5))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4)
+    }
+
+    func testMembersDevicesStatusAndLogout() throws {
+        let owner = try aliceWithCollection("shared")
+        XCTAssertEqual(try owner.request("PUT", "/api/collections/shared/members/bob", json: #"{"role":"writer"}"#).status, 400)
+        XCTAssertEqual(try owner.request("PUT", "/api/collections/shared/members/bob", json: #"{"role":"write"}"#).status, 200)
+        let members = try owner.request("GET", "/api/collections/shared/members").json["members"] as? [[String: String]]
+        XCTAssertEqual(members ?? [], [["role": "admin", "user": "alice"], ["role": "write", "user": "bob"]])
+        let bob = try HTTPTestClient.login(port: server.httpPort, "bob", "bobpw")
+        XCTAssertEqual(try bob.request("PUT", "/api/collections/shared/members/carol", json: #"{"role":"read"}"#).status, 403, "only an admin grants")
+
+        // A device (a line-protocol connection with its own token) revoked from the API is cut off.
+        let device = try server.login("alice", "pw")
+        let tokenLine = try device.expect("t TOKEN NEW phone", prefix: "t OK TOKEN ")
+        let deviceToken = String(tokenLine.dropFirst("t OK TOKEN ".count))
+        let phone = try server.connect()
+        try phone.expect("a AUTH TOKEN \(deviceToken)", equals: "a OK AUTH alice")
+        let devices = try XCTUnwrap(owner.request("GET", "/api/tokens").json["devices"] as? [[String: Any]])
+        let phoneEntry = try XCTUnwrap(devices.first { $0["label"] as? String == "phone" })
+        XCTAssertEqual(devices.filter { $0["this"] as? Bool == true }.count, 1, "the browser's own token is marked")
+        XCTAssertEqual(try owner.request("DELETE", "/api/tokens/\(phoneEntry["id"] as! String)").status, 204)
+        XCTAssertEqual(try phone.readLine(timeout: 5), "* BYE REVOKED")
+
+        let status = try owner.request("GET", "/api/status").json
+        for key in ["connections", "subscribers", "store_bytes", "uptime_seconds", "seq"] { XCTAssertNotNil(status[key], key) }
+        XCTAssertGreaterThanOrEqual(status["connections"] as? Int ?? 0, 3)
+
+        let token = try XCTUnwrap(owner.token)
+        let logout = try owner.request("POST", "/api/logout")
+        XCTAssertEqual(logout.status, 204)
+        XCTAssertTrue(logout.header("Set-Cookie")?.contains("Max-Age=0") ?? false)
+        let after = try HTTPTestClient(port: server.httpPort)
+        after.token = token
+        XCTAssertEqual(try after.request("GET", "/api/me").status, 401, "logout revokes the token")
+    }
+
+    func testConflictCopiesAreResolvedByKeepingTheCopyOrTheRecord() throws {
+        let client = try aliceWithCollection("contacts")
+        let line = try server.login("alice", "pw")
+        try line.expect(#"p PUT contacts Ada 0 {"phone":"555-0199"}"#, equals: "p OK PUT contacts Ada 1 1")
+        try line.expect(#"c PUT contacts~conflicts Ada.sync-conflict-20261201-101500-laptop 0 {"phone":"555-0111"}"#, prefix: "c OK PUT")
+        try line.expect(#"d PUT contacts~conflicts Ada.sync-conflict-20261201-101600-phone 0 {"phone":"555-0222"}"#, prefix: "d OK PUT")
+        let listed = try XCTUnwrap(client.request("GET", "/api/collections/contacts/conflicts").json["conflicts"] as? [[String: Any]])
+        XCTAssertEqual(listed.map { $0["of"] as? String }, ["Ada", "Ada"])
+
+        let keepCopy = try client.request("POST", "/api/collections/contacts/conflicts/Ada.sync-conflict-20261201-101500-laptop/resolve", json: #"{"keep":"copy"}"#)
+        XCTAssertEqual(keepCopy.status, 200, keepCopy.text)
+        try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 2 a0 {"phone":"555-0111"}"#)
+        let keepCurrent = try client.request("POST", "/api/collections/contacts/conflicts/Ada.sync-conflict-20261201-101600-phone/resolve", json: #"{"keep":"current"}"#)
+        XCTAssertEqual(keepCurrent.status, 200)
+        try line.expect("h GET contacts Ada", equals: #"h OK GET contacts Ada 2 a0 {"phone":"555-0111"}"#)
+        XCTAssertEqual((try client.request("GET", "/api/collections/contacts/conflicts").json["conflicts"] as? [Any])?.count, 0)
+    }
+
+    func testTheConsoleIsServedWithAStrictContentSecurityPolicy() throws {
+        let client = try HTTPTestClient(port: server.httpPort)
+        let page = try client.request("GET", "/")
+        XCTAssertEqual(page.status, 200)
+        XCTAssertEqual(page.header("Content-Type"), "text/html; charset=utf-8")
+        let policy = try XCTUnwrap(page.header("Content-Security-Policy"))
+        XCTAssertTrue(policy.contains("default-src 'none'") && policy.contains("script-src 'self'"), policy)
+        XCTAssertFalse(policy.contains("unsafe-inline"))
+        XCTAssertNil(page.text.range(of: #"<script(?![^>]*\bsrc=)[^>]*>"#, options: .regularExpression), "no inline script")
+        for file in ["app.js", "api.js", "values.js", "records.js", "views.js"] {
+            let script = try client.request("GET", "/\(file)")
+            XCTAssertEqual(script.status, 200, file)
+            XCTAssertEqual(script.header("Content-Type"), "text/javascript; charset=utf-8")
+        }
+        XCTAssertEqual(try client.request("GET", "/style.css").status, 200)
+        XCTAssertEqual(try client.request("GET", "/../etc/passwd").status, 404)
+        XCTAssertEqual(try client.request("HEAD", "/").status, 200)
+    }
+    func testAStreamFromASeqOlderThanTheKeptTombstonesSaysExpired() throws {
+        let purging = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tombstone-ttl", "1"])
+        try purging.addUser("alice", password: "pw")
+        try purging.start()
+        let client = try HTTPTestClient.login(port: purging.httpPort, "alice", "pw")
+        XCTAssertEqual(try client.request("POST", "/api/collections", json: #"{"name":"c"}"#).status, 201)
+        XCTAssertEqual(try client.request("PUT", "/api/collections/c/records/a", headers: ["If-None-Match": "*"], json: "{}").status, 201)
+        XCTAssertEqual(try client.request("PUT", "/api/collections/c/records/b", headers: ["If-None-Match": "*"], json: "{}").status, 201)
+        XCTAssertEqual(try client.request("DELETE", "/api/collections/c/records/a", headers: ["If-Match": "\"1\""]).status, 200)
+        // Purged within a second or two of passing the TTL: resume from before it until refused.
+        let deadline = Date().addingTimeInterval(15)
+        var last: ServerSentEvent?
+        while Date() < deadline, last?.event != "expired" {
+            let stream = try HTTPTestClient(port: purging.httpPort)
+            stream.token = client.token
+            try stream.send("GET", "/api/collections/c/events", headers: ["Last-Event-ID": "1"])
+            XCTAssertEqual(try stream.head().status, 200)
+            repeat { last = try stream.nextEvent() } while last?.event == "change"
+            if last?.event != "expired" { usleep(200_000) }
+        }
+        XCTAssertEqual(last?.data.contains("reload from 0"), true)
+        XCTAssertEqual(last?.event, "expired")
+    }
+
+    func testHTTPConnectionsCountInTheServersConnectionLimit() throws {
+        let small = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--max-connections", "2"])
+        try small.addUser("alice", password: "pw")
+        try small.start()
+        let first = try HTTPTestClient.login(port: small.httpPort, "alice", "pw")
+        let second = try small.login("alice", "pw")
+        let third = try HTTPTestClient(port: small.httpPort)
+        let refused = try third.response()
+        XCTAssertEqual(refused.status, 503)
+        XCTAssertEqual(refused.json["error"] as? String, "BUSY")
+        XCTAssertEqual(try first.request("GET", "/api/me").status, 200)
+        try second.expect("p PING", equals: "p OK PONG")
+    }
+
+    func testUnderTLSTheAPIIsHTTPSAndTheCookieIsSecure() throws {
+        let secure = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tls"])
+        try secure.addUser("alice", password: "pw")
+        try secure.start()
+        let (status, output, error) = try PlistSyncBinary.runTool(
+            "/usr/bin/curl", ["-sk", "-i", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"user":"alice","password":"pw"}"#,
+                "https://127.0.0.1:\(secure.httpPort)/api/login"])
+        XCTAssertEqual(status, 0, error)
+        XCTAssertTrue(output.hasPrefix("HTTP/1.1 200 OK"), output)
+        let cookie = try XCTUnwrap(output.split(separator: "\r\n").first { $0.hasPrefix("Set-Cookie:") })
+        XCTAssertTrue(cookie.contains("; Secure"), String(cookie))
+        let plain = try HTTPTestClient(port: secure.httpPort)
+        try plain.send("GET", "/api/me")
+        XCTAssertTrue(plain.connection.closedByServer(), "plaintext on the HTTPS port is not served")
+    }
+}
