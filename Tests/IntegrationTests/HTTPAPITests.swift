@@ -357,4 +357,21 @@ final class HTTPAPITests: XCTestCase {
         try plain.send("GET", "/api/me")
         XCTAssertTrue(plain.connection.closedByServer(), "plaintext on the HTTPS port is not served")
     }
+    func testAStreamWhoseClientLeavesIsClosedAndUnsubscribed() throws {
+        let client = try aliceWithCollection("contacts")
+        var stream: HTTPTestClient? = try HTTPTestClient(port: server.httpPort)
+        stream!.token = client.token
+        try stream!.send("GET", "/api/collections/contacts/events")
+        XCTAssertEqual(try stream!.head().status, 200)
+        XCTAssertEqual(try stream!.nextEvent()?.event, "ready")
+        XCTAssertEqual(try client.request("GET", "/api/status").json["subscribers"] as? Int, 1)
+        stream = nil  // closes the socket
+        let deadline = Date().addingTimeInterval(5)
+        var status: [String: Any] = [:]
+        repeat {
+            status = try client.request("GET", "/api/status").json
+        } while (status["subscribers"] as? Int != 0 || status["connections"] as? Int != 1) && Date() < deadline
+        XCTAssertEqual(status["subscribers"] as? Int, 0)
+        XCTAssertEqual(status["connections"] as? Int, 1)
+    }
 }

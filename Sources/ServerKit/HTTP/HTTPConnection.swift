@@ -39,6 +39,8 @@ final class HTTPConnection {
         connection.onEnd = { [unowned self] end in
             if case .failed = end { return self.connection.close() }
             inputEnded = true
+            // An event stream has no end but the client's: it went away.
+            stream?.finish(closeConnection: true)
             if current == nil, waiting.isEmpty { self.connection.closeAfterWriting() }
         }
         connection.onDrain = { [unowned self] in
