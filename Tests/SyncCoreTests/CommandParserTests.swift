@@ -32,6 +32,7 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t DEL c x 2"), .delete(collection: "c", id: "x", baseRev: 2))
         XCTAssertEqual(try command("t GET c x"), .get(collection: "c", id: "x"))
         XCTAssertEqual(try command("t LIST c"), .list(collection: "c"))
+        XCTAssertEqual(try command("t MEMBERS c"), .members(collection: "c"))
         XCTAssertEqual(try command("t SUB c SINCE 7"), .subscribe(collection: "c", since: 7))
         XCTAssertEqual(try command("t UNSUB c"), .unsubscribe(collection: "c"))
         XCTAssertEqual(try command("t PING"), .ping)
@@ -44,7 +45,7 @@ final class CommandParserTests: XCTestCase {
     func testEveryTableEntryMakesACommandOfItsOwnVerb() throws {
         let samples = [
             "HELLO": "HELLO 1", "AUTH": "AUTH alice pw", "TOKEN": "TOKEN LIST", "CREATE": "CREATE c", "DROP": "DROP c", "RENAME": "RENAME c d",
-            "COLLECTIONS": "COLLECTIONS", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
+            "COLLECTIONS": "COLLECTIONS", "MEMBERS": "MEMBERS c", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
             "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
         ]
         XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
@@ -108,7 +109,7 @@ final class CommandEncodingTests: XCTestCase {
             .hello(version: "1", clientName: "plistsync-agent"), .hello(version: "1", clientName: nil),
             .auth(user: "alice", password: "pass word \"quoted\""), .authToken("pst_0123"),
             .tokenNew(label: "alice's laptop"), .tokenNew(label: nil), .tokenRevoke("3f2a9c1b7d4e"), .tokenList,
-            .create(collection: "contacts"), .drop(collection: "contacts"), .rename(from: "notes", to: "memos"), .collections,
+            .create(collection: "contacts"), .drop(collection: "contacts"), .rename(from: "notes", to: "memos"), .collections, .members(collection: "contacts"),
             .grant(collection: "contacts", user: "bob", role: .write), .grant(collection: "contacts", user: "bob", role: nil),
             .put(collection: "contacts", id: "Ada L", baseRev: 0, fieldsJSON: #"{"a":1,"n":"x y"}"#),
             .put(collection: "contacts~conflicts", id: "Ada.sync-conflict-20261201-070000-laptop", baseRev: 2, fieldsJSON: "{}"),

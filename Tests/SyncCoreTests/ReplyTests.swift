@@ -21,7 +21,7 @@ final class ReplyTests: XCTestCase {
             .written(.put, collection: "c", id: "desk lamp", rev: 2, seq: 9), .written(.move, collection: "c", id: "a", rev: 3, seq: 10),
             .written(.delete, collection: "c", id: "a", rev: 4, seq: 11), .record(collection: "c", id: "a", rev: 4, position: nil),
             .listed(collection: "c", count: 3, seq: 12), .subscribed(collection: "c~conflicts", through: 0), .unsubscribed(collection: "c"),
-            .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .token("Zm9vYmFy"),
+            .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .members(collection: "c", count: 3), .token("Zm9vYmFy"),
             .tokens(count: 4), .tokenRevoked, .pong, .bye, .other(["WARP", "9"]),
         ]
         for reply in replies {

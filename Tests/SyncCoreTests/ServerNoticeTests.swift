@@ -24,6 +24,8 @@ final class ServerNoticeTests: XCTestCase {
     func testTheLinesWithoutADedicatedEventKeepTheirWordsAndTokensReadBack() throws {
         guard case .other(let unsub) = try read(.unsubscribedRevoked("c")) else { return XCTFail("UNSUB") }
         XCTAssertEqual(unsub.words, ["UNSUB", "c", "REVOKED"])
+        guard case .other(let member) = try read(.member(user: "bob", role: .write)) else { return XCTFail("MEMBER") }
+        XCTAssertEqual(member.words, ["MEMBER", "bob", "write"])
         let token = TokenInfo(hash: String(repeating: "ab", count: 32), user: "alice", label: "alice's laptop", createdAt: 0, lastUsedAt: nil)
         XCTAssertEqual(try read(.token(token, isThisConnection: true)),
                        .token(TokenListing(id: "abababababab", created: "1970-01-01T00:00:00Z", lastUsed: nil, isThisConnection: true, label: "alice's laptop")))
