@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 # openssl: TLS tests replay a transcript through s_client; systemd: systemd-analyze checks the units;
 # postgresql: the cluster tests start a throwaway PostgreSQL server (initdb in a temp folder);
 # haproxy: a cluster test fails a node over through Deploy/cluster/haproxy.cfg; curl: the HTTP API
-# tests replay Protocol/HTTP.md's examples and speak HTTPS.
-bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl
+# tests replay Protocol/HTTP.md's examples and speak HTTPS; chromium, chromium-driver, python3-selenium:
+# BrowserTests drive the web console in a headless Chromium (Tests/Browser/console.py).
+bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl chromium chromium-driver python3-selenium
 swift build --build-tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -116,7 +116,8 @@ function row(record) {
     if (!v || editable.has(v.type)) {
       td.tabIndex = 0;
       td.addEventListener('dblclick', () => startEdit(record.id, name, td));
-      td.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === 'F2') { e.preventDefault(); startEdit(record.id, name, td); } });
+      // Only the cell's own keys: Enter in its editor bubbles up here too.
+      td.addEventListener('keydown', (e) => { if (e.target === td && (e.key === 'Enter' || e.key === 'F2')) { e.preventDefault(); startEdit(record.id, name, td); } });
     } else {
       td.title = 'edit this kind of value with an agent or the API';
     }
@@ -165,11 +166,11 @@ function startEdit(id, field, td) {
   td.replaceChildren(input);
   input.focus();
   let finished = false;
-  const finish = async (save) => {
+  const finish = async (keep) => {
     if (finished) return;
     finished = true;
     let value = null;
-    if (save) {
+    if (keep) {
       try { value = readEditor(type, input); } catch (error) { say(error.message, true); finished = false; input.focus(); return; }
     }
     editing = null;
@@ -177,9 +178,10 @@ function startEdit(id, field, td) {
     const latest = records.get(id);
     const old = rows.get(id);
     if (latest && old) { const fresh = row(latest); old.replaceWith(fresh); rows.set(id, fresh); }
-    if (save && !sameValue(value, base.fields.get(field))) await save(id, field, value, base);
+    if (keep && !sameValue(value, base.fields.get(field))) await save(id, field, value, base);
   };
   input.addEventListener('keydown', (e) => {
+    e.stopPropagation();
     if (e.key === 'Enter') { e.preventDefault(); finish(true); }
     if (e.key === 'Escape') { e.preventDefault(); finish(false); rows.get(id)?.querySelector(`td[data-field="${CSS.escape(field)}"]`)?.focus(); }
   });

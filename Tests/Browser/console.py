@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Drives the web console in a real headless Chromium (Selenium), one scenario a run, for
+Tests/IntegrationTests/BrowserTests.swift, which sets the server up and checks what reached the
+line protocol and the agents. Prints `RESULT <key> <value>` lines for it to assert on; exits 1
+with the reason on stderr when a step does not happen within its deadline.
+
+    console.py SCENARIO HTTP_URL LINE_PORT USER PASSWORD [ARGS...]
+"""
+import json
+import socket
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+
+def result(key, value):
+    print(f"RESULT {key} {value}", flush=True)
+
+
+def fail(reason):
+    print(reason, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def until(what, condition, seconds=10.0):
+    """Polls `condition` until it gives something truthy; fails with `what` past the deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except WebDriverException:
+            pass
+        if time.monotonic() > deadline:
+            fail(f"timed out: {what}")
+        time.sleep(0.02)
+
+
+class Line:
+    """A line-protocol connection (PROTOCOL.md), logged in."""
+
+    def __init__(self, port, user, password):
+        self.socket = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buffer = b""
+        self.ask(f"h HELLO 1")
+        self.ask(f"a AUTH {user} {password}")
+
+    def ask(self, request):
+        tag = request.split(" ", 1)[0]
+        self.socket.sendall(request.encode() + b"\n")
+        while True:
+            line = self.line()
+            if line.startswith(tag + " "):
+                return line
+
+    def line(self):
+        while b"\n" not in self.buffer:
+            chunk = self.socket.recv(65536)
+            if not chunk:
+                fail("the line-protocol connection closed")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode()
+
+
+def browser(width=1280, height=900):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={width},{height}"]:
+        options.add_argument(argument)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def log_in(driver, url, user, password):
+    driver.get(url)
+    until("the login form", lambda: driver.find_element(By.ID, "login-user").is_displayed())
+    driver.find_element(By.ID, "login-user").send_keys(user)
+    driver.find_element(By.ID, "login-password").send_keys(password + Keys.ENTER)
+    until("the records view", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+
+
+def open_collection(driver, name):
+    until(f"collection {name} in the picker", lambda: driver.find_elements(By.CSS_SELECTOR, f"#collection option[value='{name}']"))
+    driver.execute_script("const s = document.querySelector('#collection'); s.value = arguments[0]; s.dispatchEvent(new Event('change'));", name)
+    until("the live indicator", lambda: "on" in driver.find_element(By.ID, "live").get_attribute("class"))
+
+
+def row(driver, record_id):
+    return driver.find_element(By.CSS_SELECTOR, f"#records tbody tr[data-id='{record_id}']")
+
+
+def cell(driver, record_id, field):
+    return row(driver, record_id).find_element(By.CSS_SELECTOR, f"td[data-field='{field}']")
+
+
+def ids(driver):
+    return [tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#records tbody tr")]
+
+
+def edit(driver, record_id, field, value, before_typing=None):
+    target = cell(driver, record_id, field)
+    target.click()
+    target.send_keys(Keys.ENTER)
+    editor = until("the cell's editor", lambda: cell(driver, record_id, field).find_element(By.CSS_SELECTOR, "input, select"))
+    if before_typing:
+        before_typing()
+    editor.send_keys(Keys.CONTROL, "a")
+    editor.send_keys(value + Keys.ENTER)
+
+
+def scenario_login(driver, url, line_port, user, password, args):
+    driver.get(url)
+    until("the login form", lambda: driver.find_element(By.ID, "login-user").is_displayed())
+    driver.find_element(By.ID, "login-user").send_keys(user)
+    driver.find_element(By.ID, "login-password").send_keys("wrong" + Keys.ENTER)
+    message = until("the refusal", lambda: driver.find_element(By.ID, "message").text)
+    result("refused", json.dumps(message))
+    driver.find_element(By.ID, "login-password").clear()
+    driver.find_element(By.ID, "login-password").send_keys(password + Keys.ENTER)
+    until("the records view", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+    result("who", driver.find_element(By.ID, "who").text)
+    open_collection(driver, args[0])
+    result("rows", ",".join(ids(driver)))
+    result("cookie_visible_to_script", json.dumps(driver.execute_script("return document.cookie")))
+
+
+def scenario_live_add(driver, url, line_port, user, password, args):
+    collection, record_id = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    driver.execute_script("window.notReloaded = true")
+    line = Line(line_port, user, password)
+    started = time.monotonic()
+    reply = line.ask(f'p PUT {collection} {record_id} 0 {{"name":"Added by the line protocol"}}')
+    result("put", reply)
+    until("the new row", lambda: record_id in ids(driver), seconds=5)
+    result("seconds", f"{time.monotonic() - started:.3f}")
+    result("not_reloaded", driver.execute_script("return window.notReloaded === true"))
+    result("flashed", "flash" in row(driver, record_id).get_attribute("class"))
+    result("name", cell(driver, record_id, "name").text)
+
+
+def scenario_edit(driver, url, line_port, user, password, args):
+    collection, record_id, field, value = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the row", lambda: record_id in ids(driver))
+    edit(driver, record_id, field, value)
+    until("the saved value", lambda: cell(driver, record_id, field).text == value)
+    result("message", driver.find_element(By.ID, "message").text)
+
+
+def scenario_conflict(driver, url, line_port, user, password, args):
+    collection, record_id, field, mine, theirs = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the row", lambda: record_id in ids(driver))
+    line = Line(line_port, user, password)
+
+    def someone_else_saves():
+        current = line.ask(f"g GET {collection} {record_id}")
+        rev = current.split(" ")[5]
+        result("their_put", line.ask(f'p PUT {collection} {record_id} {rev} {{"{field}":"{theirs}","name":"Ada"}}'))
+        time.sleep(0.3)  # their change reaches the open table while this edit is still open
+
+    edit(driver, record_id, field, mine, before_typing=someone_else_saves)
+    dialog = until("the conflict dialog", lambda: driver.find_element(By.ID, "conflict-dialog").is_displayed() and driver.find_element(By.ID, "conflict-dialog"))
+    result("dialog_mine", driver.find_element(By.ID, "conflict-mine").text)
+    result("dialog_theirs", driver.find_element(By.ID, "conflict-theirs").text)
+    dialog.find_element(By.ID, "keep-mine").click()
+    until("my value in the table", lambda: cell(driver, record_id, field).text == mine)
+
+
+def scenario_drag(driver, url, line_port, user, password, args):
+    collection, moved, anchor = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: moved in ids(driver) and anchor in ids(driver))
+    handle = row(driver, moved).find_element(By.CSS_SELECTOR, "td.handle")
+    target = row(driver, anchor)
+    offset = -target.size["height"] // 4  # the upper half: before the anchor
+    ActionChains(driver).click_and_hold(handle).move_to_element_with_offset(target, 0, offset).pause(0.1) \
+        .move_to_element_with_offset(target, 0, offset).release().perform()
+    until("the new order", lambda: ids(driver).index(moved) == ids(driver).index(anchor) - 1)
+    result("order", ",".join(ids(driver)))
+
+
+def scenario_revoke(driver, url, line_port, user, password, args):
+    label = args[0]
+    log_in(driver, url, user, password)
+    driver.find_element(By.CSS_SELECTOR, "nav a[data-view='devices']").click()
+    button = until("the device's revoke button", lambda: driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Revoke {label}"]'))
+    button.click()
+    until("the device gone from the list", lambda: not driver.find_elements(By.CSS_SELECTOR, f'button[aria-label="Revoke {label}"]'))
+    result("message", driver.find_element(By.ID, "message").text)
+
+
+def scenario_screenshots(driver, url, line_port, user, password, args):
+    collection, folder = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    time.sleep(0.5)
+    for name, (width, height) in {"desktop": (1280, 800), "phone": (390, 844)}.items():
+        driver.set_window_size(width, height)
+        time.sleep(0.4)
+        for view in ["records", "conflicts", "devices", "status"]:
+            driver.execute_script("location.hash = arguments[0]", view)
+            time.sleep(0.6)
+            path = f"{folder}/console-{view}-{name}.png"
+            driver.save_screenshot(path)
+            result("screenshot", path)
+
+
+def main():
+    if len(sys.argv) < 6:
+        fail(__doc__)
+    scenario, url, line_port, user, password, *args = sys.argv[1:]
+    run = globals().get("scenario_" + scenario.replace("-", "_"))
+    if run is None:
+        fail(f"no scenario {scenario}")
+    driver = browser()
+    try:
+        run(driver, url, int(line_port), user, password, args)
+        # Expected refusals show as network errors: /api/me before login, the wrong password,
+        # the stale write of the conflict scenario.
+        expected = {"login": "status of 401", "conflict": "status of 409"}.get(scenario, "\0")
+        errors = [entry["message"] for entry in driver.get_log("browser")
+                  if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and expected not in entry["message"]]
+        result("console_errors", json.dumps(errors))
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    main()
