@@ -41,7 +41,7 @@ let package = Package(
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
-        .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore"]),
+        .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore", "SyncProtocol", "HTTPKit"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat"]),

@@ -89,6 +89,11 @@ export async function grant(collection, user, role) {
   showMembers(collection);
 }
 
+// 2026-12-02T05:25:00Z as 2026-12-02 05:25 UTC.
+function when(time) {
+  return time ? time.replace('T', ' ').replace(/:\d\dZ$/, ' UTC') : '—';
+}
+
 export async function showDevices(onOwnRevoked) {
   const tbody = document.querySelector('#devices tbody');
   tbody.replaceChildren();
@@ -105,7 +110,7 @@ export async function showDevices(onOwnRevoked) {
         } catch (error) { say(error.message, true); }
       }, 'danger'));
       tr.append(element('td', (d.label || '(no label)') + (d.this ? ' (this browser)' : '')), element('td', d.id),
-        element('td', d.created), element('td', d.last_used || '—'), actions);
+        element('td', when(d.created)), element('td', when(d.last_used)), actions);
       tbody.append(tr);
     }
   } catch (error) { say(error.message, true); }

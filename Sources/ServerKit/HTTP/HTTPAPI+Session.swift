@@ -24,7 +24,7 @@ extension HTTPAPI {
         if case .string(let given)? = body["label"] {
             label = given
         } else if let agent = exchange.request.header("User-Agent") {
-            label = "web: " + String(agent.prefix(80))
+            label = "web: " + Self.deviceName(userAgent: agent)
         }
         var bridge = exchange.bridge
         if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
@@ -41,6 +41,18 @@ extension HTTPAPI {
                     headers: [Self.cookie(token, secure: exchange.connection.isSecure)]))
             }
         }
+    }
+
+    /// A short name for the device a User-Agent describes: `Chrome on Linux`, `Safari on
+    /// iPhone`, `curl`; its first word when it names nothing known.
+    static func deviceName(userAgent: String) -> String {
+        let browsers = [("Edg/", "Edge"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"), ("Safari/", "Safari"), ("curl/", "curl")]
+        let systems = [("Android", "Android"), ("iPhone", "iPhone"), ("iPad", "iPad"), ("Mac OS X", "macOS"), ("Windows", "Windows"), ("Linux", "Linux")]
+        guard let browser = browsers.first(where: { userAgent.contains($0.0) })?.1 else {
+            return String(userAgent.prefix { $0 != " " && $0 != "/" }.prefix(40))
+        }
+        guard let system = systems.first(where: { userAgent.contains($0.0) })?.1 else { return browser }
+        return "\(browser) on \(system)"
     }
 
     /// Revokes the token the request logged in with; its connections (this one too, once

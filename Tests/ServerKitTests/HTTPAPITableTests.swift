@@ -1,0 +1,47 @@
+import HTTPKit
+import SyncProtocol
+import XCTest
+
+@testable import ServerKit
+
+/// The API's pure parts: routing patterns, error statuses, device names, record JSON.
+final class HTTPAPITableTests: XCTestCase {
+    func testPatternsCaptureOneSegmentEachAndNeedTheWholePath() {
+        XCTAssertEqual(HTTPAPI.match(["collections", "*", "records", "*"], ["collections", "c", "records", "desk lamp"]), ["c", "desk lamp"])
+        XCTAssertNil(HTTPAPI.match(["collections", "*"], ["collections", "c", "records"]))
+        XCTAssertNil(HTTPAPI.match(["collections", "*", "members"], ["collections", "c", "records"]))
+        XCTAssertEqual(HTTPAPI.match(["status"], ["status"]), [])
+    }
+
+    func testNoTwoRoutesTakeTheSameMethodAndPath() {
+        let routes = HTTPAPI().routes
+        let keys = routes.map { $0.method + " /" + $0.pattern.joined(separator: "/") }
+        XCTAssertEqual(Set(keys).count, keys.count, "\(keys)")
+        XCTAssertEqual(routes.filter { !$0.needsLogin }.map(\.pattern), [["login"]], "only login is open")
+    }
+
+    func testEveryLineErrorCodeHasAClientOrServerErrorStatus() {
+        for code in ErrorCode.allCases {
+            let status = APIResponse.status(of: code)
+            XCTAssertTrue((400..<600).contains(status), "\(code)")
+            XCTAssertEqual(status >= 500, code.isTemporary && code != .rateLimited && code != .quota, "\(code) \(status)")
+        }
+        XCTAssertEqual(APIResponse.status(of: .conflict), 409)
+        XCTAssertEqual(APIResponse.status(of: .authFailed), 401)
+    }
+
+    func testDevicesAreNamedByBrowserAndSystem() {
+        XCTAssertEqual(HTTPAPI.deviceName(userAgent: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"), "Chrome on Linux")
+        XCTAssertEqual(HTTPAPI.deviceName(userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Mobile/15E148 Safari/604.1"), "Safari on iPhone")
+        XCTAssertEqual(HTTPAPI.deviceName(userAgent: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/120.0 Safari/537.36 Edg/120.0"), "Edge on Windows")
+        XCTAssertEqual(HTTPAPI.deviceName(userAgent: "curl/7.88.1"), "curl")
+        XCTAssertEqual(HTTPAPI.deviceName(userAgent: "python-requests/2.31"), "python-requests")
+    }
+
+    func testRecordsShowTheirFieldsOrThatTheyAreDeleted() {
+        XCTAssertEqual(ValueJSON.encode(APIResponse.record(id: "a", rev: "2", position: "a0", fields: ["n": .real(1.0)])),
+                       #"{"fields":{"n":1.0},"id":"a","position":"a0","rev":2}"#)
+        XCTAssertEqual(ValueJSON.encode(APIResponse.record(id: "a", rev: "3", position: "-", fields: nil, seq: "9")),
+                       #"{"deleted":true,"id":"a","rev":3,"seq":9}"#)
+    }
+}
