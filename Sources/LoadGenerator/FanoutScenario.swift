@@ -12,6 +12,9 @@ public struct FanoutScenario {
     /// Changes per second; 0 means blast (64 writes in flight).
     public var rate: Int
     public var collection = "bench_fanout"
+    /// The HTTP API's address: subscribers are event streams there (`GET …/events`) instead of
+    /// line-protocol connections; the writer is the same.
+    public var eventStreams: SocketAddress?
 
     public init(subscribers: Int, messages: Int, rate: Int) {
         self.subscribers = subscribers
@@ -38,6 +41,7 @@ public struct FanoutScenario {
         var failed = false
         var helperFailure: (any Error)?
         let group = SubscriberGroup(tally: DeliveryTally(expected: subscribers * messages))
+        let streams = EventStreamGroup()
         let padding = String(repeating: "x", count: 120)
 
         /// `run`: this run's own record ids (the seq it started from), so a second run against
@@ -98,14 +102,25 @@ public struct FanoutScenario {
                     return setup.close()
                 }
                 let seq = String(current)
+                let fail = {
+                    failed = true
+                    group.close()
+                    streams.close()
+                }
+                if let address = eventStreams {
+                    setup.send(.tokenNew(label: "bench")) { line in
+                        guard case .ok(_, .token(let token), _) = line.reply else { return fail() }
+                        setup.close()
+                        streams.open(
+                            count: subscribers, collection: collection, since: seq, token: token, loop: loop, address: address, tally: group.tally,
+                            ready: { subscribed(since: seq) }, failed: fail, complete: streams.close)
+                    }
+                    return
+                }
                 setup.close()
                 group.open(
                     count: subscribers, collection: collection, since: seq, loop: loop, target: target.subscriberNodes,
-                    ready: { subscribed(since: seq) },
-                    failed: {
-                        failed = true
-                        group.close()
-                    }, complete: group.close)
+                    ready: { subscribed(since: seq) }, failed: fail, complete: group.close)
             }
         }
         loop.run()

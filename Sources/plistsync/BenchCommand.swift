@@ -16,12 +16,15 @@ enum BenchCommand: Subcommand {
                plistsync bench propagate [--trials N] [--burst N] [--initial N]
                plistsync bench propagate --file-kind array|archive [--elements N] [--trials N]
                plistsync bench connections [--count K]
+               plistsync bench http [--clients N] [--seconds S]
+               plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
 
         OPTIONS:
-          --clients N        (put) Connections, each pipelining (default 16).
-          --seconds S        (put) Measuring time (default 5).
+          --clients N        (put) Connections, each pipelining (default 16); (http)
+                             connections, one request in flight on each (default 16).
+          --seconds S        (put, http) Measuring time (default 5; http: each of 4 runs).
           --window W         (put) PUTs in flight per connection (default 16).
           --subscribers M    (fanout) Subscribed connections (default 100).
           --messages K       (fanout) Changes written (default 2000).
@@ -32,7 +35,8 @@ enum BenchCommand: Subcommand {
           --initial N        (propagate) Records an empty folder's first sync pulls (default 10000).
           --file-kind K      (propagate) Time an attached app file instead: array or archive.
           --elements N       (propagate --file-kind) Elements in that file (default 1000).
-          --count K          (connections) Idle subscribed connections (default 10000).
+          --count K          (connections) Idle subscribed connections (default 10000);
+                             (sse) idle event streams (default 1000).
           --peer NAME        Measure that peer instead: redis, postgres, etcd (put, fanout), nats
                              (fanout) at --server; syncthing (propagate) between --folders A,B.
           --rescan HOST:PORT (propagate --peer syncthing) Ask A's Syncthing (REST API, --api-key
@@ -58,7 +62,7 @@ enum BenchCommand: Subcommand {
                            "fingerprint", "ca"],
             flagOptions: ["tls"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
-            throw UsageError("name one scenario: put, fanout, propagate or connections")
+            throw UsageError("name one scenario: put, fanout, propagate, connections, http or sse")
         }
         if let peerName = options.value("peer") {
             if peerName == "syncthing" {
@@ -120,11 +124,15 @@ enum BenchCommand: Subcommand {
             print(String(format: "connections: %d idle subscribed connections in %.1f s; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per connection; one change reached %d of them",
                          result.connections, result.setupSeconds, Double(before) / 1024, Double(after) / 1024, perConnection, result.delivered))
             try record([("idle connection RSS", perConnection, "KiB")], of: "plistsync", options)
+        case "http", "sse":
+            guard let throwaway else { throw UsageError("\(scenario) starts its own server (with its HTTP API); leave out --server") }
+            let httpAddress = SocketAddress(host: "127.0.0.1", port: throwaway.httpPort)
+            if scenario == "http" { try compareRequests(target, httpAddress, options) } else { try compareFanout(throwaway, target, httpAddress, options) }
         case "propagate":
             guard let throwaway else { throw UsageError("propagate starts its own server and agents; leave out --server") }
             try propagate(throwaway, target, options)
         default:
-            throw UsageError("unknown scenario '\(scenario)': put, fanout, propagate or connections")
+            throw UsageError("unknown scenario '\(scenario)': put, fanout, propagate, connections, http or sse")
         }
     }
 }

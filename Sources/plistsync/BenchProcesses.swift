@@ -36,6 +36,8 @@ final class AgentProcess {
 /// `bench` account, removed again by `stop()`.
 final class ThrowawayServer {
     let port: Int
+    /// Its HTTP API's port.
+    private(set) var httpPort = 0
     let folder: String
     /// The self-signed certificate's fingerprint when the server speaks TLS.
     private(set) var fingerprint: String?
@@ -56,13 +58,15 @@ final class ThrowawayServer {
         add.waitUntilExit()
         let portFile = folder + "/port"
         process.executableURL = executable
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"] + (tls ? ["--tls"] : [])
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"]
+            + (tls ? ["--tls"] : [])
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         BenchChildren.track(process)
         for _ in 0..<500 {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
                 self.port = port
+                httpPort = (try? String(contentsOfFile: portFile + ".http", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
                 if tls { fingerprint = Fingerprint.ofCertificate(at: folder + "/tls/cert.pem") }
                 return
             }

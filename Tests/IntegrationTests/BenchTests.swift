@@ -38,4 +38,24 @@ final class BenchTests: XCTestCase {
         XCTAssertEqual(syncthingStatus, 64)
         XCTAssertTrue(syncthingErrors.contains("--peer syncthing works with propagate"), syncthingErrors)
     }
+    func testHTTPComparesGetAndPutWithTheLineProtocolWithoutErrors() throws {
+        let record = recordFile()
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let (status, output, errors) = try PlistSyncBinary.run(["bench", "http", "--clients", "2", "--seconds", "1", "--record", record])
+        XCTAssertEqual(status, 0, errors)
+        for shape in ["GET c2 line", "GET c2 http", "PUT c2 line", "PUT c2 http"] {
+            XCTAssertTrue(output.contains("\(shape): ") && !output.contains("\(shape): 0 requests/s"), output)
+        }
+        XCTAssertEqual(output.components(separatedBy: "(0 errors)").count - 1, 4, output)
+        let names = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map { $0.split(separator: "\t")[0] }
+        XCTAssertTrue(names.contains("GET c2 http/line") && names.contains("PUT c2 http/line"), "\(names)")
+    }
+
+    func testSSEDeliversEveryChangeToEveryStreamAndMeasuresIdleStreams() throws {
+        let (status, output, errors) = try PlistSyncBinary.run(["bench", "sse", "--subscribers", "10", "--messages", "50", "--rate", "0", "--count", "20"])
+        XCTAssertEqual(status, 0, errors)
+        XCTAssertTrue(output.contains("fanout s10 blast line: ") && output.contains("fanout s10 blast sse: "), output)
+        XCTAssertEqual(output.components(separatedBy: "(500 of 500 delivered").count - 1, 2, output)
+        XCTAssertTrue(output.contains("idle event streams: 20 open;") && output.contains("one change reached 20 of them"), output)
+    }
 }
