@@ -26,6 +26,11 @@ public struct HTTPRequest: Sendable, Equatable {
         return headers.first { $0.name.lowercased() == wanted }?.value
     }
 
+    /// Roughly the bytes the request holds: target, headers and body.
+    public var heldBytes: Int {
+        target.utf8.count + body.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+    }
+
     /// The target's path, without the query.
     public var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
 }

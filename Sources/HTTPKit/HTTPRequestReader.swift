@@ -12,6 +12,10 @@ public final class HTTPRequestReader {
     /// follows it is not read.
     public private(set) var isClosed = false
 
+    /// Bytes of the request being read (its head and body so far): what a connection holds
+    /// for it.
+    public var bufferedBytes: Int { headerBytes + body.count }
+
     private let parser: UnsafeMutablePointer<http_parser>
     private let settings: UnsafeMutablePointer<http_parser_settings>
     private var target: [UInt8] = []

@@ -152,8 +152,9 @@ final class Session {
 
     /// Bytes sent and not yet taken by the client.
     var pendingOutputBytes: Int { transport.pendingOutputBytes }
-    /// Bytes this connection holds: output not yet taken, requests read and not yet done.
-    var bufferedBytes: Int { transport.pendingOutputBytes + inboxBytes + framer.bufferedByteCount }
+    /// Bytes this connection holds: output not yet taken, requests read and not yet done (the
+    /// session's and the connection's own).
+    var bufferedBytes: Int { transport.pendingOutputBytes + transport.heldInputBytes + inboxBytes + framer.bufferedByteCount }
 
     // MARK: - Input
 

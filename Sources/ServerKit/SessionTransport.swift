@@ -7,9 +7,17 @@ protocol SessionTransport: AnyObject {
     var peerHost: String? { get }
     /// Bytes sent and not yet taken by the client.
     var pendingOutputBytes: Int { get }
+    /// Bytes the connection read and holds outside the session (an HTTP connection's requests
+    /// waiting their turn); the memory budget counts them.
+    var heldInputBytes: Int { get }
     /// Starts feeding `session`'s input methods.
     func attach(_ session: Session)
     /// Carries out `send`, `sendBytes`, `pauseReading`, `resumeReading`, `close` and
     /// `closeNow` (the server carries out the rest).
     func perform(_ action: SessionAction)
+}
+
+extension SessionTransport {
+    /// A connection that hands every byte to its session at once holds none.
+    var heldInputBytes: Int { 0 }
 }

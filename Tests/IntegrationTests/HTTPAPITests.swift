@@ -374,4 +374,22 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(status["subscribers"] as? Int, 0)
         XCTAssertEqual(status["connections"] as? Int, 1)
     }
+    func testHalfSentBodiesOfConnectionsNotLoggedInCountInTheMemoryBudget() throws {
+        let tight = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--max-buffered-bytes", "4000000", "--preauth-timeout", "120"])
+        try tight.addUser("alice", password: "pw")
+        try tight.start()
+        let user = try HTTPTestClient.login(port: tight.httpPort, "alice", "pw")
+        let chunk = [UInt8](repeating: 0x61, count: 900_000)
+        var hoarders: [HTTPTestClient] = []
+        for _ in 0..<10 {
+            let hoarder = try HTTPTestClient(port: tight.httpPort)
+            try hoarder.connection.send(bytes: Array("POST /api/login HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n".utf8) + chunk)
+            hoarders.append(hoarder)
+        }
+        // 9 MB held against a 4 MB budget: connections not logged in are closed until it fits.
+        let closed = hoarders.filter { $0.connection.closedByServer(within: 3) }.count
+        XCTAssertGreaterThanOrEqual(closed, 6, "at most 4 MB stays held")
+        XCTAssertTrue(tight.log().contains("more than --max-buffered-bytes"), tight.log())
+        XCTAssertEqual(try user.request("GET", "/api/me").status, 200, "the logged-in client is kept")
+    }
 }

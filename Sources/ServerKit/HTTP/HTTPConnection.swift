@@ -14,6 +14,7 @@ final class HTTPConnection {
     let isSecure: Bool
     private let reader: HTTPRequestReader
     private var waiting = FIFO<HTTPRequest>()
+    private var waitingBytes = 0
     /// The request being answered.
     private(set) var current: HTTPRequest?
     private(set) var bridge: LineBridge!
@@ -23,8 +24,9 @@ final class HTTPConnection {
     private var closing = false
     private var inputEnded = false
 
-    /// Requests read and waiting for their turn beyond which reading pauses.
+    /// Requests read and waiting for their turn (and their bytes) beyond which reading pauses.
     static let maxWaitingRequests = 16
+    static let maxWaitingBytes = 1 << 20
     /// Response bytes the client has not taken beyond which the next request waits.
     static let pauseAtOutputBytes = 1 << 20
 
@@ -57,11 +59,16 @@ final class HTTPConnection {
 
     var peerHost: String? { connection.peer?.host }
     var pendingOutputBytes: Int { connection.pendingOutputBytes }
+    /// Requests read and not yet answered, the one being read included.
+    var heldInputBytes: Int { waitingBytes + reader.bufferedBytes }
 
     private func received(_ bytes: [UInt8]) {
         guard !closing else { return }
-        for request in reader.feed(bytes) { waiting.append(request) }
-        if waiting.count >= Self.maxWaitingRequests { connection.stopReading() }
+        for request in reader.feed(bytes) {
+            waiting.append(request)
+            waitingBytes += request.heldBytes
+        }
+        if waiting.count >= Self.maxWaitingRequests || waitingBytes >= Self.maxWaitingBytes { connection.stopReading() }
         serveNext()
     }
 
@@ -83,6 +90,7 @@ final class HTTPConnection {
                 }
                 return
             }
+            waitingBytes -= request.heldBytes
             current = request
             front.api.serve(request, on: self)
         }
@@ -92,7 +100,9 @@ final class HTTPConnection {
     func respond(_ response: HTTPResponse) {
         guard let request = current else { return }
         let keepAlive = request.keepAlive && !closing && !(reader.isClosed && waiting.isEmpty)
-        connection.write(response.encoded(keepAlive: keepAlive, headOnly: request.method == "HEAD"))
+        let bytes = response.encoded(keepAlive: keepAlive, headOnly: request.method == "HEAD")
+        front.server.noteQueued(bytes.count)
+        connection.write(bytes)
         current = nil
         if !keepAlive {
             closing = true
@@ -104,6 +114,7 @@ final class HTTPConnection {
 
     /// Writes part of a streamed response (its head, chunks); `respond` is not called for it.
     func write(_ text: String) {
+        front.server.noteQueued(text.utf8.count)
         connection.write(text)
     }
 

@@ -35,6 +35,7 @@ final class LineBridge: SessionTransport {
     }
 
     var pendingOutputBytes: Int { owner?.pendingOutputBytes ?? 0 }
+    var heldInputBytes: Int { owner?.heldInputBytes ?? 0 }
 
     func attach(_ session: Session) {
         self.session = session
