@@ -392,4 +392,16 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertTrue(tight.log().contains("more than --max-buffered-bytes"), tight.log())
         XCTAssertEqual(try user.request("GET", "/api/me").status, 200, "the logged-in client is kept")
     }
+    func testShutdownEndsAnOpenStreamWithByeAndTheServerExitsCleanly() throws {
+        let client = try aliceWithCollection("contacts")
+        let stream = try HTTPTestClient(port: server.httpPort)
+        stream.token = client.token
+        try stream.send("GET", "/api/collections/contacts/events")
+        XCTAssertEqual(try stream.head().status, 200)
+        XCTAssertEqual(try stream.nextEvent()?.event, "ready")
+        XCTAssertEqual(try client.request("HEAD", "/api/collections").status, 405, "no HEAD on the API")
+        XCTAssertEqual(server.stop(signal: SIGTERM), 0)
+        XCTAssertEqual(try stream.nextEvent(), ServerSentEvent(event: "bye", id: nil, data: #"{"reason":"SHUTDOWN"}"#))
+        XCTAssertTrue(stream.connection.closedByServer())
+    }
 }

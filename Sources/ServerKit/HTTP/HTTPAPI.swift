@@ -40,8 +40,8 @@ final class HTTPAPI {
         var allowed: [String] = []
         for route in routes {
             guard let captures = Self.match(route.pattern, path) else { continue }
-            let method = request.method == "HEAD" ? "GET" : request.method
-            guard route.method == method else {
+            // No HEAD on the API: listings and event streams are written as they are read.
+            guard route.method == request.method else {
                 allowed.append(route.method)
                 continue
             }
