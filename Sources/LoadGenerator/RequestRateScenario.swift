@@ -31,14 +31,8 @@ public struct RequestRateScenario {
         self.httpAddress = httpAddress
     }
 
-    public struct Result: Sendable {
-        public var answered: Int
-        public var seconds: Double
-        public var latency: LatencySummary
-        public var errors: Int
-
-        public var perSecond: Double { Double(answered) / seconds }
-    }
+    /// Requests answered count as `acknowledged`, as PUTs do in `bench put`.
+    public typealias Result = PutScenario.Result
 
     static let padding = String(repeating: "x", count: 150)
 
@@ -183,7 +177,7 @@ public struct RequestRateScenario {
         loop.run()
         loop.close()
         guard !failed, endNanos > startNanos else { return nil }
-        return Result(answered: answered, seconds: Double(endNanos - startNanos) / 1e9, latency: latencies.summary, errors: errors)
+        return Result(acknowledged: answered, seconds: Double(endNanos - startNanos) / 1e9, latency: latencies.summary, errors: errors)
     }
 
     /// A whole line-protocol reply (`r OK …` / `r ERR …` up to its LF) at the buffer's start.

@@ -289,11 +289,7 @@ final class LineClient: @unchecked Sendable {
             scanned = buffer.count
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else { throw Failure(description: "timed out waiting for a line; have \(String(decoding: buffer[bufferStart...].prefix(300), as: UTF8.self))") }
-            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let count = recv(socket, &chunk, chunk.count, 0)
-            if count <= 0 {
+            if !receive(within: remaining) {
                 if bufferStart == buffer.count { return nil }
                 let line = String(decoding: buffer[bufferStart...], as: UTF8.self)
                 buffer.removeAll()
@@ -301,8 +297,18 @@ final class LineClient: @unchecked Sendable {
                 scanned = 0
                 return line
             }
-            buffer.append(contentsOf: chunk[0..<count])
         }
+    }
+
+    /// Waits up to `seconds` for bytes and keeps what comes; false when the server closed.
+    private func receive(within seconds: TimeInterval) -> Bool {
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, Int32(seconds * 1000) + 1) > 0 else { return true }
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = recv(socket, &chunk, chunk.count, 0)
+        guard count > 0 else { return false }
+        buffer.append(contentsOf: chunk[0..<count])
+        return true
     }
 
     /// The next `count` bytes; fewer when the server closed the connection first.
@@ -311,12 +317,7 @@ final class LineClient: @unchecked Sendable {
         while buffer.count - bufferStart < count {
             let remaining = deadline.timeIntervalSinceNow
             guard remaining > 0 else { throw Failure(description: "timed out waiting for \(count) bytes; have \(buffer.count - bufferStart)") }
-            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let received = recv(socket, &chunk, chunk.count, 0)
-            if received <= 0 { break }
-            buffer.append(contentsOf: chunk[0..<received])
+            if !receive(within: remaining) { break }
         }
         let end = min(buffer.count, bufferStart + count)
         let bytes = Array(buffer[bufferStart..<end])
