@@ -195,6 +195,11 @@ final class HTTPAPITests: XCTestCase {
         let two = try client.response()
         XCTAssertEqual(two.json["id"] as? String, "two")
         XCTAssertEqual(two.json["position"] as? String, "a1")
+
+        // More than a connection holds waiting (16): reading pauses and resumes, none is lost.
+        let ids = ["one", "two", "three"]
+        try client.connection.send(bytes: (0..<60).flatMap { client.requestBytes("GET", "/api/collections/inventory/records/\(ids[$0 % 3])") })
+        XCTAssertEqual(try (0..<60).map { _ in try client.response().json["id"] as? String }, (0..<60).map { ids[$0 % 3] })
     }
 
     func testBadInputGetsAClear4xxAndTheServerKeepsServing() throws {

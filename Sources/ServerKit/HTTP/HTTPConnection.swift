@@ -23,6 +23,7 @@ final class HTTPConnection {
     /// No request is read or started any more: the session ended or the client asked to close.
     private var closing = false
     private var inputEnded = false
+    private var readingPaused = false
 
     /// Requests read and waiting for their turn (and their bytes) beyond which reading pauses.
     static let maxWaitingRequests = 16
@@ -68,7 +69,10 @@ final class HTTPConnection {
             waiting.append(request)
             waitingBytes += request.heldBytes
         }
-        if waiting.count >= Self.maxWaitingRequests || waitingBytes >= Self.maxWaitingBytes { connection.stopReading() }
+        if !readingPaused, waiting.count >= Self.maxWaitingRequests || waitingBytes >= Self.maxWaitingBytes {
+            readingPaused = true
+            connection.stopReading()
+        }
         serveNext()
     }
 
@@ -85,7 +89,8 @@ final class HTTPConnection {
                     connection.closeAfterWriting()
                 } else if inputEnded {
                     connection.closeAfterWriting()
-                } else if waiting.count < Self.maxWaitingRequests / 2 {
+                } else if readingPaused {
+                    readingPaused = false
                     connection.startReading()
                 }
                 return
