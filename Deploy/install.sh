@@ -17,6 +17,7 @@ if [ "$(id -u)" -ne 0 ] && [ -z "$destdir" ]; then sudo=sudo; fi
 $sudo install -D -m 0755 .build/release/plistsync "$destdir$prefix/bin/plistsync"
 $sudo install -D -m 0644 README.md "$destdir$prefix/share/doc/plistsync/README.md"
 $sudo install -D -m 0644 Protocol/PROTOCOL.md "$destdir$prefix/share/doc/plistsync/PROTOCOL.md"
+$sudo install -D -m 0644 Protocol/HTTP.md "$destdir$prefix/share/doc/plistsync/HTTP.md"
 for unit in plistsync.service plistsync-agent@.service; do
     sed "s|/usr/local/bin/plistsync|$prefix/bin/plistsync|g" "Deploy/$unit" > "/tmp/$unit.$$"
     $sudo install -D -m 0644 "/tmp/$unit.$$" "$destdir/etc/systemd/system/$unit"
