@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import SyncCore
 
 /// `bench http`: requests per second for one kind of request (GET or PUT of a ~200-byte
 /// record) over the line protocol or the HTTP API, with the same record, the same number of
@@ -113,13 +114,15 @@ public struct RequestRateScenario {
                     guard let auth = greeting.split(separator: 0x0A).first(where: { $0.starts(with: "a ".utf8) }) else { return }
                     guard auth.starts(with: "a OK".utf8) else { return fail() }
                     drive(connection, request: { rev in
-                        let line = operation == .get ? "r GET \(collection) \(id)\n" : "r PUT \(collection) \(id) \(rev) \(Self.fields(index, rev))\n"
-                        return Array(line.utf8)
+                        let command: Command = operation == .get
+                            ? .get(collection: collection, id: id) : .put(collection: collection, id: id, baseRev: Int64(rev), fieldsJSON: Self.fields(index, rev))
+                        return Array("r \(command.requestText)\n".utf8)
                     }, answer: Self.lineReply)
                     clientReady()
                 }
                 connection.onEnd = { _ in if measuring { fail() } }
-                connection.write("h HELLO 1\na AUTH \(target.user) \(target.password)\n")
+                let hello = Command.hello(version: "1", clientName: "bench"), auth = Command.auth(user: target.user, password: target.password)
+                connection.write("h \(hello.requestText)\na \(auth.requestText)\n")
                 connection.startReading()
             }
         }

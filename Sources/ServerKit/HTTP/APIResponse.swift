@@ -8,7 +8,12 @@ enum APIResponse {
     static let apiHeaders = [HTTPHeader("Cache-Control", "no-store"), HTTPHeader("X-Content-Type-Options", "nosniff")]
 
     static func json(_ status: Int, _ value: Value, headers: [HTTPHeader] = []) -> HTTPResponse {
-        HTTPResponse(status: status, contentType: "application/json", text: ValueJSON.encode(value) + "\n", headers: apiHeaders + headers)
+        jsonText(status, ValueJSON.encode(value), headers: headers)
+    }
+
+    /// A body that is JSON text already.
+    static func jsonText(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "application/json", text: text + "\n", headers: apiHeaders + headers)
     }
 
     static func object(_ status: Int, _ members: [String: Value], headers: [HTTPHeader] = []) -> HTTPResponse {
@@ -68,7 +73,19 @@ enum APIResponse {
     static func record(_ line: ServerLine, from index: Int, seq: String? = nil) -> Value? {
         guard line.words.count >= index + 3 else { return nil }
         let words = line.words
-        return record(id: words[index], rev: words[index + 1], position: words[index + 2], fields: line.payload, seq: seq)
+        return record(id: words[index], rev: words[index + 1], position: words[index + 2], fields: line.fields, seq: seq)
+    }
+
+    /// The same record as JSON text, the fields spliced in as the server wrote them (canonical:
+    /// members in key order, so the whole object is canonical too) without decoding them.
+    static func recordText(_ line: ServerLine, from index: Int, seq: String? = nil) -> String? {
+        let words = line.words
+        guard words.count >= index + 3, let rev = Int64(words[index + 1]) else { return nil }
+        let id = ValueJSON.quoted(words[index])
+        let tail = "\"rev\":\(rev)" + (seq.flatMap { Int64($0) }.map { ",\"seq\":\($0)" } ?? "") + "}"
+        if words[index + 2] == "-" { return "{\"deleted\":true,\"id\":\(id)," + tail }
+        guard let fields = line.payloadText ?? line.payload.map({ ValueJSON.encode(fields: $0) }) else { return nil }
+        return "{\"fields\":\(fields),\"id\":\(id),\"position\":\(ValueJSON.quoted(words[index + 2]))," + tail
     }
 }
 

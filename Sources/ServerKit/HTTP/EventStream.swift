@@ -55,8 +55,8 @@ final class EventStream {
         let words = line.words
         switch kind {
         case "CHANGE" where words.count >= 6:
-            guard let record = APIResponse.record(line, from: 3, seq: words[2]) else { return }
-            send(event: "change", id: words[2], data: ValueJSON.encode(record))
+            guard let record = APIResponse.recordText(line, from: 3, seq: words[2]) else { return }
+            send(event: "change", id: words[2], data: record)
         case "RENAMED" where words.count >= 3 && words[1] == collection:
             collection = words[2]
             send(event: "renamed", data: ValueJSON.encode(.dictionary(["from": .string(words[1]), "to": .string(words[2])])))
@@ -90,7 +90,18 @@ final class EventStream {
         connection.streamEnded(keepAlive: keepAlive && !closeConnection && headWritten)
     }
 
+    /// One event as a chunk of the response body.
+    static func chunk(event: String, id: String?, data: String) -> String {
+        HTTPResponse.chunk("event: \(event)\n" + (id.map { "id: \($0)\n" } ?? "") + "data: \(data)\n\n")
+    }
+
     private func send(event: String, id: String? = nil, data: String) {
+        send(chunk: Self.chunk(event: event, id: id, data: data))
+    }
+
+    /// Writes an event made already (the head first, once).
+    func send(chunk: String) {
+        guard !ended, !chunk.isEmpty else { return }
         if !headWritten {
             headWritten = true
             let head = HTTPResponse(status: 200, headers: [
@@ -99,8 +110,6 @@ final class EventStream {
             ])
             connection.write(head.head(keepAlive: keepAlive, chunked: true))
         }
-        var text = "event: \(event)\n"
-        if let id { text += "id: \(id)\n" }
-        connection.write(HTTPResponse.chunk(text + "data: \(data)\n\n"))
+        connection.write(chunk)
     }
 }

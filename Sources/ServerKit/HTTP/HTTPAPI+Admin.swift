@@ -37,7 +37,7 @@ extension HTTPAPI {
                 exchange.run("TOKEN REVOKE \(lineArgument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
             },
             Route(method: "GET", pattern: ["status"], needsLogin: true) { exchange, _ in
-                exchange.run("STATS") { reply in exchange.respond(APIResponse.json(200, .dictionary(reply.payload ?? [:]))) }
+                exchange.run("STATS") { reply in exchange.respond(APIResponse.json(200, .dictionary(reply.fields ?? [:]))) }
             },
         ]
     }
@@ -84,7 +84,7 @@ extension HTTPAPI {
                 } else {
                     return exchange.respond(APIResponse.error(recordReply))
                 }
-                let fields = ValueJSON.encode(fields: copyReply.payload ?? [:])
+                let fields = copyReply.payloadText ?? ValueJSON.encode(fields: copyReply.fields ?? [:])
                 exchange.bridge.request("PUT \(lineArgument(collection)) \(lineArgument(id)) \(rev) \(fields)") { put in
                     guard put.isOK else { return exchange.respond(writeResponse(put)) }
                     deleteCopy()

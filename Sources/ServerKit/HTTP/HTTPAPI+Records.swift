@@ -72,9 +72,9 @@ extension HTTPAPI {
         exchange.bridge.request("LIST \(lineArgument(collection))", listing: ["RECORD"], onLine: { line in
             start()
             defer { index += 1 }
-            guard index >= offset, index - offset < limit, let record = APIResponse.record(line, from: 2) else { return }
+            guard index >= offset, index - offset < limit, let record = APIResponse.recordText(line, from: 2) else { return }
             if index > offset { pending += "," }
-            pending += ValueJSON.encode(record)
+            pending += record
             if pending.utf8.count >= 32 << 10 {
                 connection.write(HTTPResponse.chunk(pending))
                 pending = ""
@@ -96,13 +96,13 @@ extension HTTPAPI {
 
     static func getRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
         exchange.run("GET \(lineArgument(collection)) \(lineArgument(id))") { reply in
-            guard let record = APIResponse.record(reply, from: 3) else { return exchange.fail(500, ErrorCode.internal.rawValue, "unreadable reply") }
+            guard let record = APIResponse.recordText(reply, from: 3) else { return exchange.fail(500, ErrorCode.internal.rawValue, "unreadable reply") }
             let tag = etag(reply.words[4])
             let deleted = reply.words[5] == "-"
             if !deleted, exchange.request.header("If-None-Match") == tag {
                 return exchange.respond(HTTPResponse(status: 304, headers: APIResponse.apiHeaders + [HTTPHeader("ETag", tag)]))
             }
-            exchange.respond(APIResponse.json(deleted ? 404 : 200, record, headers: [HTTPHeader("ETag", tag)]))
+            exchange.respond(APIResponse.jsonText(deleted ? 404 : 200, record, headers: [HTTPHeader("ETag", tag)]))
         }
     }
 

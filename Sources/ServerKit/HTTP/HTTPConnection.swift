@@ -149,6 +149,12 @@ final class HTTPConnection {
         stream?.untagged(line)
     }
 
+    /// A live `* CHANGE` line for the event stream.
+    func changeLine(_ bytes: ArraySlice<UInt8>) {
+        guard let stream else { return }
+        stream.send(chunk: front.eventChunk(forChange: bytes))
+    }
+
     /// Logs the connection's requests in with `token` from here on: a session logged in with
     /// something else is ended (silently) and a fresh one takes its place.
     func freshSession() -> LineBridge {

@@ -1,5 +1,6 @@
 import EventLoop
 import HTTPKit
+import SyncProtocol
 import TLSKit
 
 /// The HTTP listener (`serve --http-listen`): the API and the console on the server's loop.
@@ -15,6 +16,23 @@ final class HTTPFront {
     let limits = HTTPLimits()
 
     static let heartbeatMilliseconds: UInt64 = 15_000
+
+    /// The last change line made into an event and the event's chunk: a broadcast hands every
+    /// stream the same lines, so each is parsed and encoded once, not once a subscriber.
+    private var lastChange: (line: [UInt8], chunk: String) = ([], "")
+
+    /// The chunk (`event: change`, `id: <seq>`, `data: <record>`) for a `* CHANGE` line.
+    func eventChunk(forChange bytes: ArraySlice<UInt8>) -> String {
+        if lastChange.line.elementsEqual(bytes) { return lastChange.chunk }
+        var chunk = ""
+        if let line = ServerLine.parseAnsweringTag(bytes, keepingPayloadText: true), line.words.count >= 6,
+            let record = APIResponse.recordText(line, from: 3, seq: line.words[2])
+        {
+            chunk = EventStream.chunk(event: "change", id: line.words[2], data: record)
+        }
+        lastChange = (Array(bytes), chunk)
+        return chunk
+    }
 
     init(server: Server, address: SocketAddress, tls: TLSContext?) throws(LoopError) {
         self.server = server

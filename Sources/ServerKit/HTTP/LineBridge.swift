@@ -17,6 +17,7 @@ final class LineBridge: SessionTransport {
     /// Lines sent and not yet split (a send may carry several lines, or part of one never).
     private var partial: [UInt8] = []
     private var routing = false
+    private static let changePrefix = Array("* CHANGE ".utf8)
 
     /// A request in progress: the untagged kinds that belong to its reply, what to do with
     /// each of them, and with its tagged reply.
@@ -104,7 +105,11 @@ final class LineBridge: SessionTransport {
     }
 
     private func route(_ bytes: ArraySlice<UInt8>) {
-        guard let line = ServerLine.parseAnsweringTag(bytes) else { return }
+        // A live change goes to the stream as it came: every subscriber gets the same lines.
+        if waiting == nil, let owner, owner.stream != nil, bytes.starts(with: Self.changePrefix) {
+            return owner.changeLine(bytes)
+        }
+        guard let line = ServerLine.parseAnsweringTag(bytes, keepingPayloadText: true) else { return }
         if let tag = line.tag {
             guard let pending = waiting, pending.tag == tag else { return }
             waiting = nil
