@@ -26,6 +26,12 @@ final class BrowserTests: XCTestCase {
         try line.expect(#"d PUT contacts Linus 0 {"name":"Linus","phone":"555-0199"}"#, equals: "d OK PUT contacts Linus 1 3")
     }
 
+    /// XCTest keeps every test case object until the run ends: the server is stopped here.
+    override func tearDown() {
+        line = nil
+        server = nil
+    }
+
     /// Runs a scenario: its `RESULT key value` lines by key (it failed the test if it failed).
     func browse(_ scenario: String, _ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
         let (status, output, error) = try PlistSyncBinary.runTool(

@@ -14,6 +14,11 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertGreaterThan(server.httpPort, 0)
     }
 
+    /// XCTest keeps every test case object until the run ends: the server is stopped here.
+    override func tearDown() {
+        server = nil
+    }
+
     func alice() throws -> HTTPTestClient { try HTTPTestClient.login(port: server.httpPort, "alice", "pw") }
 
     /// alice logged in, with collection `c` created.
