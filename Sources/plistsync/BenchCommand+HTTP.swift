@@ -28,14 +28,23 @@ extension BenchCommand {
         }
     }
 
-    /// Fan-out to line-protocol subscribers, then to as many event streams, the same writes;
-    /// then the server's memory per idle event stream.
+    /// The server's memory per idle event stream; then fan-out to line-protocol subscribers and
+    /// to as many event streams, the same writes.
     static func compareFanout(_ throwaway: ThrowawayServer, _ target: BenchTarget, _ httpAddress: SocketAddress, _ options: Arguments) throws {
         let subscribers = try options.integer("subscribers", default: 100, range: 1...100_000)
         let messages = try options.integer("messages", default: 2000, range: 1...10_000_000)
         let rate = try options.integer("rate", default: 1000, range: 0...10_000_000)
         let count = try options.integer("count", default: 1000, range: 1...1_000_000)
         OpenFileLimit.raiseToMaximum()
+        // Memory first, on the fresh server: after the fan-out runs, freed memory it reuses
+        // would hide what the streams take.
+        let before = throwaway.residentKiB()
+        var after = 0
+        let idle = try IdleEventStreamsScenario(count: count, httpAddress: httpAddress).run(against: target) { after = throwaway.residentKiB() }
+        let perStream = Double(after - before) / Double(max(1, idle.streams))
+        print(String(format: "idle event streams: %d open; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per stream; one change reached %d of them",
+                     idle.streams, Double(before) / 1024, Double(after) / 1024, perStream, idle.delivered))
+        try record([("idle event stream RSS", perStream, "KiB")], of: "plistsync", options)
         for streams in [false, true] {
             var scenario = FanoutScenario(subscribers: subscribers, messages: messages, rate: rate)
             if streams { scenario.eventStreams = httpAddress }
@@ -48,12 +57,5 @@ extension BenchCommand {
             try record([(shape, result.deliveredPerSecond, "delivered/s"), (shape + " p50", result.latency.p50Milliseconds, "ms"),
                         (shape + " p99", result.latency.p99Milliseconds, "ms")], of: "plistsync", options)
         }
-        let before = throwaway.residentKiB()
-        var after = 0
-        let idle = try IdleEventStreamsScenario(count: count, httpAddress: httpAddress).run(against: target) { after = throwaway.residentKiB() }
-        let perStream = Double(after - before) / Double(max(1, idle.streams))
-        print(String(format: "idle event streams: %d open; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per stream; one change reached %d of them",
-                     idle.streams, Double(before) / 1024, Double(after) / 1024, perStream, idle.delivered))
-        try record([("idle event stream RSS", perStream, "KiB")], of: "plistsync", options)
     }
 }

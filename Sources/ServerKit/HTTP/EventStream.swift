@@ -90,13 +90,13 @@ final class EventStream {
         connection.streamEnded(keepAlive: keepAlive && !closeConnection && headWritten)
     }
 
-    /// One event as a chunk of the response body.
-    static func chunk(event: String, id: String?, data: String) -> String {
-        HTTPResponse.chunk("event: \(event)\n" + (id.map { "id: \($0)\n" } ?? "") + "data: \(data)\n\n")
+    /// One event's text.
+    static func event(_ name: String, id: String?, data: String) -> String {
+        "event: \(name)\n" + (id.map { "id: \($0)\n" } ?? "") + "data: \(data)\n\n"
     }
 
     private func send(event: String, id: String? = nil, data: String) {
-        send(chunk: Self.chunk(event: event, id: id, data: data))
+        send(chunk: HTTPResponse.chunk(Self.event(event, id: id, data: data)))
     }
 
     /// Writes an event made already (the head first, once).

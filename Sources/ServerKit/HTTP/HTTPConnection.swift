@@ -149,10 +149,10 @@ final class HTTPConnection {
         stream?.untagged(line)
     }
 
-    /// A live `* CHANGE` line for the event stream.
-    func changeLine(_ bytes: ArraySlice<UInt8>) {
+    /// Live `* CHANGE` lines (whole lines) for the event stream.
+    func changeLines(_ bytes: ArraySlice<UInt8>) {
         guard let stream else { return }
-        stream.send(chunk: front.eventChunk(forChange: bytes))
+        stream.send(chunk: front.eventChunks(forChanges: bytes))
     }
 
     /// Logs the connection's requests in with `token` from here on: a session logged in with

@@ -17,20 +17,22 @@ final class HTTPFront {
 
     static let heartbeatMilliseconds: UInt64 = 15_000
 
-    /// The last change line made into an event and the event's chunk: a broadcast hands every
-    /// stream the same lines, so each is parsed and encoded once, not once a subscriber.
-    private var lastChange: (line: [UInt8], chunk: String) = ([], "")
+    /// The last change lines made into events, and the chunk of those events: a broadcast hands
+    /// every stream the same lines, so they are parsed and encoded once, not once a subscriber.
+    private var lastChanges: (lines: [UInt8], chunk: String) = ([], "")
 
-    /// The chunk (`event: change`, `id: <seq>`, `data: <record>`) for a `* CHANGE` line.
-    func eventChunk(forChange bytes: ArraySlice<UInt8>) -> String {
-        if lastChange.line.elementsEqual(bytes) { return lastChange.chunk }
-        var chunk = ""
-        if let line = ServerLine.parseAnsweringTag(bytes, keepingPayloadText: true), line.words.count >= 6,
-            let record = APIResponse.recordText(line, from: 3, seq: line.words[2])
-        {
-            chunk = EventStream.chunk(event: "change", id: line.words[2], data: record)
+    /// One chunk of `change` events (`id: <seq>`, `data: <record>`) for whole `* CHANGE` lines.
+    func eventChunks(forChanges bytes: ArraySlice<UInt8>) -> String {
+        if lastChanges.lines.elementsEqual(bytes) { return lastChanges.chunk }
+        var events = ""
+        for line in bytes.split(separator: 0x0A) {
+            guard let change = ServerLine.parseAnsweringTag(line, keepingPayloadText: true), change.words.count >= 6,
+                let record = APIResponse.recordText(change, from: 3, seq: change.words[2])
+            else { continue }
+            events += EventStream.event("change", id: change.words[2], data: record)
         }
-        lastChange = (Array(bytes), chunk)
+        let chunk = events.isEmpty ? "" : HTTPResponse.chunk(events)
+        lastChanges = (Array(bytes), chunk)
         return chunk
     }
 

@@ -58,7 +58,14 @@ final class LineBridge: SessionTransport {
     func perform(_ action: SessionAction) {
         switch action {
         case .send(let text): take(text.utf8)
-        case .sendBytes(let bytes): take(bytes)
+        case .sendBytes(let bytes):
+            // A broadcast's change lines go to the stream as they came, whole: every subscriber
+            // gets the same lines, made into events once for all.
+            if partial.isEmpty, !routing, waiting == nil, let owner, owner.stream != nil, bytes.starts(with: Self.changePrefix), bytes.last == 0x0A {
+                owner.changeLines(bytes)
+            } else {
+                take(bytes)
+            }
         case .close(let reason):
             end(immediately: reason == .socketError)
         case .closeNow:
@@ -105,10 +112,6 @@ final class LineBridge: SessionTransport {
     }
 
     private func route(_ bytes: ArraySlice<UInt8>) {
-        // A live change goes to the stream as it came: every subscriber gets the same lines.
-        if waiting == nil, let owner, owner.stream != nil, bytes.starts(with: Self.changePrefix) {
-            return owner.changeLine(bytes)
-        }
         guard let line = ServerLine.parseAnsweringTag(bytes, keepingPayloadText: true) else { return }
         if let tag = line.tag {
             guard let pending = waiting, pending.tag == tag else { return }
