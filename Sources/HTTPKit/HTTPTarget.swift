@@ -79,7 +79,7 @@ extension HTTPRequest {
         for header in headers where header.name.lowercased() == "cookie" {
             for pair in header.value.split(separator: ";") {
                 let keyValue = pair.split(separator: "=", maxSplits: 1)
-                if keyValue.count == 2, keyValue[0].trimmingSpaces == name { return String(keyValue[1].trimmingSpaces) }
+                if keyValue.count == 2, keyValue[0].trimming(" \t") == name { return String(keyValue[1].trimming(" \t")) }
             }
         }
         return nil
@@ -90,15 +90,21 @@ extension HTTPRequest {
         guard let value = header("Authorization") else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return String(parts[1].trimmingSpaces)
+        return String(parts[1].trimming(" \t"))
     }
 }
 
 extension Substring {
-    var trimmingSpaces: Substring {
+    /// Without the leading and trailing characters found in `characters`.
+    public func trimming(_ characters: String) -> Substring {
         var text = self
-        while text.first == " " || text.first == "\t" { text.removeFirst() }
-        while text.last == " " || text.last == "\t" { text.removeLast() }
+        while let first = text.first, characters.contains(first) { text.removeFirst() }
+        while let last = text.last, characters.contains(last) { text.removeLast() }
         return text
     }
+}
+
+extension String {
+    /// Without the leading and trailing characters found in `characters`.
+    public func trimming(_ characters: String) -> Substring { Substring(self).trimming(characters) }
 }

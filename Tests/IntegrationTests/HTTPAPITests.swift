@@ -305,7 +305,7 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertTrue(policy.contains("default-src 'none'") && policy.contains("script-src 'self'"), policy)
         XCTAssertFalse(policy.contains("unsafe-inline"))
         XCTAssertNil(page.text.range(of: #"<script(?![^>]*\bsrc=)[^>]*>"#, options: .regularExpression), "no inline script")
-        for file in ["app.js", "api.js", "values.js", "records.js", "views.js"] {
+        for file in ["app.js", "api.js", "values.js", "records.js", "views.js", "dom.js"] {
             let script = try client.request("GET", "/\(file)")
             XCTAssertEqual(script.status, 200, file)
             XCTAssertEqual(script.header("Content-Type"), "text/javascript; charset=utf-8")

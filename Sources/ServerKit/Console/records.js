@@ -3,6 +3,7 @@
 import { call, callTyped, path } from './api.js';
 import { parseTyped, encodeTyped, plain, member, display, editable, editor, readEditor, sameValue } from './values.js';
 import { say } from './app.js';
+import { element, button } from './dom.js';
 
 const table = document.querySelector('#records');
 const head = table.querySelector('thead tr');
@@ -77,7 +78,7 @@ function render() {
   const columnsChanged = nextColumns.join('\u0000') !== columns.join('\u0000');
   columns = nextColumns;
   if (columnsChanged) {
-    head.replaceChildren(...['', 'id', ...columns, ''].map((name) => { const th = document.createElement('th'); th.textContent = name; th.scope = 'col'; return th; }));
+    head.replaceChildren(...['', 'id', ...columns, ''].map((name) => element('th', name, { scope: 'col' })));
   }
   const ordered = [...records.values()].sort(byOrder);
   let previous = null;
@@ -134,21 +135,7 @@ function row(record) {
 }
 
 function cell(kind, text) {
-  const td = document.createElement('td');
-  td.className = kind;
-  td.textContent = text;
-  return td;
-}
-
-function button(text, label, action, kind) {
-  const b = document.createElement('button');
-  b.type = 'button';
-  b.textContent = text;
-  b.setAttribute('aria-label', label);
-  b.title = label;
-  if (kind) b.className = kind;
-  b.addEventListener('click', action);
-  return b;
+  return element('td', text, { class: kind });
 }
 
 // Editing: the record as it was when the edit began is the base (If-Match); a change made
@@ -204,7 +191,7 @@ async function save(id, field, value, base) {
 }
 
 function put(id, fields, rev) {
-  const json = `{${[...fields].map(([k, v]) => `${JSON.stringify(k.startsWith('$') ? '$' + k : k)}:${encodeTyped(v)}`).join(',')}}`;
+  const json = encodeTyped({ type: 'dict', entries: fields });
   const headers = rev ? { 'If-Match': `"${rev}"` } : { 'If-None-Match': '*' };
   return callTyped('PUT', path('collections', collection, 'records', id), json, headers);
 }

@@ -2,20 +2,7 @@
 import { call, callTyped, path } from './api.js';
 import { member, display, plain } from './values.js';
 import { say } from './app.js';
-
-function element(tag, text, attributes = {}) {
-  const e = document.createElement(tag);
-  if (text !== undefined) e.textContent = text;
-  for (const [k, v] of Object.entries(attributes)) e.setAttribute(k, v);
-  return e;
-}
-
-function actionButton(text, label, action, kind) {
-  const b = element('button', text, { type: 'button', 'aria-label': label });
-  if (kind) b.className = kind;
-  b.addEventListener('click', action);
-  return b;
-}
+import { element, button as actionButton } from './dom.js';
 
 function fieldsText(record) {
   if (!record) return '(none)';

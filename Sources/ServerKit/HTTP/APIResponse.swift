@@ -55,37 +55,27 @@ enum APIResponse {
         }
     }
 
-    /// A record as the API shows it: id, rev, position and fields, or `deleted` for a
-    /// tombstone (the words of a `RECORD`, `CHANGE`, `GET` or `CONFLICT` line from its id on).
-    static func record(id: String, rev: String, position: String, fields: Fields?, seq: String? = nil) -> Value {
-        var members: [String: Value] = ["id": .string(id), "rev": .integer(Int64(rev) ?? 0)]
-        if position == "-" {
-            members["deleted"] = .bool(true)
-        } else {
-            members["position"] = .string(position)
-            members["fields"] = .dictionary(fields ?? [:])
-        }
-        if let seq { members["seq"] = .integer(Int64(seq) ?? 0) }
-        return .dictionary(members)
-    }
-
-    /// `record(...)` of the words `id rev position` starting at `index`.
-    static func record(_ line: ServerLine, from index: Int, seq: String? = nil) -> Value? {
-        guard line.words.count >= index + 3 else { return nil }
-        let words = line.words
-        return record(id: words[index], rev: words[index + 1], position: words[index + 2], fields: line.fields, seq: seq)
-    }
-
-    /// The same record as JSON text, the fields spliced in as the server wrote them (canonical:
-    /// members in key order, so the whole object is canonical too) without decoding them.
-    static func recordText(_ line: ServerLine, from index: Int, seq: String? = nil) -> String? {
+    /// A record as the API shows it, from the words `id rev position` of a `RECORD`, `CHANGE`,
+    /// `GET` or `CONFLICT` line starting at `index`: `{"fields","id","position","rev"}`, or
+    /// `{"deleted":true,"id","rev"}` for a tombstone, with `of` (a conflict copy's record) and
+    /// `seq` when given. The fields are spliced in as the server wrote them (canonical, so the
+    /// whole object is canonical: members in key order), not decoded and encoded again.
+    static func recordText(_ line: ServerLine, from index: Int, of original: String? = nil, seq: String? = nil) -> String? {
         let words = line.words
         guard words.count >= index + 3, let rev = Int64(words[index + 1]) else { return nil }
-        let id = ValueJSON.quoted(words[index])
-        let tail = "\"rev\":\(rev)" + (seq.flatMap { Int64($0) }.map { ",\"seq\":\($0)" } ?? "") + "}"
-        if words[index + 2] == "-" { return "{\"deleted\":true,\"id\":\(id)," + tail }
-        guard let fields = line.payloadText ?? line.payload.map({ ValueJSON.encode(fields: $0) }) else { return nil }
-        return "{\"fields\":\(fields),\"id\":\(id),\"position\":\(ValueJSON.quoted(words[index + 2]))," + tail
+        var text = "{"
+        if words[index + 2] == "-" {
+            text += "\"deleted\":true,"
+        } else {
+            guard let fields = line.payloadText ?? line.payload.map({ ValueJSON.encode(fields: $0) }) else { return nil }
+            text += "\"fields\":\(fields),"
+        }
+        text += "\"id\":\(ValueJSON.quoted(words[index])),"
+        if let original { text += "\"of\":\(ValueJSON.quoted(original)),"}
+        if words[index + 2] != "-" { text += "\"position\":\(ValueJSON.quoted(words[index + 2]))," }
+        text += "\"rev\":\(rev)"
+        if let seq = seq.flatMap({ Int64($0) }) { text += ",\"seq\":\(seq)" }
+        return text + "}"
     }
 }
 

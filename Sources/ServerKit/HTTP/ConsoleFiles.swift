@@ -30,6 +30,7 @@ enum ConsoleFiles {
         case "values.js": (PackageResources.values_js, "text/javascript; charset=utf-8")
         case "records.js": (PackageResources.records_js, "text/javascript; charset=utf-8")
         case "views.js": (PackageResources.views_js, "text/javascript; charset=utf-8")
+        case "dom.js": (PackageResources.dom_js, "text/javascript; charset=utf-8")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }

@@ -50,13 +50,12 @@ extension HTTPAPI {
 
     /// The conflict copies of a collection, each with the record it is a copy of.
     static func listConflicts(_ exchange: Exchange, _ collection: String) {
-        var copies: [Value] = []
+        var copies: [String] = []
         let companion = Names.conflictsCollection(of: collection)
         exchange.run("LIST \(lineArgument(companion))", listing: ["RECORD"], onLine: { line in
-            guard case .dictionary(var copy)? = APIResponse.record(line, from: 2) else { return }
-            copy["of"] = .string(originalID(line.words[2]))
-            copies.append(.dictionary(copy))
-        }) { _ in exchange.respond(APIResponse.object(200, ["conflicts": .array(copies)])) }
+            guard line.words.count > 2, let copy = APIResponse.recordText(line, from: 2, of: originalID(line.words[2])) else { return }
+            copies.append(copy)
+        }) { _ in exchange.respond(APIResponse.jsonText(200, "{\"conflicts\":[\(copies.joined(separator: ","))]}")) }
     }
 
     /// Keeps the copy (its fields written over the record, at the record's current rev) or the

@@ -142,12 +142,9 @@ extension HTTPAPI {
         }
         guard reply.errorCode == .conflict, words.count >= 6 else { return APIResponse.error(reply) }
         let missing = words.count > 6 && words[6] == "MISSING"
-        let current: Value = missing ? .dictionary(["id": .string(words[3]), "rev": .integer(0), "missing": .bool(true)])
-            : APIResponse.record(reply, from: 3) ?? .dictionary([:])
-        return APIResponse.error(
-            status: 409, code: ErrorCode.conflict.rawValue,
-            message: missing ? "there is no such record to change" : "the record is at rev \(words[4]); the request's If-Match is stale",
-            extra: ["current": current])
+        let current = missing ? "{\"id\":\(ValueJSON.quoted(words[3])),\"missing\":true,\"rev\":0}" : APIResponse.recordText(reply, from: 3) ?? "{}"
+        let message = missing ? "there is no such record to change" : "the record is at rev \(words[4]); the request's If-Match is stale"
+        return APIResponse.jsonText(409, "{\"current\":\(current),\"error\":\"CONFLICT\",\"message\":\(ValueJSON.quoted(message))}")
     }
 
     /// The base rev a write names: `If-Match: "<rev>"`, or 0 for `If-None-Match: *` when
@@ -171,17 +168,4 @@ extension HTTPAPI {
     }
 
     static func etag(_ rev: String) -> String { "\"\(rev)\"" }
-}
-
-extension Substring {
-    func trimming(_ set: String) -> Substring {
-        var text = self
-        while let first = text.first, set.contains(first) { text.removeFirst() }
-        while let last = text.last, set.contains(last) { text.removeLast() }
-        return text
-    }
-}
-
-extension String {
-    func trimming(_ set: String) -> Substring { Substring(self).trimming(set) }
 }
