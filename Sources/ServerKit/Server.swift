@@ -174,17 +174,18 @@ public final class Server {
     }
 
     func accept(_ connection: TCPConnection, tls: TLSContext?) {
-        guard admit(connection, tls: tls, refusal: { Array(ServerNotice.bye($0).line.utf8) }) else { return }
+        guard admit(connection, tls: tls, refusal: { $0 == .tlsRequired ? Self.plaintextRefusal : Array(ServerNotice.bye($0).line.utf8) }) else { return }
         open(TCPSessionTransport(connection))
     }
 
     /// Starts TLS on a new connection and lets it in unless the server is shutting down or at
     /// `--max-connections` (then `refusal` of the reason is written and it is closed); makes
-    /// room among the connections not logged in. The protocol and HTTP ports share it.
+    /// room among the connections not logged in. A client speaking plaintext to a TLS port gets
+    /// `refusal(.tlsRequired)`, in plaintext. The protocol and HTTP ports share it.
     func admit(_ connection: TCPConnection, tls: TLSContext?, refusal: (ByeReason) -> [UInt8]) -> Bool {
         if let tls {
             do {
-                connection.security = try TLSSession(context: tls, plaintextRefusal: Self.plaintextRefusal)
+                connection.security = try TLSSession(context: tls, plaintextRefusal: refusal(.tlsRequired))
             } catch {
                 ServerLog.error("cannot start TLS for \(connection.peer?.host ?? "unknown"): \(error)")
                 connection.close()

@@ -365,6 +365,9 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertTrue(cookie.contains("; Secure"), String(cookie))
         let plain = try HTTPTestClient(port: secure.httpPort)
         try plain.send("GET", "/api/me")
+        let refused = try plain.response()
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertEqual(refused.json["message"] as? String, "this port speaks HTTPS: use https://")
         XCTAssertTrue(plain.connection.closedByServer(), "plaintext on the HTTPS port is not served")
     }
     func testAStreamWhoseClientLeavesIsClosedAndUnsubscribed() throws {

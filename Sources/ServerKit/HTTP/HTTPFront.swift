@@ -1,5 +1,6 @@
 import EventLoop
 import HTTPKit
+import SyncCore
 import SyncProtocol
 import TLSKit
 
@@ -50,13 +51,23 @@ final class HTTPFront {
     var openConnections: Int { connections.count }
 
     private func accept(_ connection: TCPConnection) {
-        guard server.admit(connection, tls: tls, refusal: { reason in
-            let response = APIResponse.error(status: 503, code: reason.rawValue, message: reason == .shutdown ? "the server is shutting down" : "the server is at its connection limit")
-            return response.encoded(keepAlive: false)
-        }) else { return }
+        guard server.admit(connection, tls: tls, refusal: Self.refusal) else { return }
         let http = HTTPConnection(connection, front: self, limits: limits, isSecure: tls != nil)
         connections[ObjectIdentifier(http)] = http
     }
+
+    /// The answer to a connection that is not let in (asked for every connection under TLS,
+    /// in case it speaks plaintext: made once).
+    static func refusal(_ reason: ByeReason) -> [UInt8] {
+        switch reason {
+        case .tlsRequired: plaintextRefusal
+        case .shutdown: APIResponse.error(status: 503, code: reason.rawValue, message: "the server is shutting down").encoded(keepAlive: false)
+        default: APIResponse.error(status: 503, code: reason.rawValue, message: "the server is at its connection limit").encoded(keepAlive: false)
+        }
+    }
+
+    static let plaintextRefusal = APIResponse.error(status: 400, code: ByeReason.tlsRequired.rawValue, message: "this port speaks HTTPS: use https://")
+        .encoded(keepAlive: false)
 
     func connectionClosed(_ connection: HTTPConnection) {
         connections[ObjectIdentifier(connection)] = nil
