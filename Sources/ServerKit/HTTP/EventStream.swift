@@ -30,7 +30,7 @@ final class EventStream {
         }
         let stream = EventStream(connection: exchange.connection, collection: collection, keepAlive: exchange.request.keepAlive)
         exchange.connection.stream = stream
-        exchange.bridge.request("SUB \(lineArgument(collection)) SINCE \(since)") { [weak stream] reply in
+        exchange.bridge.request("SUB \(ResponseLine.argument(collection)) SINCE \(since)") { [weak stream] reply in
             guard let stream, !stream.ended else { return }
             if reply.isOK {
                 stream.subscribed = true
@@ -86,7 +86,7 @@ final class EventStream {
         guard !ended else { return }
         ended = true
         if headWritten { connection.write(HTTPResponse.lastChunk) }
-        if subscribed { connection.bridge.request("UNSUB \(lineArgument(collection))") { _ in } }
+        if subscribed { connection.bridge.request("UNSUB \(ResponseLine.argument(collection))") { _ in } }
         connection.streamEnded(keepAlive: keepAlive && !closeConnection && headWritten)
     }
 

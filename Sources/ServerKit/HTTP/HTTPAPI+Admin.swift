@@ -10,7 +10,7 @@ extension HTTPAPI {
         [
             Route(method: "GET", pattern: ["collections", "*", "members"], needsLogin: true) { exchange, path in
                 var members: [Value] = []
-                exchange.run("MEMBERS \(lineArgument(path[0]))", listing: ["MEMBER"], onLine: { line in
+                exchange.run("MEMBERS \(ResponseLine.argument(path[0]))", listing: ["MEMBER"], onLine: { line in
                     guard line.words.count >= 3 else { return }
                     members.append(.dictionary(["user": .string(line.words[1]), "role": .string(line.words[2])]))
                 }) { _ in exchange.respond(APIResponse.object(200, ["members": .array(members)])) }
@@ -34,7 +34,7 @@ extension HTTPAPI {
             },
             Route(method: "GET", pattern: ["tokens"], needsLogin: true) { exchange, _ in Self.listTokens(exchange) },
             Route(method: "DELETE", pattern: ["tokens", "*"], needsLogin: true) { exchange, path in
-                exchange.run("TOKEN REVOKE \(lineArgument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
+                exchange.run("TOKEN REVOKE \(ResponseLine.argument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
             },
             Route(method: "GET", pattern: ["status"], needsLogin: true) { exchange, _ in
                 exchange.run("STATS") { reply in exchange.respond(APIResponse.json(200, .dictionary(reply.fields ?? [:]))) }
@@ -43,7 +43,7 @@ extension HTTPAPI {
     }
 
     static func grant(_ exchange: Exchange, _ collection: String, _ user: String, _ role: String) {
-        exchange.run("GRANT \(lineArgument(collection)) \(lineArgument(user)) \(lineArgument(role))") { _ in
+        exchange.run("GRANT \(ResponseLine.argument(collection)) \(ResponseLine.argument(user)) \(ResponseLine.argument(role))") { _ in
             exchange.respond(APIResponse.object(200, ["user": .string(user), "role": .string(role)]))
         }
     }
@@ -52,7 +52,7 @@ extension HTTPAPI {
     static func listConflicts(_ exchange: Exchange, _ collection: String) {
         var copies: [String] = []
         let companion = Names.conflictsCollection(of: collection)
-        exchange.run("LIST \(lineArgument(companion))", listing: ["RECORD"], onLine: { line in
+        exchange.run("LIST \(ResponseLine.argument(companion))", listing: ["RECORD"], onLine: { line in
             guard line.words.count > 2, let copy = APIResponse.recordText(line, from: 2, of: originalID(line.words[2])) else { return }
             copies.append(copy)
         }) { _ in exchange.respond(APIResponse.jsonText(200, "{\"conflicts\":[\(copies.joined(separator: ","))]}")) }
@@ -62,19 +62,19 @@ extension HTTPAPI {
     /// record as it is; either way the copy is deleted. A record changed meanwhile is a 409.
     static func resolve(_ exchange: Exchange, _ collection: String, copy: String, keepCopy: Bool) {
         let companion = Names.conflictsCollection(of: collection)
-        exchange.run("GET \(lineArgument(companion)) \(lineArgument(copy))") { copyReply in
+        exchange.run("GET \(ResponseLine.argument(companion)) \(ResponseLine.argument(copy))") { copyReply in
             guard copyReply.words.count >= 6, copyReply.words[5] != "-" else {
                 return exchange.fail(404, ErrorCode.notFound.rawValue, "no conflict copy \(copy) in \(collection)")
             }
             let copyRev = copyReply.words[4]
             let deleteCopy = {
-                exchange.run("DEL \(lineArgument(companion)) \(lineArgument(copy)) \(copyRev)") { _ in
+                exchange.run("DEL \(ResponseLine.argument(companion)) \(ResponseLine.argument(copy)) \(copyRev)") { _ in
                     exchange.respond(APIResponse.object(200, ["kept": .string(keepCopy ? "copy" : "current"), "copy": .string(copy)]))
                 }
             }
             guard keepCopy else { return deleteCopy() }
             let id = originalID(copy)
-            exchange.bridge.request("GET \(lineArgument(collection)) \(lineArgument(id))") { recordReply in
+            exchange.bridge.request("GET \(ResponseLine.argument(collection)) \(ResponseLine.argument(id))") { recordReply in
                 let rev: String
                 if recordReply.isOK, recordReply.words.count >= 5 {
                     rev = recordReply.words[4]
@@ -84,7 +84,7 @@ extension HTTPAPI {
                     return exchange.respond(APIResponse.error(recordReply))
                 }
                 let fields = copyReply.payloadText ?? ValueJSON.encode(fields: copyReply.fields ?? [:])
-                exchange.bridge.request("PUT \(lineArgument(collection)) \(lineArgument(id)) \(rev) \(fields)") { put in
+                exchange.bridge.request("PUT \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(fields)") { put in
                     guard put.isOK else { return exchange.respond(writeResponse(put)) }
                     deleteCopy()
                 }

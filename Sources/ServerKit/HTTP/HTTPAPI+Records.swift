@@ -9,14 +9,14 @@ extension HTTPAPI {
             Route(method: "GET", pattern: ["collections"], needsLogin: true) { exchange, _ in Self.listCollections(exchange) },
             Route(method: "POST", pattern: ["collections"], needsLogin: true) { exchange, _ in
                 guard let body = exchange.jsonBody(), let name = exchange.requiredString(body, "name") else { return }
-                exchange.run("CREATE \(lineArgument(name))") { _ in exchange.respond(APIResponse.object(201, ["name": .string(name)])) }
+                exchange.run("CREATE \(ResponseLine.argument(name))") { _ in exchange.respond(APIResponse.object(201, ["name": .string(name)])) }
             },
             Route(method: "DELETE", pattern: ["collections", "*"], needsLogin: true) { exchange, path in
-                exchange.run("DROP \(lineArgument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
+                exchange.run("DROP \(ResponseLine.argument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
             },
             Route(method: "POST", pattern: ["collections", "*", "rename"], needsLogin: true) { exchange, path in
                 guard let body = exchange.jsonBody(), let to = exchange.requiredString(body, "to") else { return }
-                exchange.run("RENAME \(lineArgument(path[0])) \(lineArgument(to))") { _ in
+                exchange.run("RENAME \(ResponseLine.argument(path[0])) \(ResponseLine.argument(to))") { _ in
                     exchange.respond(APIResponse.object(200, ["name": .string(to)]))
                 }
             },
@@ -29,7 +29,7 @@ extension HTTPAPI {
             },
             Route(method: "DELETE", pattern: ["collections", "*", "records", "*"], needsLogin: true) { exchange, path in
                 guard let rev = Self.baseRev(exchange, creating: false) else { return }
-                Self.write(exchange, "DEL \(lineArgument(path[0])) \(lineArgument(path[1])) \(rev)")
+                Self.write(exchange, "DEL \(ResponseLine.argument(path[0])) \(ResponseLine.argument(path[1])) \(rev)")
             },
             Route(method: "POST", pattern: ["collections", "*", "records", "*", "move"], needsLogin: true) { exchange, path in
                 Self.moveRecord(exchange, path[0], path[1])
@@ -69,7 +69,7 @@ extension HTTPAPI {
             connection.write(head.head(keepAlive: keepAlive, chunked: true))
             pending = "{\"records\":["
         }
-        exchange.bridge.request("LIST \(lineArgument(collection))", listing: ["RECORD"], onLine: { line in
+        exchange.bridge.request("LIST \(ResponseLine.argument(collection))", listing: ["RECORD"], onLine: { line in
             start()
             defer { index += 1 }
             guard index >= offset, index - offset < limit, let record = APIResponse.recordText(line, from: 2) else { return }
@@ -95,7 +95,7 @@ extension HTTPAPI {
     }
 
     static func getRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
-        exchange.run("GET \(lineArgument(collection)) \(lineArgument(id))") { reply in
+        exchange.run("GET \(ResponseLine.argument(collection)) \(ResponseLine.argument(id))") { reply in
             guard let record = APIResponse.recordText(reply, from: 3) else { return exchange.fail(500, ErrorCode.internal.rawValue, "unreadable reply") }
             let tag = etag(reply.words[4])
             let deleted = reply.words[5] == "-"
@@ -110,7 +110,7 @@ extension HTTPAPI {
     /// record's fields.
     static func putRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
         guard let rev = baseRev(exchange, creating: true), let fields = exchange.jsonBody() else { return }
-        write(exchange, "PUT \(lineArgument(collection)) \(lineArgument(id)) \(rev) \(ValueJSON.encode(fields: fields))", created: rev == 0)
+        write(exchange, "PUT \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(ValueJSON.encode(fields: fields))", created: rev == 0)
     }
 
     static func moveRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
@@ -120,11 +120,11 @@ extension HTTPAPI {
         case "first", "last": placement = to.uppercased()
         case "before", "after":
             guard let anchor = exchange.requiredString(body, "anchor") else { return }
-            placement = "\(to.uppercased()) \(lineArgument(anchor))"
+            placement = "\(to.uppercased()) \(ResponseLine.argument(anchor))"
         default:
             return exchange.fail(400, ErrorCode.badRequest.rawValue, "\"to\" is first, last, before or after")
         }
-        write(exchange, "MOVE \(lineArgument(collection)) \(lineArgument(id)) \(rev) \(placement)")
+        write(exchange, "MOVE \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(placement)")
     }
 
     /// Runs a record write: `OK <verb> <c> <id> <rev> <seq>` answers the new rev (as the ETag)

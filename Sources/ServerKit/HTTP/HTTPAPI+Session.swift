@@ -28,9 +28,9 @@ extension HTTPAPI {
         }
         var bridge = exchange.bridge
         if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
-        bridge.request("AUTH \(lineArgument(user)) \(lineArgument(password))") { reply in
+        bridge.request("AUTH \(ResponseLine.argument(user)) \(ResponseLine.argument(password))") { reply in
             guard reply.isOK else { return exchange.respond(APIResponse.error(reply)) }
-            exchange.run("TOKEN NEW \(lineArgument(label))") { reply in
+            exchange.run("TOKEN NEW \(ResponseLine.argument(label))") { reply in
                 guard reply.words.count >= 3 else { return exchange.fail(500, ErrorCode.internal.rawValue, "no token in the reply") }
                 let token = reply.words[2]
                 // Logged in by password: a request with the token logs in afresh, so that
@@ -59,7 +59,7 @@ extension HTTPAPI {
     /// answered) are closed.
     static func logout(_ exchange: Exchange) {
         guard let token = exchange.bridge.token else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "not logged in with a token") }
-        exchange.run("TOKEN REVOKE \(lineArgument(token))") { _ in
+        exchange.run("TOKEN REVOKE \(ResponseLine.argument(token))") { _ in
             exchange.respond(APIResponse.noContent(headers: [clearedCookie(secure: exchange.connection.isSecure)]))
         }
     }

@@ -155,9 +155,3 @@ struct Exchange {
         return text
     }
 }
-
-/// A word for a request line: an atom when it can be one, else a JSON string, so no value a
-/// client sends can end the line or add an argument.
-func lineArgument(_ text: String) -> String {
-    ResponseLine.argument(text)
-}

@@ -42,7 +42,9 @@ final class LineBridge: SessionTransport {
         self.session = session
     }
 
-    /// Sends `line` (a request without its tag) into the session. `onLine` gets each untagged
+    /// Sends `line` (a request without its tag) into the session; every value a client sent is
+    /// in it as `ResponseLine.argument` writes it (an atom, else a JSON string), so none can end
+    /// the line or add an argument. `onLine` gets each untagged
     /// line of a kind in `listed` until the tagged reply, which goes to `onReply` (possibly
     /// before this returns).
     func request(_ line: String, listing listed: Set<String> = [], onLine: @escaping (ServerLine) -> Void = { _ in }, onReply: @escaping (ServerLine) -> Void) {
