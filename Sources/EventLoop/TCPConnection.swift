@@ -270,13 +270,16 @@ public final class TCPConnection {
     /// cut off, so a dropped client never holds its socket and buffers for ever.
     public func closeAfterWriting(graceMilliseconds: UInt64 = defaultCloseGraceMilliseconds) {
         guard !closing, !shutdownRequested else { return }
+        // Set before flushing: a flush that drains calls `onDrain`, whose handler may ask to
+        // close after writing again; that call must find this one under way, or it starts a
+        // second shutdown whose grace timer nothing cancels.
+        shutdownRequested = true
         if let security {
             flush()
             security.finish()
         }
         flush()
         guard !closing else { return }
-        shutdownRequested = true
         let timer = LoopTimer(loop: loop)
         timer.start(after: graceMilliseconds) { [unowned self] in close() }
         graceTimer = timer

@@ -80,6 +80,39 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.close())
     }
 
+    /// A `closeAfterWriting` whose flush drains at once calls `onDrain`, and a drain handler
+    /// that closes after writing again (HTTP's serveNext does) must not start a second
+    /// shutdown: its grace timer was never cancelled and fired into a freed connection
+    /// (issue 29). Every handle is closed at the end, so `close()` fails on an orphaned timer.
+    func testCloseAfterWritingCalledAgainFromTheDrainLeavesNoTimer() throws {
+        let loop = EventLoop()
+        var serverClosed = false
+        var received: [UInt8] = []
+        var clientDone = false
+        let listener = try TCPListener(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)) { connection in
+            connection.onDrain = { connection.closeAfterWriting() }
+            connection.onClose = { serverClosed = true }
+            connection.write("bye\n")
+            connection.closeAfterWriting()
+        }
+        TCPConnection.connect(on: loop, to: listener.address) { result in
+            guard case .success(let client) = result else { return XCTFail("connect failed") }
+            client.onData = { received += $0 }
+            client.onEnd = { _ in
+                clientDone = true
+                client.close()
+            }
+            client.startReading()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while !(serverClosed && clientDone), Date() < deadline { loop.runOnce(wait: false) }
+        listener.close()
+        loop.runOnce(wait: false)
+        XCTAssertTrue(serverClosed && clientDone)
+        XCTAssertEqual(String(decoding: received, as: UTF8.self), "bye\n")
+        XCTAssertTrue(loop.close(), "a second grace timer was left running")
+    }
+
     func testConnectFailureIsReported() {
         let loop = EventLoop()
         var failure: LoopError?

@@ -266,6 +266,11 @@ final class LineClient: @unchecked Sendable {
         shutdown(socket, Int32(SHUT_RDWR))
     }
 
+    /// Half-closes (FIN): the client sends nothing more but still reads.
+    func halfClose() {
+        shutdown(socket, Int32(SHUT_WR))
+    }
+
     /// Sends one line, adding the LF.
     func send(_ line: String) throws {
         try send(bytes: Array((line + "\n").utf8))
