@@ -3,7 +3,8 @@
 # (unit tests, then integration tests that start real servers on 127.0.0.1), then the
 # deterministic simulation for SIMULATION_RUNS seeds in a release build (default 10,000; 0 skips
 # it; Tests/Simulation/run.sh MINUTES runs it long), then the libFuzzer harnesses for
-# FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long).
+# FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long). Between them,
+# the connection tests run again under the address sanitizer (SANITIZER_TESTS=0 skips them).
 # The tests are XCTest; the last line sums them up as "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,22 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 swift test --disable-swift-testing "$@" 2>&1 | tee "$log" || status=$?
+# The connection close paths again under the address sanitizer (its own build folder): a
+# use after free there aborts the server and fails the test. Leak reports are off: they would
+# list Foundation's and XCTest's process-lifetime allocations.
+if [ "${SANITIZER_TESTS:-1}" != 0 ] && [ "$#" -eq 0 ]; then
+    sanitized=(--sanitize=address --build-path .build/asan)
+    asan_log=$(mktemp)
+    if swift build --build-tests "${sanitized[@]}" > "$asan_log" 2>&1 && ASAN_OPTIONS=detect_leaks=0 swift test --skip-build \
+        --disable-swift-testing "${sanitized[@]}" --filter 'EventLoopTests|ConnectionCloseTests|HTTPAPITests|HTTPKitTests' >> "$asan_log" 2>&1; then
+        echo "address sanitizer: $(grep -E "^[[:space:]]*Executed [0-9]+ tests?" "$asan_log" | tail -n 1 | sed -E 's/^[[:space:]]*//')"
+    else
+        grep -E "error|ERROR|Sanitizer|Executed" "$asan_log" | head -n 40
+        echo "address sanitizer: FAILED"
+        status=1
+    fi
+    rm -f "$asan_log"
+fi
 simulation_runs=${SIMULATION_RUNS:-10000}
 if [ "$simulation_runs" -gt 0 ] && [ "$#" -eq 0 ]; then
     bash Tests/Simulation/run.sh --runs "$simulation_runs" || status=1
