@@ -32,7 +32,7 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     /// The target's path, without the query.
-    public var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+    public var path: Substring { HTTPTarget.originForm(target).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
 }
 
 /// One header line of a request.

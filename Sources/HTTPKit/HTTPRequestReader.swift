@@ -38,6 +38,7 @@ public final class HTTPRequestReader {
         settings.pointee.on_header_field = { HTTPRequestReader.reader($0).appendField($1, $2) }
         settings.pointee.on_header_value = { HTTPRequestReader.reader($0).appendValue($1, $2) }
         settings.pointee.on_headers_complete = { HTTPRequestReader.reader($0).headersComplete() }
+        settings.pointee.on_chunk_header = { HTTPRequestReader.reader($0).chunkAnnounced() }
         settings.pointee.on_body = { HTTPRequestReader.reader($0).appendBody($1, $2) }
         settings.pointee.on_message_complete = { HTTPRequestReader.reader($0).messageComplete() }
     }
@@ -76,6 +77,13 @@ public final class HTTPRequestReader {
     /// "no body" and "upgrade", not as errors).
     private func fail(_ reason: HTTPReadError) -> Int32 {
         error = reason
+        // Nothing more is read: what the unfinished request held is let go at once.
+        target = []
+        headers = []
+        field = []
+        value = []
+        headerBytes = 0
+        body = []
         return -1
     }
 
@@ -105,8 +113,23 @@ public final class HTTPRequestReader {
     private func appendField(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard countHeaderBytes(count) else { return fail(.headersTooLarge) }
         if readingValue, !finishHeader() { return fail(.headersTooLarge) }
+        let start = field.count
         append(bytes, count, to: &field)
+        // RFC 9112 §5.1: a field name is a token, with no whitespace before its colon; a
+        // server must refuse one with it (`Transfer-Encoding : chunked` is a smuggling shape
+        // behind a proxy that reads it otherwise). The parser lets spaces through.
+        guard field[start...].allSatisfy(Self.isTokenByte) else {
+            return fail(.malformed("invalid character in a header name (no whitespace may come before the colon)"))
+        }
         return 0
+    }
+
+    /// `tchar` of RFC 9110 §5.6.2.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
     }
 
     private func appendValue(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
@@ -133,6 +156,14 @@ public final class HTTPRequestReader {
         return 0
     }
 
+    /// A chunk's size line: a chunk that would take the body past the limit is refused now,
+    /// before its bytes (which may never come) are waited for.
+    private func chunkAnnounced() -> Int32 {
+        let size = parser.pointee.content_length
+        if size != UInt64.max, size > UInt64(limits.maxBodyBytes - body.count) { return fail(.bodyTooLarge) }
+        return 0
+    }
+
     private func appendBody(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
         guard body.count + count <= limits.maxBodyBytes else { return fail(.bodyTooLarge) }
         append(bytes, count, to: &body)
@@ -140,6 +171,9 @@ public final class HTTPRequestReader {
     }
 
     private func messageComplete() -> Int32 {
+        // A protocol switch (Upgrade with Connection: upgrade, CONNECT) is answered 501 and
+        // nothing else: the request is not served.
+        if parser.pointee.upgrade == 1 { return fail(.upgradeRefused) }
         let method = String(cString: http_method_str(http_method(parser.pointee.method)))
         let keepAlive = http_should_keep_alive(parser) != 0
         complete.append(HTTPRequest(method: method, target: String(decoding: target, as: UTF8.self), headers: headers, body: body,

@@ -7,7 +7,7 @@ public struct HTTPTarget: Sendable, Equatable {
 
     /// Nil when a segment's percent-encoding is not UTF-8 or is cut short.
     public init?(_ target: String) {
-        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = Self.originForm(target).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         var segments: [String] = []
         for raw in parts[0].split(separator: "/", omittingEmptySubsequences: true) {
             guard let segment = Self.percentDecoded(raw, plusIsSpace: false) else { return nil }
@@ -25,6 +25,18 @@ public struct HTTPTarget: Sendable, Equatable {
         }
         self.segments = segments
         self.query = query
+    }
+
+    /// The path and query of a target in absolute form (`http://host:port/path?query`, which
+    /// RFC 9112 §3.2.2 says a server must accept, as a proxy sends it); other targets as they are.
+    public static func originForm(_ target: String) -> Substring {
+        let text = Substring(target)
+        guard let colon = text.firstIndex(of: ":"), ["http", "https"].contains(text[..<colon].lowercased()),
+            text[colon...].hasPrefix("://")
+        else { return text }
+        let rest = text[text.index(colon, offsetBy: 3)...]
+        guard let pathStart = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+        return rest[pathStart...]
     }
 
     /// `%XX` escapes turned into bytes (and `+` into a space in a query); nil when they do not

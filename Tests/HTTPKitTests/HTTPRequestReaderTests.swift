@@ -89,11 +89,51 @@ final class HTTPRequestReaderTests: XCTestCase {
         XCTAssertEqual(exact.feed(bytes("PUT / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789")).first?.body.count, 10)
     }
 
-    func testAnUpgradeIsRefused() {
-        let reader = HTTPRequestReader()
-        _ = reader.feed(bytes("GET /chat HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"))
-        XCTAssertEqual(reader.error, .upgradeRefused)
-        XCTAssertEqual(reader.error?.status, 501)
+    /// An upgrade or CONNECT is answered once, 501, and never served: the request that asks
+    /// for it does not come out (it was carried out, then a 501 followed).
+    func testAnUpgradeIsRefusedAndNotServed() {
+        for request in [
+            "GET /chat HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            "POST /api/collections HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nContent-Length: 2\r\n\r\n{}",
+            "CONNECT example.org:443 HTTP/1.1\r\nHost: example.org:443\r\n\r\n",
+        ] {
+            let reader = HTTPRequestReader()
+            XCTAssertEqual(reader.feed(bytes("GET /before HTTP/1.1\r\n\r\n" + request)).map(\.target), ["/before"], request)
+            XCTAssertEqual(reader.error, .upgradeRefused, request)
+            XCTAssertEqual(reader.error?.status, 501)
+        }
+    }
+
+    /// RFC 9112 §5.1: no whitespace between a field name and its colon; a server must refuse
+    /// it with 400, since a proxy may read `Transfer-Encoding : chunked` otherwise (smuggling).
+    func testWhitespaceBeforeAHeadersColonIsRefused() {
+        for name in ["Transfer-Encoding ", "Transfer-Encoding\t", "Content-Length ", "X(bad)"] {
+            let reader = HTTPRequestReader()
+            let value = name.hasPrefix("Content") ? "3" : "chunked"
+            let requests = reader.feed(bytes("POST /a HTTP/1.1\r\n\(name): \(value)\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /b HTTP/1.1\r\n\r\n"))
+            XCTAssertEqual(requests, [], name)
+            guard case .malformed(let reason)? = reader.error else { return XCTFail("\(name): \(String(describing: reader.error))") }
+            XCTAssertTrue(reason.contains("header"), reason)
+        }
+    }
+
+    /// A chunk announced larger than the body may be is refused when its size line arrives,
+    /// not once the bytes have come (they may never come).
+    func testAChunkLargerThanTheBodyLimitIsRefusedAtItsSizeLine() {
+        let reader = HTTPRequestReader(limits: HTTPLimits(maxBodyBytes: 1 << 20))
+        XCTAssertEqual(reader.feed(bytes("PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n100000\r\nab")), [])
+        XCTAssertEqual(reader.error, .bodyTooLarge)
+        XCTAssertEqual(reader.bufferedBytes, 0, "nothing of it is held")
+    }
+
+    /// The absolute form (`GET http://host/path`, RFC 9112 §3.2.2) is a target a server must
+    /// accept; it reads as its path and query.
+    func testAnAbsoluteFormTargetReadsAsItsPath() throws {
+        let target = try XCTUnwrap(HTTPTarget("http://127.0.0.1:7421/api/me?x=1"))
+        XCTAssertEqual(target.segments, ["api", "me"])
+        XCTAssertEqual(target.query, ["x": "1"])
+        XCTAssertEqual(HTTPTarget("https://example.org")?.segments, [])
+        XCTAssertEqual(HTTPRequest(method: "GET", target: "http://h/api/me?x=1").path, "/api/me")
     }
 
     func testAnEmptyHeaderValueKeepsItsOwnName() {

@@ -234,6 +234,44 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(try alice().request("GET", "/api/collections").status, 200, "the server keeps serving")
     }
 
+    /// Issue 29's parsing items against the real listener: exactly one response per request,
+    /// and a request that asks for a protocol switch changes nothing.
+    func testOneResponsePerRequestAndSmugglingShapesAreRefused() throws {
+        let client = try aliceWithCollection()
+        let token = try XCTUnwrap(client.token)
+        // `Transfer-Encoding : chunked`, then a pipelined request: one 400, then the close.
+        let smuggler = try HTTPTestClient(port: server.httpPort)
+        try smuggler.connection.send(bytes: Array((
+            "POST /api/collections HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\n"
+            + "Transfer-Encoding : chunked\r\nContent-Length: 14\r\n\r\n{\"name\":\"tex\"}"
+            + "GET /api/me HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(token)\r\n\r\n").utf8))
+        let refused = try smuggler.response()
+        XCTAssertEqual(refused.status, 400, refused.text)
+        XCTAssertEqual(refused.json["error"] as? String, "BAD_HTTP")
+        XCTAssertTrue(smuggler.connection.closedByServer(), "nothing after the 400: no second response")
+
+        // A chunk announced past the 1 MiB body limit: 413 at once, not at the pre-auth deadline.
+        let chunky = try HTTPTestClient(port: server.httpPort)
+        try chunky.connection.send(bytes: Array("PUT /api/collections/inventory/records/x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n200000\r\nabc".utf8))
+        chunky.connection.timeoutSeconds = 2
+        XCTAssertEqual(try chunky.response().status, 413)
+        XCTAssertTrue(chunky.connection.closedByServer())
+
+        // Upgrades and CONNECT: one 501 each, and the upgrade request is not carried out.
+        for request in [
+            "POST /api/collections HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer \(token)\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"name\":\"h2c\"}",
+            "GET /api/me HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+            "CONNECT 127.0.0.1:7420 HTTP/1.1\r\nHost: 127.0.0.1:7420\r\n\r\n",
+        ] {
+            let upgrader = try HTTPTestClient(port: server.httpPort)
+            try upgrader.connection.send(bytes: Array(request.utf8))
+            XCTAssertEqual(try upgrader.response().status, 501, request)
+            XCTAssertTrue(upgrader.connection.closedByServer(), "one response, then the close: \(request)")
+        }
+        XCTAssertEqual(try client.request("GET", "/api/collections/h2c/records").status, 404, "the upgrade request changed nothing")
+        XCTAssertEqual(try client.request("GET", "/api/collections/tex/records").status, 404)
+    }
+
     func testAConnectionThatNeverLogsInIsClosedAtThePreAuthDeadline() throws {
         let quick = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--preauth-timeout", "1"])
         try quick.start()
