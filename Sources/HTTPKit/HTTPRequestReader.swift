@@ -12,9 +12,22 @@ public final class HTTPRequestReader {
     /// follows it is not read.
     public private(set) var isClosed = false
 
+    /// The most a body may be now (at most `limits.maxBodyBytes`): a connection that has not
+    /// logged in lowers it, so that one it does not know cannot make it hold much.
+    public var bodyLimit: Int
+    /// Whether a request whose body may pass `bodyLimit` (announced larger, or chunked) stops
+    /// the reader at its head (`heldHead`) rather than being refused, so that the connection
+    /// can log in with the credentials of its head and then take its body
+    /// (`takeHeldBody(upTo:)`) or refuse it. No byte of the body is read meanwhile.
+    public var holdsLargeBodies = false
+    /// The head of a request waiting for leave to read its body (its `body` is empty).
+    public private(set) var heldHead: HTTPRequest?
+    /// What was read after the held head, unparsed (at most one read).
+    private var unparsed: [UInt8] = []
+
     /// Bytes of the request being read (its head and body so far): what a connection holds
     /// for it.
-    public var bufferedBytes: Int { headerBytes + body.count }
+    public var bufferedBytes: Int { headerBytes + body.count + unparsed.count }
 
     private let parser: UnsafeMutablePointer<http_parser>
     private let settings: UnsafeMutablePointer<http_parser_settings>
@@ -29,6 +42,7 @@ public final class HTTPRequestReader {
 
     public init(limits: HTTPLimits = HTTPLimits()) {
         self.limits = limits
+        bodyLimit = limits.maxBodyBytes
         parser = .allocate(capacity: 1)
         http_parser_init(parser, HTTP_REQUEST)
         settings = .allocate(capacity: 1)
@@ -49,16 +63,25 @@ public final class HTTPRequestReader {
     }
 
     /// Reads `bytes`; the requests they complete, in order (a request cut across reads comes
-    /// out with the read that ends it). Check `error` after serving them.
+    /// out with the read that ends it). Check `error` after serving them, and `heldHead`: while
+    /// a head is held nothing more is read.
     public func feed(_ bytes: [UInt8]) -> [HTTPRequest] {
         guard error == nil, !isClosed, !bytes.isEmpty else { return [] }
+        guard heldHead == nil else {
+            unparsed += bytes
+            return []
+        }
         parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        _ = bytes.withUnsafeBufferPointer { buffer in
+        let parsed = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { http_parser_execute(parser, settings, $0.baseAddress, $0.count) }
         }
         parser.pointee.data = nil
         let status = http_errno(parser.pointee.http_errno)
-        if error == nil, !isClosed {
+        if heldHead != nil {
+            // Paused at the held head: the rest waits (from the headers' last LF, which the
+            // parser has not taken yet).
+            unparsed = Array(bytes[parsed...])
+        } else if error == nil, !isClosed {
             if parser.pointee.upgrade == 1 {
                 error = .upgradeRefused
             } else if status != HPE_OK {
@@ -67,6 +90,24 @@ public final class HTTPRequestReader {
         }
         defer { complete.removeAll() }
         return complete
+    }
+
+    /// Lets the held head's body be read, up to `limit` bytes (a logged-in connection's), and
+    /// reads on; the requests that completes, as `feed` gives them.
+    public func takeHeldBody(upTo limit: Int) -> [HTTPRequest] {
+        guard heldHead != nil else { return [] }
+        heldHead = nil
+        bodyLimit = min(limit, limits.maxBodyBytes)
+        http_parser_pause(parser, 0)
+        let rest = unparsed
+        unparsed = []
+        // The body may have been announced past the new limit too.
+        let announced = parser.pointee.content_length
+        if announced != UInt64.max, announced > UInt64(bodyLimit) {
+            _ = fail(.bodyTooLarge)
+            return []
+        }
+        return rest.isEmpty ? [] : feed(rest)
     }
 
     private static func reader(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestReader {
@@ -84,6 +125,8 @@ public final class HTTPRequestReader {
         value = []
         headerBytes = 0
         body = []
+        unparsed = []
+        heldHead = nil
         return -1
     }
 
@@ -153,19 +196,27 @@ public final class HTTPRequestReader {
         // Announced larger than allowed: refused before a byte of it is read.
         let announced = parser.pointee.content_length
         if announced != UInt64.max, announced > UInt64(limits.maxBodyBytes) { return fail(.bodyTooLarge) }
+        let chunked = UInt32(parser.pointee.flags) & UInt32(F_CHUNKED.rawValue) != 0
+        guard chunked ? bodyLimit < limits.maxBodyBytes : announced != UInt64.max && announced > UInt64(bodyLimit) else { return 0 }
+        guard holdsLargeBodies, parser.pointee.upgrade == 0 else { return fail(.bodyTooLarge) }
+        heldHead = HTTPRequest(method: methodName, target: String(decoding: target, as: UTF8.self), headers: headers,
+                               keepAlive: http_should_keep_alive(parser) != 0)
+        http_parser_pause(parser, 1)
         return 0
     }
+
+    private var methodName: String { String(cString: http_method_str(http_method(parser.pointee.method))) }
 
     /// A chunk's size line: a chunk that would take the body past the limit is refused now,
     /// before its bytes (which may never come) are waited for.
     private func chunkAnnounced() -> Int32 {
         let size = parser.pointee.content_length
-        if size != UInt64.max, size > UInt64(limits.maxBodyBytes - body.count) { return fail(.bodyTooLarge) }
+        if size != UInt64.max, size > UInt64(bodyLimit - body.count) { return fail(.bodyTooLarge) }
         return 0
     }
 
     private func appendBody(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> Int32 {
-        guard body.count + count <= limits.maxBodyBytes else { return fail(.bodyTooLarge) }
+        guard body.count + count <= bodyLimit else { return fail(.bodyTooLarge) }
         append(bytes, count, to: &body)
         return 0
     }
@@ -174,9 +225,8 @@ public final class HTTPRequestReader {
         // A protocol switch (Upgrade with Connection: upgrade, CONNECT) is answered 501 and
         // nothing else: the request is not served.
         if parser.pointee.upgrade == 1 { return fail(.upgradeRefused) }
-        let method = String(cString: http_method_str(http_method(parser.pointee.method)))
         let keepAlive = http_should_keep_alive(parser) != 0
-        complete.append(HTTPRequest(method: method, target: String(decoding: target, as: UTF8.self), headers: headers, body: body,
+        complete.append(HTTPRequest(method: methodName, target: String(decoding: target, as: UTF8.self), headers: headers, body: body,
                                     keepAlive: keepAlive))
         if !keepAlive {
             isClosed = true

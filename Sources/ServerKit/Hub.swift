@@ -35,48 +35,71 @@ final class Hub {
     /// once into one buffer, and each subscriber gets that buffer (or the part it has not seen)
     /// in one write, so seq order holds across collections too.
     func broadcast(_ changes: [Change]) {
-        var run = ChangeLines()
-        var runCollection: String?
+        var run: ChangeRun?
         var runSessions: [ObjectIdentifier: Session]?
         func sendRun() {
-            guard let collection = runCollection, let sessions = runSessions else { return }
-            for session in sessions.values { session.deliver(run, collection: collection) }
+            guard let run, let sessions = runSessions else { return }
+            for session in sessions.values { session.deliver(run, collection: run.collection) }
         }
         for change in changes {
             lastBroadcastSeq = max(lastBroadcastSeq, change.seq)
-            if change.collection != runCollection {
+            if change.collection != run?.collection {
                 sendRun()
-                runCollection = change.collection
                 runSessions = subscribers[change.collection]
-                run = ChangeLines()
+                run = ChangeRun(collection: change.collection)
             }
-            if runSessions != nil { run.append(change) }
+            if runSessions != nil { run?.append(change) }
         }
         sendRun()
     }
 }
 
-/// The CHANGE lines of one collection from one committed batch, in seq order, as one buffer.
-struct ChangeLines {
+/// The CHANGE lines of one collection from one committed batch, in seq order, as one buffer
+/// made once for every subscriber, with the changes they were made of (an event stream makes
+/// its events from those, once for all streams).
+final class ChangeRun {
+    let collection: String
     private(set) var bytes: [UInt8] = []
-    private var seqs: [Int64] = []
+    private(set) var changes: [Change] = []
     private var ends: [Int] = []
 
-    var lastSeq: Int64 { seqs.last ?? 0 }
+    init(collection: String) {
+        self.collection = collection
+    }
 
-    mutating func append(_ change: Change) {
+    var lastSeq: Int64 { changes.last?.seq ?? 0 }
+
+    func append(_ change: Change) {
         bytes.append(contentsOf: change.line.utf8)
-        seqs.append(change.seq)
+        changes.append(change)
         ends.append(bytes.count)
     }
 
-    /// The lines of the changes after `seq` (all of them in the common case), cut after the
-    /// last whole line that fits in `budget` bytes; `complete` says whether nothing was cut.
-    func lines(after seq: Int64, within budget: Int) -> (bytes: ArraySlice<UInt8>, complete: Bool) {
-        guard let firstNew = seqs.firstIndex(where: { $0 > seq }) else { return ([], true) }
+    /// The changes after `seq` (all of them in the common case), cut after the last whole line
+    /// that fits in `budget` bytes; `complete` says whether nothing was cut.
+    func delivery(after seq: Int64, within budget: Int) -> (ChangeDelivery, complete: Bool) {
+        guard let firstNew = changes.firstIndex(where: { $0.seq > seq }) else { return (ChangeDelivery(run: self, range: 0..<0), true) }
         let start = firstNew == 0 ? 0 : ends[firstNew - 1]
-        if bytes.count - start <= budget { return (bytes[start...], true) }
-        let fitting = ends[firstNew...].last { $0 - start <= budget } ?? start
-        return (bytes[start..<fitting], false)
+        if bytes.count - start <= budget { return (ChangeDelivery(run: self, range: firstNew..<changes.count), true) }
+        let fitting = ends[firstNew...].lastIndex { $0 - start <= budget }.map { $0 + 1 } ?? firstNew
+        return (ChangeDelivery(run: self, range: firstNew..<fitting), false)
     }
+
+    /// The bytes of the changes at `range`.
+    func bytes(of range: Range<Int>) -> ArraySlice<UInt8> {
+        guard !range.isEmpty else { return [] }
+        return bytes[(range.lowerBound == 0 ? 0 : ends[range.lowerBound - 1])..<ends[range.upperBound - 1]]
+    }
+}
+
+/// The part of a `ChangeRun` one subscriber is sent.
+struct ChangeDelivery {
+    let run: ChangeRun
+    /// Which of the run's changes.
+    let range: Range<Int>
+
+    var bytes: ArraySlice<UInt8> { run.bytes(of: range) }
+    var changes: ArraySlice<Change> { run.changes[range] }
+    /// Whether this is the whole run (as it is for every subscriber that keeps up).
+    var isWholeRun: Bool { range.count == run.changes.count }
 }

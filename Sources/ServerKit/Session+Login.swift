@@ -42,7 +42,7 @@ extension Session {
         framer.maxLineBytes = context.configuration.limits.maxLineBytes
         context.sessionLoggedIn(self)
         ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
-        finishAsync(Reply.auth(user: account.name).line(tag))
+        finishAsync(.ok(tag: tag, .auth(user: account.name)))
     }
 
     func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {
@@ -54,6 +54,6 @@ extension Session {
         }
         context.loginFailed()
         ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])
-        finishAsync(ResponseLine.error(tag, error))
+        finishAsync(.error(tag: tag, error))
     }
 }

@@ -6,18 +6,18 @@ import SyncProtocol
 /// What a session sends: replies in request order, broadcasts to a subscriber, notices of
 /// collections changing, and the goodbye that ends it.
 extension Session {
-    func send(_ text: String) {
-        perform(.send(text))
+    func send(_ output: ServerOutput) {
+        perform(.send(output))
     }
 
-    func finishAsync(_ reply: String) {
+    func finishAsync(_ reply: ServerOutput) {
         guard closeReason == nil else { return }
         awaitingAsync = false
         send(reply)
         processInbox()
     }
 
-    func fillSlot(_ index: Int, with reply: String) {
+    func fillSlot(_ index: Int, with reply: ServerOutput) {
         guard closeReason == nil else { return }
         replySlots[index].reply = reply
         writeBytesInFlight -= replySlots[index].bytes
@@ -36,12 +36,12 @@ extension Session {
     /// Sends the batch's change lines this subscriber does not have yet, in one write; a
     /// subscriber whose unsent output would pass the limit gets the whole lines that fit and
     /// `* BYE SLOW`, rather than being buffered without bound.
-    func deliver(_ changes: ChangeLines, collection: String) {
-        guard closeReason == nil, let through = subscriptions[collection], changes.lastSeq > through else { return }
-        subscriptions[collection] = changes.lastSeq
+    func deliver(_ run: ChangeRun, collection: String) {
+        guard closeReason == nil, let through = subscriptions[collection], run.lastSeq > through else { return }
+        subscriptions[collection] = run.lastSeq
         let budget = context.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
-        let (lines, complete) = changes.lines(after: through, within: budget)
-        perform(.sendBytes(lines))
+        let (delivery, complete) = run.delivery(after: through, within: budget)
+        if !delivery.bytes.isEmpty { perform(.deliver(delivery)) }
         if !complete { sayGoodbye(.slow) }
     }
 
@@ -49,7 +49,7 @@ extension Session {
     /// subscription the user may no longer read (`* UNSUB <collection> REVOKED`).
     func collectionChanged(_ name: String, role: Role?, seq: Int64) {
         guard closeReason == nil, user != nil else { return }
-        if watchesCollections { send(ServerNotice.collection(name: name, role: role, seq: seq).line) }
+        if watchesCollections { send(.notices([.collection(name: name, role: role, seq: seq)])) }
         if role == nil, !isAdmin {
             endSubscription(name)
             endSubscription(Names.conflictsCollection(of: name))
@@ -63,7 +63,7 @@ extension Session {
         let subscribed = dropSubscription(name)
         let companionSubscribed = dropSubscription(Names.conflictsCollection(of: name))
         let wasSubscribed = subscribed || companionSubscribed
-        if wasMember || isAdmin || wasSubscribed { send(ServerNotice.dropped(name).line) }
+        if wasMember || isAdmin || wasSubscribed { send(.notices([.dropped(name)])) }
     }
 
     /// The collection has a new name: `* RENAMED <old> <new>` for a member (or a server admin);
@@ -76,7 +76,7 @@ extension Session {
             subscriptions[new] = through
             subscribed = true
         }
-        if isMember || isAdmin || subscribed { send(ServerNotice.renamed(from: from, to: to).line) }
+        if isMember || isAdmin || subscribed { send(.notices([.renamed(from: from, to: to)])) }
     }
 
     /// Ends this session's subscription to `collection` if it may no longer read it.
@@ -88,7 +88,7 @@ extension Session {
     }
 
     func endSubscription(_ collection: String) {
-        if dropSubscription(collection) { send(ServerNotice.unsubscribedRevoked(collection).line) }
+        if dropSubscription(collection) { send(.notices([.unsubscribedRevoked(collection)])) }
     }
 
     /// Stops sending `collection`'s changes; whether it was subscribed.
@@ -120,7 +120,7 @@ extension Session {
     /// Writes `* BYE <reason>` and closes once it is sent.
     func sayGoodbye(_ reason: CloseReason) {
         guard closeReason == nil else { return }
-        if let bye = reason.bye { send(ServerNotice.bye(bye).line) }
+        if let bye = reason.bye { send(.notices([.bye(bye)])) }
         close(reason)
     }
 

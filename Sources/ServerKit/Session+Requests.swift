@@ -7,16 +7,16 @@ import SyncProtocol
 extension Session {
     func execute(_ tag: String, _ command: Command) {
         guard user != nil || command.allowedBeforeAuth else {
-            send(ResponseLine.error(tag, ProtocolError(.authRequired, "log in first with AUTH")))
+            send(.error(tag: tag, ProtocolError(.authRequired, "log in first with AUTH")))
             return
         }
         do {
             try perform(tag, command)
         } catch let error as ProtocolError {
-            send(ResponseLine.error(tag, error))
+            send(.error(tag: tag, error))
         } catch {
             ServerLog.error("request \(tag) from \(address) failed: \(error)")
-            send(ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")))
+            send(.error(tag: tag, ProtocolError(.internal, "the server could not read its store")))
         }
     }
 
@@ -26,7 +26,7 @@ extension Session {
             guard version == "1" else {
                 throw ProtocolError(.unsupportedVersion, "this server speaks protocol 1")
             }
-            send(Reply.hello(version: "1", serverID: context.serverID).line(tag, payload: context.limitsJSON))
+            send(.ok(tag: tag, .hello(version: "1", serverID: context.serverID), payload: context.limitsJSON))
         case .auth(let name, let password):
             authenticate(tag, name: name, password: password)
         case .authToken(let token):
@@ -34,13 +34,13 @@ extension Session {
         case .tokenNew(let label):
             let token = Crypto.newToken()
             storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
-                Reply.token(token).line(tag)
+                .ok(tag: tag, .token(token))
             }
         case .tokenList:
             ask(.tokens(of: user!), tag) { [self] answer in
                 guard case .tokens(let tokens) = answer else { return }
-                for token in tokens { send(ServerNotice.token(token, isThisConnection: token.hash == tokenHash).line) }
-                send(Reply.tokens(count: tokens.count).line(tag))
+                send(.notices(tokens.map { .token($0, isThisConnection: $0.hash == tokenHash) }))
+                send(.ok(tag: tag, .tokens(count: tokens.count)))
             }
         case .tokenRevoke(let tokenOrID):
             revokeToken(tag, tokenOrID)
@@ -52,14 +52,14 @@ extension Session {
             }
             storeOperation(tag, .createCollection(name: name, owner: owner)) { [self] _ in
                 perform(.announce(.created(collection: name, owner: owner)))
-                return Reply.created(name).line(tag)
+                return .ok(tag: tag, .created(name))
             }
         case .drop(let collection):
             try requireRole(.admin, collection)
             storeOperation(tag, .dropCollection(name: collection)) { [self] _ in
                 ServerLog.event("drop", ["collection": collection, "by": user ?? "-", "address": address])
                 perform(.announce(.dropped(collection: collection)))
-                return Reply.dropped(collection).line(tag)
+                return .ok(tag: tag, .dropped(collection))
             }
         case .rename(let from, let to):
             try requireRole(.admin, from)
@@ -67,26 +67,26 @@ extension Session {
             storeOperation(tag, .renameCollection(from: from, to: to)) { [self] _ in
                 ServerLog.event("rename", ["collection": from, "to": to, "by": user ?? "-", "address": address])
                 perform(.announce(.renamed(from: from, to: to)))
-                return Reply.renamed(from: from, to: to).line(tag)
+                return .ok(tag: tag, .renamed(from: from, to: to))
             }
         case .collections:
             watchesCollections = true
             let visible = context.directory.visible(to: user!, isAdmin: isAdmin)
-            for entry in visible { send(ServerNotice.collection(name: entry.name, role: entry.role, seq: entry.seq).line) }
-            send(Reply.collections(count: visible.count).line(tag))
+            send(.notices(visible.map { .collection(name: $0.name, role: $0.role, seq: $0.seq) }))
+            send(.ok(tag: tag, .collections(count: visible.count)))
         case .members(let collection):
             try requireRole(.read, collection)
             let members = context.directory.members(of: collection).sorted().compactMap { member in
                 context.directory.role(of: member, isAdmin: false, in: collection).map { (member, $0) }
             }
-            for (member, role) in members { send(ServerNotice.member(user: member, role: role).line) }
-            send(Reply.members(collection: collection, count: members.count).line(tag))
+            send(.notices(members.map { .member(user: $0.0, role: $0.1) }))
+            send(.ok(tag: tag, .members(collection: collection, count: members.count)))
         case .grant(let collection, let grantee, let role):
             try requireRole(.admin, collection)
             storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [self] _ in
                 ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
                 perform(.announce(.granted(collection: collection, user: grantee, role: role)))
-                return Reply.granted.line(tag)
+                return .ok(tag: tag, .granted)
             }
         case .put, .move, .delete:
             submitWrite(tag, command, bytes: 0)
@@ -96,7 +96,7 @@ extension Session {
                 guard case .record(let found) = answer, let state = found else {
                     throw ProtocolError(.notFound, "no record \(ValueJSON.quoted(id)) in \(collection)")
                 }
-                send(Reply.record(collection: collection, id: id, rev: state.rev, position: state.position).line(tag, payload: state.fieldsJSON))
+                send(.ok(tag: tag, .record(collection: collection, id: id, rev: state.rev, position: state.position), payload: state.fieldsJSON))
             }
         case .list(let collection):
             try requireRole(.read, collection)
@@ -104,15 +104,12 @@ extension Session {
             ask(.list(collection: collection), tag) { [self] answer in
                 guard case .list(let (records, seq)) = answer else { return }
                 var next = 0
-                reply = { () -> (String, Bool) in
-                    var output = ""
+                reply = { () -> ([ServerOutput], Bool) in
                     let end = min(records.count, next + Self.replayPageSize)
-                    for record in records[next..<end] {
-                        output += ServerNotice.record(collection: collection, state: record).line
-                    }
+                    let page = ServerOutput.notices(records[next..<end].map { .record(collection: collection, state: $0) })
                     next = end
-                    guard next == records.count else { return (output, false) }
-                    return (output + Reply.listed(collection: collection, count: records.count, seq: seq).line(tag), true)
+                    guard next == records.count else { return ([page], false) }
+                    return ([page, .ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq))], true)
                 }
             }
         case .subscribe(let collection, let since):
@@ -122,13 +119,15 @@ extension Session {
             replayPage(tag, collection, since: since)
         case .unsubscribe(let collection):
             dropSubscription(collection)
-            send(Reply.unsubscribed(collection: collection).line(tag))
+            send(.ok(tag: tag, .unsubscribed(collection: collection)))
         case .ping:
-            send(Reply.pong.line(tag))
+            send(.ok(tag: tag, .pong))
+        case .whoami:
+            send(.ok(tag: tag, .whoami(user: user!, isAdmin: isAdmin)))
         case .stats:
-            send(Reply.stats.line(tag, payload: context.statsJSON()))
+            send(.ok(tag: tag, .stats, payload: context.statsJSON()))
         case .quit:
-            send(Reply.bye.line(tag))
+            send(.ok(tag: tag, .bye))
             close(.quit)
         }
     }
@@ -144,9 +143,7 @@ extension Session {
             guard let page = found else {
                 throw ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")
             }
-            var output = ""
-            for change in page.changes { output += change.line }
-            if !output.isEmpty { send(output) }
+            if !page.changes.isEmpty { send(.changes(page.changes)) }
             guard page.changes.count < Self.replayPageSize else {
                 replayNext = (tag, collection, page.changes.last!.seq)
                 return
@@ -158,7 +155,7 @@ extension Session {
             }
             subscriptions[collection] = through
             perform(.subscribe(collection))
-            send(Reply.subscribed(collection: collection, through: through).line(tag))
+            send(.ok(tag: tag, .subscribed(collection: collection, through: through)))
         }
     }
 
@@ -174,10 +171,10 @@ extension Session {
                 case .failure(let failure): throw Self.readFailure(failure, tag: tag, address: address)
                 }
             } catch let error as ProtocolError {
-                send(ResponseLine.error(tag, error))
+                send(.error(tag: tag, error))
             } catch {
                 ServerLog.error("request \(tag) from \(address) failed: \(error)")
-                send(ResponseLine.error(tag, ProtocolError(.internal, "the server could not read its store")))
+                send(.error(tag: tag, ProtocolError(.internal, "the server could not read its store")))
             }
             processInbox()
         }

@@ -39,7 +39,7 @@ extension Session {
                 throw ProtocolError(.internal, "not a record write")
             }
         } catch {
-            fillSlot(slot, with: ResponseLine.error(tag, error))
+            fillSlot(slot, with: .error(tag: tag, error))
             return
         }
         commit(operation) { [self] result in
@@ -64,18 +64,18 @@ extension Session {
         throw ProtocolError(.quota, "the collections of \(owner) hold \(used) bytes (writes in progress included); the limit is \(quota) (--max-bytes-per-user)")
     }
 
-    static func writeReply(_ tag: String, _ verb: Reply.WriteVerb, _ result: Result<StoreOutcome, StoreFailure>) -> String {
+    static func writeReply(_ tag: String, _ verb: Reply.WriteVerb, _ result: Result<StoreOutcome, StoreFailure>) -> ServerOutput {
         switch result {
         case .success(.changed(let change)), .success(.rebalanced(let change, _)):
-            return Reply.written(verb, collection: change.collection, id: change.state.id, rev: change.state.rev, seq: change.seq).line(tag)
+            .ok(tag: tag, .written(verb, collection: change.collection, id: change.state.id, rev: change.state.rev, seq: change.seq))
         case .success(.conflict(let collection, let id, let current)):
-            return "\(tag) ERR CONFLICT \(collection) \(ResponseLine.argument(id)) \(current?.wireTail ?? "0 - MISSING")\n"
+            .conflict(tag: tag, collection: collection, id: id, current: current)
         case .success(.refused(let error)):
-            return ResponseLine.error(tag, error)
+            .error(tag: tag, error)
         case .success(.done):
-            return ResponseLine.error(tag, ProtocolError(.internal, "unexpected store outcome"))
+            .error(tag: tag, ProtocolError(.internal, "unexpected store outcome"))
         case .failure(let error):
-            return ResponseLine.error(tag, commitFailure(error))
+            .error(tag: tag, commitFailure(error))
         }
     }
 
@@ -88,18 +88,18 @@ extension Session {
     }
 
     /// Runs a non-record store operation as a barrier: later requests wait for its reply.
-    func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> String) {
+    func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> ServerOutput) {
         awaitingAsync = true
         commit(operation) { [self] result in
             switch result {
             case .success(.done):
                 finishAsync(onDone(.done))
             case .success(.refused(let error)):
-                finishAsync(ResponseLine.error(tag, error))
+                finishAsync(.error(tag: tag, error))
             case .failure(let error):
-                finishAsync(ResponseLine.error(tag, Self.commitFailure(error)))
+                finishAsync(.error(tag: tag, Self.commitFailure(error)))
             default:
-                finishAsync(ResponseLine.error(tag, ProtocolError(.internal, "the change could not be committed; retry")))
+                finishAsync(.error(tag: tag, ProtocolError(.internal, "the change could not be committed; retry")))
             }
         }
     }
@@ -121,7 +121,7 @@ extension Session {
         storeOperation(tag, .revokeToken(hash: hash, user: isAdmin ? nil : user!)) { [self] _ in
             // Every connection logged in with it closes, this one too (after the OK goes out).
             perform(.announce(.tokenRevoked(hash: hash)))
-            return Reply.tokenRevoked.line(tag)
+            return .ok(tag: tag, .tokenRevoked)
         }
     }
 }

@@ -44,14 +44,14 @@ final class Session {
 
     var inbox = FIFO<Pending>()
     var inboxBytes = 0
-    var replySlots: [(reply: String?, bytes: Int)] = []
+    var replySlots: [(reply: ServerOutput?, bytes: Int)] = []
     var replySlotsHead = 0
     var writeBytesInFlight = 0
     var awaitingAsync = false
     /// The reply in progress that is written a page at a time (LIST, SUB replay), so a client
     /// that does not read holds at most a page beyond the output limit: each call gives the next
     /// page and whether it was the last.
-    var reply: (() -> (text: String, done: Bool))?
+    var reply: (() -> (output: [ServerOutput], done: Bool))?
     /// The SUB replay's next page, read once the client has taken the last one.
     var replayNext: (tag: String, collection: String, since: Int64)?
     /// What to do with the store's answer to the read in progress (`readAnswered`).
@@ -125,11 +125,11 @@ final class Session {
     /// Hands the connection's part of an action to the transport, the rest to the server.
     func carryOut(_ action: SessionAction) {
         switch action {
-        case .send(let text):
-            context.noteQueued(text.utf8.count)
+        case .send(let output):
+            context.noteQueued(output.approximateBytes)
             transport.perform(action)
-        case .sendBytes(let bytes):
-            context.noteQueued(bytes.count)
+        case .deliver(let delivery):
+            context.noteQueued(delivery.bytes.count)
             transport.perform(action)
         case .pauseReading, .resumeReading, .close, .closeNow:
             transport.perform(action)
@@ -193,6 +193,16 @@ final class Session {
         perform(.closeNow)
     }
 
+    /// A request handed over as a value (the HTTP API's): it waits its turn in the inbox as a
+    /// parsed line would, under the same rules (login, order, bounds), with no line framing.
+    func received(_ command: Command, tag: String, bytes: Int) {
+        guard closeReason == nil else { return }
+        lastActivity = context.now
+        inbox.append(.command(tag: tag, command, bytes: bytes))
+        inboxBytes += bytes
+        processInbox()
+    }
+
     func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
         framer.append(bytes)
@@ -249,10 +259,10 @@ final class Session {
             switch next {
             case .failure(.untagged(let error)):
                 guard slotsEmpty else { break requests }
-                send(ResponseLine.untagged("ERR", error.code.rawValue, ResponseLine.sanitized(error.message)))
+                send(.error(tag: nil, error))
             case .failure(.tagged(let tag, let error)):
                 guard slotsEmpty else { break requests }
-                send(ResponseLine.error(tag, error))
+                send(.error(tag: tag, error))
             case .command(let tag, let command, let bytes):
                 if command.isRecordWrite, user != nil {
                     guard replySlots.count - replySlotsHead < Self.maxWritesInFlight,
@@ -322,8 +332,8 @@ final class Session {
     /// Sends pages of the reply in progress while the client keeps up.
     func pumpReply() {
         while let nextPage = reply, closeReason == nil, transport.pendingOutputBytes <= outputPause {
-            let (text, done) = nextPage()
-            send(text)
+            let (output, done) = nextPage()
+            for part in output { send(part) }
             if done { reply = nil }
         }
     }

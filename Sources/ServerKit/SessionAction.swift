@@ -6,10 +6,10 @@ import SyncCore
 /// the session's inputs (`committed`, `readAnswered`, `loginAnswered`). `Session.perform`
 /// carries each action out, and a test can watch them by wrapping it.
 enum SessionAction {
-    /// Whole reply or notice lines.
-    case send(String)
-    /// Change lines encoded once for every subscriber.
-    case sendBytes(ArraySlice<UInt8>)
+    /// A reply or notices, as values: a socket writes their text, the HTTP API reads them.
+    case send(ServerOutput)
+    /// A broadcast's change lines, encoded once for every subscriber.
+    case deliver(ChangeDelivery)
     /// Stop taking the client's bytes until `resumeReading` (back-pressure).
     case pauseReading
     case resumeReading

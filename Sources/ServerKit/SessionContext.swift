@@ -66,7 +66,7 @@ extension Server: SessionContext {
         case .announce(let event): apply(event)
         case .subscribe(let collection): hub.subscribe(session, to: collection)
         case .unsubscribe(let collection): hub.unsubscribe(session, from: collection)
-        case .send, .sendBytes, .pauseReading, .resumeReading, .close, .closeNow: break
+        case .send, .deliver, .pauseReading, .resumeReading, .close, .closeNow: break
         }
     }
 }

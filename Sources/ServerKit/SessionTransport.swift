@@ -12,7 +12,7 @@ protocol SessionTransport: AnyObject {
     var heldInputBytes: Int { get }
     /// Starts feeding `session`'s input methods.
     func attach(_ session: Session)
-    /// Carries out `send`, `sendBytes`, `pauseReading`, `resumeReading`, `close` and
+    /// Carries out `send`, `deliver`, `pauseReading`, `resumeReading`, `close` and
     /// `closeNow` (the server carries out the rest).
     func perform(_ action: SessionAction)
 }

@@ -24,8 +24,8 @@ final class TCPSessionTransport: SessionTransport {
 
     func perform(_ action: SessionAction) {
         switch action {
-        case .send(let text): connection.write(text)
-        case .sendBytes(let bytes): connection.write(bytes)
+        case .send(let output): connection.write(output.text)
+        case .deliver(let delivery): connection.write(delivery.bytes)
         case .pauseReading: connection.stopReading()
         case .resumeReading: connection.startReading()
         case .close(.socketError), .closeNow: connection.close()

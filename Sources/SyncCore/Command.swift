@@ -26,6 +26,8 @@ public enum Command: Equatable, Sendable {
     case ping
     case stats
     case quit
+    /// Who the connection is logged in as.
+    case whoami
 
     /// Whether the verb may be used before AUTH succeeds.
     public var allowedBeforeAuth: Bool {
@@ -134,6 +136,7 @@ public enum CommandParser {
         VerbSpec(verb: "PING", arguments: 0...0, takesPayload: false, usage: "PING") { _, _, _ in .ping },
         VerbSpec(verb: "STATS", arguments: 0...0, takesPayload: false, usage: "STATS") { _, _, _ in .stats },
         VerbSpec(verb: "QUIT", arguments: 0...0, takesPayload: false, usage: "QUIT") { _, _, _ in .quit },
+        VerbSpec(verb: "WHOAMI", arguments: 0...0, takesPayload: false, usage: "WHOAMI") { _, _, _ in .whoami },
     ].map { ($0.verb, $0) })
 
     /// The verbs, for `UNKNOWN_COMMAND` replies and documentation checks.
@@ -154,6 +157,39 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "\(spec.verb) takes no JSON payload")
         }
         return try spec.parse(args, line.payloadJSON, spec.usage)
+    }
+
+    /// Checks the names and numbers of a command made as a value (the HTTP API's) as `parse`
+    /// checks those of a line, with the same errors: no request reaches a session unchecked.
+    public static func validate(_ command: Command) throws(ProtocolError) {
+        switch command {
+        case .hello, .auth, .authToken, .tokenNew, .tokenRevoke, .tokenList, .collections, .ping, .stats, .quit, .whoami:
+            break
+        case .drop(let name), .create(let name), .members(let name):
+            _ = try collection(name)
+        case .rename(let from, let to):
+            _ = try collection(from)
+            _ = try collection(to)
+        case .grant(let name, let user, _):
+            _ = try collection(name)
+            guard Names.isValidUser(user) else { throw ProtocolError(.badRequest, "invalid user name") }
+        case .put(let name, let id, let baseRev, _), .delete(let name, let id, let baseRev):
+            _ = try recordID(id, in: try collection(name, orConflicts: true))
+            guard baseRev >= 0 else { throw ProtocolError(.badRequest, "base-rev must be a non-negative integer") }
+        case .move(let name, let id, let baseRev, let placement):
+            _ = try collection(name)
+            _ = try recordID(id)
+            guard baseRev >= 0 else { throw ProtocolError(.badRequest, "base-rev must be a non-negative integer") }
+            if case .before(let anchor) = placement { _ = try recordID(anchor) }
+            if case .after(let anchor) = placement { _ = try recordID(anchor) }
+        case .get(let name, let id):
+            _ = try recordID(id, in: try collection(name, orConflicts: true))
+        case .list(let name), .unsubscribe(let name):
+            _ = try collection(name, orConflicts: true)
+        case .subscribe(let name, let since):
+            _ = try collection(name, orConflicts: true)
+            guard since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
+        }
     }
 
     /// `orConflicts`: the verb also takes a collection's conflicts companion (`<c>~conflicts`).

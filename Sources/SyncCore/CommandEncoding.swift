@@ -29,6 +29,7 @@ extension Command {
         case .ping: return "PING"
         case .stats: return "STATS"
         case .quit: return "QUIT"
+        case .whoami: return "WHOAMI"
         }
     }
 }

@@ -37,6 +37,8 @@ public enum Reply: Equatable, Sendable {
     case stats
     /// `OK BYE` (QUIT).
     case bye
+    /// `OK WHOAMI <user> admin|user`.
+    case whoami(user: String, isAdmin: Bool)
     /// An OK this client does not know how to read (a newer server's), its words kept.
     case other([String])
 
@@ -69,6 +71,7 @@ public enum Reply: Equatable, Sendable {
         case .pong: ["PONG"]
         case .stats: ["STATS"]
         case .bye: ["BYE"]
+        case .whoami(let user, let isAdmin): ["WHOAMI", ResponseLine.argument(user), isAdmin ? "admin" : "user"]
         case .other(let words): words
         }
     }
@@ -116,6 +119,7 @@ public enum Reply: Equatable, Sendable {
         case ("PONG", 1): return .pong
         case ("STATS", 1): return .stats
         case ("BYE", 1): return .bye
+        case ("WHOAMI", 3) where words[2] == "admin" || words[2] == "user": return .whoami(user: words[1], isAdmin: words[2] == "admin")
         default: return nil
         }
     }

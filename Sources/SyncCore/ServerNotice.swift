@@ -37,7 +37,8 @@ public enum ServerNotice: Equatable, Sendable {
         }
     }
 
-    private static func time(_ seconds: Int64) -> String {
+    /// ISO 8601 UTC text of a time in seconds since 1970, as TOKEN lines give it.
+    public static func time(_ seconds: Int64) -> String {
         ISO8601UTC.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 }

@@ -140,4 +140,55 @@ final class HTTPRequestReaderTests: XCTestCase {
         let requests = HTTPRequestReader().feed(bytes("GET / HTTP/1.1\r\nX-Empty:\r\nHost: x\r\n\r\n"))
         XCTAssertEqual(requests.first?.headers, [HTTPHeader("X-Empty", ""), HTTPHeader("Host", "x")])
     }
+
+    /// A connection not logged in lowers the body limit and holds a larger body's head: no byte
+    /// of the body is read until it is allowed, then the requests come out as ever, wherever
+    /// the reads cut them.
+    func testALargeBodyWaitsUnreadAtItsHeadUntilAllowed() {
+        let body = String(repeating: "b", count: 100)
+        let text = "GET /first HTTP/1.1\r\n\r\nPUT /big HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 100\r\n\r\n\(body)GET /after HTTP/1.1\r\n\r\n"
+        for cut in [0, 10, 30, 60, 80, 100, text.utf8.count - 5] {
+            let reader = HTTPRequestReader()
+            reader.bodyLimit = 16
+            reader.holdsLargeBodies = true
+            let bytes = Array(text.utf8)
+            var requests = reader.feed(Array(bytes[..<cut]))
+            requests += reader.feed(Array(bytes[cut...]))
+            XCTAssertEqual(requests.map(\.target), ["/first"], "cut at \(cut)")
+            XCTAssertEqual(reader.heldHead?.target, "/big")
+            XCTAssertEqual(reader.heldHead?.header("Authorization"), "Bearer t")
+            XCTAssertEqual(reader.heldHead?.body, [])
+            XCTAssertNil(reader.error)
+            let rest = reader.takeHeldBody(upTo: 1 << 20)
+            XCTAssertEqual(rest.map(\.target), ["/big", "/after"], "cut at \(cut)")
+            XCTAssertEqual(rest.first?.body.count, 100)
+            XCTAssertNil(reader.heldHead)
+        }
+    }
+
+    func testAChunkedBodyIsHeldBeforeLoginAndALargeOneRefusedWhenNotHeld() {
+        let holding = HTTPRequestReader()
+        holding.bodyLimit = 16
+        holding.holdsLargeBodies = true
+        XCTAssertEqual(holding.feed(bytes("PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")), [])
+        XCTAssertEqual(holding.heldHead?.target, "/c")
+        XCTAssertEqual(holding.takeHeldBody(upTo: 1 << 20).first?.body, bytes("abc"))
+
+        let small = HTTPRequestReader()
+        small.bodyLimit = 16
+        small.holdsLargeBodies = true
+        XCTAssertEqual(small.feed(bytes("POST /login HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")).first?.body, bytes("hello"), "a small body is read at once")
+
+        let refusing = HTTPRequestReader()
+        refusing.bodyLimit = 16
+        XCTAssertEqual(refusing.feed(bytes("POST /login HTTP/1.1\r\nContent-Length: 100\r\n\r\n")), [])
+        XCTAssertEqual(refusing.error, .bodyTooLarge)
+
+        let stillTooLarge = HTTPRequestReader()
+        stillTooLarge.bodyLimit = 16
+        stillTooLarge.holdsLargeBodies = true
+        _ = stillTooLarge.feed(bytes("PUT /x HTTP/1.1\r\nContent-Length: 100\r\n\r\n"))
+        XCTAssertEqual(stillTooLarge.takeHeldBody(upTo: 50), [])
+        XCTAssertEqual(stillTooLarge.error, .bodyTooLarge)
+    }
 }

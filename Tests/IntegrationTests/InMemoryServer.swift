@@ -58,8 +58,8 @@ final class BufferTransport: SessionTransport {
 
     func perform(_ action: SessionAction) {
         switch action {
-        case .send(let text): output += Array(text.utf8)
-        case .sendBytes(let bytes): output += bytes
+        case .send(let sent): output += Array(sent.text.utf8)
+        case .deliver(let delivery): output += delivery.bytes
         case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
         case .close, .closeNow:
             guard !isClosed else { return }

@@ -43,8 +43,8 @@ final class SessionActionTests: XCTestCase {
 
     private static func describe(_ action: SessionAction) -> String {
         switch action {
-        case .send(let text): "send " + text.trimmingCharacters(in: .newlines)
-        case .sendBytes(let bytes): "sendBytes " + String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+        case .send(let output): "send " + output.text.trimmingCharacters(in: .newlines)
+        case .deliver(let delivery): "deliver " + String(decoding: delivery.bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
         case .pauseReading: "pauseReading"
         case .resumeReading: "resumeReading"
         case .commit(let operation, _): "commit \(operation)".prefix(40).description

@@ -1,4 +1,5 @@
 import HTTPKit
+import SyncCore
 import SyncProtocol
 import XCTest
 
@@ -38,31 +39,25 @@ final class HTTPAPITableTests: XCTestCase {
         XCTAssertEqual(HTTPAPI.deviceName(userAgent: "python-requests/2.31"), "python-requests")
     }
 
-    /// The spliced text is the same JSON, byte for byte, as encoding the decoded record.
-    func testRecordTextSplicesTheServersFieldsAsTheyAre() throws {
-        let lines = [
-            #"* CHANGE c 7 "desk \"lamp\"" 3 a0 {"$$price":1.0,"created":{"$date":"2024-05-01T09:30:00Z"},"n":[1,2.5,true],"name":"Désk"}"#,
-            "* CHANGE c 8 laptop 4 - DELETED",
-            #"* CHANGE c 9 ☕ 1 Zz {}"#,
+    /// A record's JSON splices the store's canonical fields in as they are: the same bytes as
+    /// encoding the decoded record.
+    func testRecordJSONSplicesTheStoresFieldsAsTheyAre() throws {
+        let states = [
+            (RecordState(id: #"desk "lamp""#, rev: 3, body: .live(position: "a0", fieldsJSON: #"{"$$price":1.0,"created":{"$date":"2024-05-01T09:30:00Z"},"n":[1,2.5,true],"name":"Désk"}"#)), Int64(7)),
+            (RecordState(id: "laptop", rev: 4, body: .deleted), 8),
+            (RecordState(id: "☕", rev: 1, body: .live(position: "Zz", fieldsJSON: "{}")), 9),
         ]
         let expected = [
             #"{"fields":{"$$price":1.0,"created":{"$date":"2024-05-01T09:30:00Z"},"n":[1,2.5,true],"name":"Désk"},"id":"desk \"lamp\"","position":"a0","rev":3,"seq":7}"#,
             #"{"deleted":true,"id":"laptop","rev":4,"seq":8}"#,
             #"{"fields":{},"id":"☕","position":"Zz","rev":1,"seq":9}"#,
         ]
-        for (text, json) in zip(lines, expected) {
-            let kept = try ServerLine.parse(Array(text.utf8), keepingPayloadText: true)
-            XCTAssertEqual(APIResponse.recordText(kept, from: 3, seq: kept.words[2]), json, text)
+        for ((state, seq), json) in zip(states, expected) {
+            XCTAssertEqual(APIResponse.recordJSON(state, seq: seq), json)
             // Canonical: encoding the decoded object gives the same bytes.
             XCTAssertEqual(ValueJSON.encode(try ValueJSON.decode(Array(json.utf8))), json)
         }
-        let copy = try ServerLine.parse(Array(#"* RECORD c~conflicts Ada.sync-conflict-x 1 a0 {"n":1}"#.utf8), keepingPayloadText: true)
-        XCTAssertEqual(APIResponse.recordText(copy, from: 2, of: "Ada"), #"{"fields":{"n":1},"id":"Ada.sync-conflict-x","of":"Ada","position":"a0","rev":1}"#)
-        // Reals and dates are not in the canonical scanner's subset: those decode (above); the
-        // common record (strings, integers) is kept as text.
-        let kept = try ServerLine.parse(Array(#"* CHANGE c 9 Ada 2 a0 {"n":[1,{"k":true}],"name":"Ada"}"#.utf8), keepingPayloadText: true)
-        XCTAssertNil(kept.payload, "kept as text, not decoded")
-        XCTAssertEqual(kept.payloadText, #"{"n":[1,{"k":true}],"name":"Ada"}"#)
-        XCTAssertEqual(kept.fields?["name"], .string("Ada"))
+        let copy = RecordState(id: "Ada.sync-conflict-x", rev: 1, body: .live(position: "a0", fieldsJSON: #"{"n":1}"#))
+        XCTAssertEqual(APIResponse.recordJSON(copy, of: "Ada"), #"{"fields":{"n":1},"id":"Ada.sync-conflict-x","of":"Ada","position":"a0","rev":1}"#)
     }
 }

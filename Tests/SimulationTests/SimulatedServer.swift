@@ -202,8 +202,8 @@ final class ServerConnection: SessionTransport {
 
     func perform(_ action: SessionAction) {
         switch action {
-        case .send(let text): received(Array(text.utf8))
-        case .sendBytes(let bytes): received(Array(bytes))
+        case .send(let output): received(Array(output.text.utf8))
+        case .deliver(let delivery): received(Array(delivery.bytes))
         case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
         case .close, .closeNow:
             guard !isClosed else { return }

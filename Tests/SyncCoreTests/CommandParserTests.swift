@@ -38,6 +38,7 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t PING"), .ping)
         XCTAssertEqual(try command("t STATS"), .stats)
         XCTAssertEqual(try command("t QUIT"), .quit)
+        XCTAssertEqual(try command("t WHOAMI"), .whoami)
     }
 
     /// Each table entry parses into a command of its own verb (nothing falls through to
@@ -47,6 +48,7 @@ final class CommandParserTests: XCTestCase {
             "HELLO": "HELLO 1", "AUTH": "AUTH alice pw", "TOKEN": "TOKEN LIST", "CREATE": "CREATE c", "DROP": "DROP c", "RENAME": "RENAME c d",
             "COLLECTIONS": "COLLECTIONS", "MEMBERS": "MEMBERS c", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
             "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
+            "WHOAMI": "WHOAMI",
         ]
         XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
         for (verb, text) in samples {

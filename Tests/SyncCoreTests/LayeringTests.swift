@@ -4,15 +4,32 @@ import XCTest
 /// Issue 12, item 1: the server layer knows stores only through `ServerStore`. A ServerKit file
 /// that imports a store engine's module would tie every future store to it.
 final class LayeringTests: XCTestCase {
-    func testServerKitImportsNoStoreEngine() throws {
+    /// The Swift files under `Sources/<module>`, subfolders included, by path below it.
+    private func swiftFiles(_ module: String) throws -> [(path: String, text: String)] {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/ServerKit")
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
-        XCTAssertFalse(files.isEmpty)
-        for file in files {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            .appendingPathComponent("Sources/\(module)")
+        let paths = try XCTUnwrap(FileManager.default.subpathsOfDirectory(atPath: folder.path)).filter { $0.hasSuffix(".swift") }
+        return try paths.map { ($0, try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8)) }
+    }
+
+    func testServerKitImportsNoStoreEngine() throws {
+        let files = try swiftFiles("ServerKit")
+        XCTAssertTrue(files.contains { $0.path.hasPrefix("HTTP/") }, "subfolders are read too")
+        for (path, text) in files {
             for engine in ["SQLiteKit", "SQLiteStore", "CSQLite"] {
-                XCTAssertFalse(text.contains("import \(engine)\n"), "\(file) imports \(engine)")
+                XCTAssertFalse(text.contains("import \(engine)\n"), "\(path) imports \(engine)")
+            }
+        }
+    }
+
+    /// Issue 29: the HTTP API talks to its session in values (`Command` in, `ServerOutput`
+    /// out): it writes no request line, reads no reply line, and reads no words by position.
+    func testTheHTTPAPIWritesAndReadsNoProtocolText() throws {
+        let files = try swiftFiles("ServerKit").filter { $0.path.hasPrefix("HTTP/") }
+        XCTAssertFalse(files.isEmpty)
+        for (path, text) in files {
+            for forbidden in ["ServerLine", "ResponseLine", "RequestParser", ".words", "words[", "\"* ", "requestText"] {
+                XCTAssertFalse(text.contains(forbidden), "ServerKit/\(path) uses \(forbidden)")
             }
         }
     }

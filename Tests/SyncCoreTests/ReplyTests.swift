@@ -22,7 +22,8 @@ final class ReplyTests: XCTestCase {
             .written(.delete, collection: "c", id: "a", rev: 4, seq: 11), .record(collection: "c", id: "a", rev: 4, position: nil),
             .listed(collection: "c", count: 3, seq: 12), .subscribed(collection: "c~conflicts", through: 0), .unsubscribed(collection: "c"),
             .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .members(collection: "c", count: 3), .token("Zm9vYmFy"),
-            .tokens(count: 4), .tokenRevoked, .pong, .bye, .other(["WARP", "9"]),
+            .tokens(count: 4), .tokenRevoked, .pong, .bye, .whoami(user: "Ada L", isAdmin: false), .whoami(user: "root", isAdmin: true),
+            .other(["WARP", "9"]),
         ]
         for reply in replies {
             XCTAssertEqual(try readBack(reply).0, reply, reply.line("t"))

@@ -1,4 +1,5 @@
 import HTTPKit
+import SyncCore
 import SyncProtocol
 
 /// The API's responses: JSON bodies in the wire's type-preserving encoding, errors as
@@ -31,11 +32,48 @@ enum APIResponse {
         return object(status, members, headers: headers)
     }
 
-    /// The response for a line-protocol error reply (`ERR CODE text…`).
-    static func error(_ reply: ServerLine) -> HTTPResponse {
-        let code = reply.words.count > 1 ? reply.words[1] : ErrorCode.internal.rawValue
-        let message = reply.words.dropFirst(2).joined(separator: " ")
-        return error(status: status(of: ErrorCode(rawValue: code) ?? .internal), code: code, message: message)
+    /// The response for a protocol error, with the status its code maps to.
+    static func error(_ error: ProtocolError) -> HTTPResponse {
+        self.error(status: status(of: error.code), code: error.code.rawValue, message: error.message)
+    }
+
+    /// The response for a request that did not end in `OK`: the session's error, a conflict's
+    /// 409 with the server's record, or the session's end before the answer.
+    static func response(for answer: SessionBridge.Answer) -> HTTPResponse {
+        switch answer {
+        case .refused(let error):
+            return self.error(error)
+        case .conflict(let collection, let id, let current):
+            return conflict(collection: collection, id: id, current: current)
+        case .closed(let reason):
+            let (status, message) = closedStatus(reason)
+            return self.error(status: status, code: (reason.bye ?? .busy).rawValue, message: message)
+        case .ok:
+            return unexpected
+        }
+    }
+
+    /// A reply of another kind than the request's (a server bug, never a client's doing).
+    static let unexpected = error(status: 500, code: ErrorCode.internal.rawValue, message: "the server answered with an unexpected reply")
+
+    /// A stale write's 409: the server's record as `current` (`missing` when it never existed).
+    static func conflict(collection: String, id: String, current: RecordState?) -> HTTPResponse {
+        let record = current.map { recordJSON($0) } ?? "{\"id\":\(ValueJSON.quoted(id)),\"missing\":true,\"rev\":0}"
+        let message = current.map { "the record is at rev \($0.rev); the request's If-Match is stale" } ?? "there is no such record to change"
+        return jsonText(409, "{\"current\":\(record),\"error\":\"CONFLICT\",\"message\":\(ValueJSON.quoted(message))}")
+    }
+
+    /// The status and words for a session that ended before it answered.
+    static func closedStatus(_ reason: CloseReason) -> (Int, String) {
+        switch reason {
+        case .revoked: (401, "the login was revoked (token revoked, password changed or account removed)")
+        case .idle, .authTimeout: (408, "the connection was idle too long")
+        case .authRequired: (401, "too many requests without logging in")
+        case .lineTooLong: (413, "the request is too large")
+        case .shutdown: (503, "the server is shutting down")
+        case .slow, .busy: (503, "the server is short of memory; retry in a moment")
+        case .quit, .eof, .socketError: (503, "the connection is closing")
+        }
     }
 
     /// The HTTP status for each of the line protocol's error codes.
@@ -55,33 +93,21 @@ enum APIResponse {
         }
     }
 
-    /// A record as the API shows it, from the words `id rev position` of a `RECORD`, `CHANGE`,
-    /// `GET` or `CONFLICT` line starting at `index`: `{"fields","id","position","rev"}`, or
+    /// A record as the API shows it: `{"fields","id","position","rev"}`, or
     /// `{"deleted":true,"id","rev"}` for a tombstone, with `of` (a conflict copy's record) and
-    /// `seq` when given. The fields are spliced in as the server wrote them (canonical, so the
+    /// `seq` when given. The fields are spliced in as the store keeps them (canonical, so the
     /// whole object is canonical: members in key order), not decoded and encoded again.
-    static func recordText(_ line: ServerLine, from index: Int, of original: String? = nil, seq: String? = nil) -> String? {
-        let words = line.words
-        guard words.count >= index + 3, let rev = Int64(words[index + 1]) else { return nil }
+    static func recordJSON(_ state: RecordState, of original: String? = nil, seq: Int64? = nil) -> String {
         var text = "{"
-        if words[index + 2] == "-" {
-            text += "\"deleted\":true,"
-        } else {
-            guard let fields = line.payloadText ?? line.payload.map({ ValueJSON.encode(fields: $0) }) else { return nil }
-            text += "\"fields\":\(fields),"
+        switch state.body {
+        case .deleted: text += "\"deleted\":true,"
+        case .live(_, let fields): text += "\"fields\":\(fields),"
         }
-        text += "\"id\":\(ValueJSON.quoted(words[index])),"
+        text += "\"id\":\(ValueJSON.quoted(state.id)),"
         if let original { text += "\"of\":\(ValueJSON.quoted(original)),"}
-        if words[index + 2] != "-" { text += "\"position\":\(ValueJSON.quoted(words[index + 2]))," }
-        text += "\"rev\":\(rev)"
-        if let seq = seq.flatMap({ Int64($0) }) { text += ",\"seq\":\(seq)" }
+        if let position = state.position { text += "\"position\":\(ValueJSON.quoted(position))," }
+        text += "\"rev\":\(state.rev)"
+        if let seq { text += ",\"seq\":\(seq)" }
         return text + "}"
     }
-}
-
-extension ServerLine {
-    /// A tagged `OK` reply.
-    var isOK: Bool { words.first == "OK" }
-    /// The error code of an `ERR` reply.
-    var errorCode: ErrorCode? { words.first == "ERR" && words.count > 1 ? ErrorCode(rawValue: words[1]) : nil }
 }

@@ -10,17 +10,21 @@ extension HTTPAPI {
         [
             Route(method: "GET", pattern: ["collections", "*", "members"], needsLogin: true) { exchange, path in
                 var members: [Value] = []
-                exchange.run("MEMBERS \(ResponseLine.argument(path[0]))", listing: ["MEMBER"], onLine: { line in
-                    guard line.words.count >= 3 else { return }
-                    members.append(.dictionary(["user": .string(line.words[1]), "role": .string(line.words[2])]))
-                }) { _ in exchange.respond(APIResponse.object(200, ["members": .array(members)])) }
+                exchange.run(.members(collection: path[0]), collecting: { if case .member = $0 { true } else { false } }, onNotice: { notice in
+                    guard case .member(let user, let role) = notice else { return }
+                    members.append(.dictionary(["user": .string(user), "role": .string(role.name)]))
+                }) { _, _ in exchange.respond(APIResponse.object(200, ["members": .array(members)])) }
             },
             Route(method: "PUT", pattern: ["collections", "*", "members", "*"], needsLogin: true) { exchange, path in
-                guard let body = exchange.jsonBody(), let role = exchange.requiredString(body, "role") else { return }
+                guard let body = exchange.jsonBody(), let name = exchange.requiredString(body, "role") else { return }
+                let role = Role(name: name)
+                guard role != nil || name.lowercased() == "none" else {
+                    return exchange.fail(400, ErrorCode.badRequest.rawValue, "role must be read, write, admin or none")
+                }
                 Self.grant(exchange, path[0], path[1], role)
             },
             Route(method: "DELETE", pattern: ["collections", "*", "members", "*"], needsLogin: true) { exchange, path in
-                Self.grant(exchange, path[0], path[1], "none")
+                Self.grant(exchange, path[0], path[1], nil)
             },
             Route(method: "GET", pattern: ["collections", "*", "conflicts"], needsLogin: true) { exchange, path in
                 Self.listConflicts(exchange, path[0])
@@ -34,17 +38,17 @@ extension HTTPAPI {
             },
             Route(method: "GET", pattern: ["tokens"], needsLogin: true) { exchange, _ in Self.listTokens(exchange) },
             Route(method: "DELETE", pattern: ["tokens", "*"], needsLogin: true) { exchange, path in
-                exchange.run("TOKEN REVOKE \(ResponseLine.argument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
+                exchange.run(.tokenRevoke(path[0])) { _, _ in exchange.respond(APIResponse.noContent()) }
             },
             Route(method: "GET", pattern: ["status"], needsLogin: true) { exchange, _ in
-                exchange.run("STATS") { reply in exchange.respond(APIResponse.json(200, .dictionary(reply.fields ?? [:]))) }
+                exchange.run(.stats) { _, payload in exchange.respond(APIResponse.jsonText(200, payload ?? "{}")) }
             },
         ]
     }
 
-    static func grant(_ exchange: Exchange, _ collection: String, _ user: String, _ role: String) {
-        exchange.run("GRANT \(ResponseLine.argument(collection)) \(ResponseLine.argument(user)) \(ResponseLine.argument(role))") { _ in
-            exchange.respond(APIResponse.object(200, ["user": .string(user), "role": .string(role)]))
+    static func grant(_ exchange: Exchange, _ collection: String, _ user: String, _ role: Role?) {
+        exchange.run(.grant(collection: collection, user: user, role: role)) { _, _ in
+            exchange.respond(APIResponse.object(200, ["user": .string(user), "role": .string(role?.name ?? "none")]))
         }
     }
 
@@ -52,42 +56,35 @@ extension HTTPAPI {
     static func listConflicts(_ exchange: Exchange, _ collection: String) {
         var copies: [String] = []
         let companion = Names.conflictsCollection(of: collection)
-        exchange.run("LIST \(ResponseLine.argument(companion))", listing: ["RECORD"], onLine: { line in
-            guard line.words.count > 2, let copy = APIResponse.recordText(line, from: 2, of: originalID(line.words[2])) else { return }
-            copies.append(copy)
-        }) { _ in exchange.respond(APIResponse.jsonText(200, "{\"conflicts\":[\(copies.joined(separator: ","))]}")) }
+        exchange.run(.list(collection: companion), collecting: { if case .record = $0 { true } else { false } }, onNotice: { notice in
+            guard case .record(_, let state) = notice else { return }
+            copies.append(APIResponse.recordJSON(state, of: originalID(state.id)))
+        }) { _, _ in exchange.respond(APIResponse.jsonText(200, "{\"conflicts\":[\(copies.joined(separator: ","))]}")) }
     }
 
     /// Keeps the copy (its fields written over the record, at the record's current rev) or the
     /// record as it is; either way the copy is deleted. A record changed meanwhile is a 409.
     static func resolve(_ exchange: Exchange, _ collection: String, copy: String, keepCopy: Bool) {
         let companion = Names.conflictsCollection(of: collection)
-        exchange.run("GET \(ResponseLine.argument(companion)) \(ResponseLine.argument(copy))") { copyReply in
-            guard copyReply.words.count >= 6, copyReply.words[5] != "-" else {
+        exchange.run(.get(collection: companion, id: copy)) { reply, copyFields in
+            guard case .record(_, _, let copyRev, let position) = reply, position != nil, let copyFields else {
                 return exchange.fail(404, ErrorCode.notFound.rawValue, "no conflict copy \(copy) in \(collection)")
             }
-            let copyRev = copyReply.words[4]
             let deleteCopy = {
-                exchange.run("DEL \(ResponseLine.argument(companion)) \(ResponseLine.argument(copy)) \(copyRev)") { _ in
+                exchange.run(.delete(collection: companion, id: copy, baseRev: copyRev)) { _, _ in
                     exchange.respond(APIResponse.object(200, ["kept": .string(keepCopy ? "copy" : "current"), "copy": .string(copy)]))
                 }
             }
             guard keepCopy else { return deleteCopy() }
             let id = originalID(copy)
-            exchange.bridge.request("GET \(ResponseLine.argument(collection)) \(ResponseLine.argument(id))") { recordReply in
-                let rev: String
-                if recordReply.isOK, recordReply.words.count >= 5 {
-                    rev = recordReply.words[4]
-                } else if recordReply.errorCode == .notFound {
-                    rev = "0"  // the copy is all that is left: it becomes the record
-                } else {
-                    return exchange.respond(APIResponse.error(recordReply))
+            exchange.bridge.request(.get(collection: collection, id: id)) { answer in
+                let rev: Int64
+                switch answer {
+                case .ok(.record(_, _, let current, _), _): rev = current
+                case .refused(let error) where error.code == .notFound: rev = 0  // the copy is all that is left: it becomes the record
+                default: return exchange.respond(APIResponse.response(for: answer))
                 }
-                let fields = copyReply.payloadText ?? ValueJSON.encode(fields: copyReply.fields ?? [:])
-                exchange.bridge.request("PUT \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(fields)") { put in
-                    guard put.isOK else { return exchange.respond(writeResponse(put)) }
-                    deleteCopy()
-                }
+                exchange.run(.put(collection: collection, id: id, baseRev: rev, fieldsJSON: copyFields)) { _, _ in deleteCopy() }
             }
         }
     }
@@ -100,13 +97,12 @@ extension HTTPAPI {
 
     static func listTokens(_ exchange: Exchange) {
         var devices: [Value] = []
-        exchange.run("TOKEN LIST", listing: ["TOKEN"], onLine: { line in
-            let words = line.words
-            guard words.count >= 6 else { return }
+        exchange.run(.tokenList, collecting: { if case .token = $0 { true } else { false } }, onNotice: { notice in
+            guard case .token(let token, let isThisConnection) = notice else { return }
             devices.append(.dictionary([
-                "id": .string(words[1]), "created": .string(words[2]), "last_used": words[3] == "-" ? .string("") : .string(words[3]),
-                "this": .bool(words[4] == "this"), "label": .string(words[5] == "-" ? "" : words[5]),
+                "id": .string(token.id), "created": .string(ServerNotice.time(token.createdAt)),
+                "last_used": .string(token.lastUsedAt.map(ServerNotice.time) ?? ""), "this": .bool(isThisConnection), "label": .string(token.label ?? ""),
             ]))
-        }) { _ in exchange.respond(APIResponse.object(200, ["devices": .array(devices)])) }
+        }) { _, _ in exchange.respond(APIResponse.object(200, ["devices": .array(devices)])) }
     }
 }

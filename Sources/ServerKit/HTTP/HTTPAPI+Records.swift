@@ -1,4 +1,5 @@
 import HTTPKit
+import SyncCore
 import SyncProtocol
 
 /// Collections and records: list, create, drop, rename; get, put, delete and move records with
@@ -9,16 +10,14 @@ extension HTTPAPI {
             Route(method: "GET", pattern: ["collections"], needsLogin: true) { exchange, _ in Self.listCollections(exchange) },
             Route(method: "POST", pattern: ["collections"], needsLogin: true) { exchange, _ in
                 guard let body = exchange.jsonBody(), let name = exchange.requiredString(body, "name") else { return }
-                exchange.run("CREATE \(ResponseLine.argument(name))") { _ in exchange.respond(APIResponse.object(201, ["name": .string(name)])) }
+                exchange.run(.create(collection: name)) { _, _ in exchange.respond(APIResponse.object(201, ["name": .string(name)])) }
             },
             Route(method: "DELETE", pattern: ["collections", "*"], needsLogin: true) { exchange, path in
-                exchange.run("DROP \(ResponseLine.argument(path[0]))") { _ in exchange.respond(APIResponse.noContent()) }
+                exchange.run(.drop(collection: path[0])) { _, _ in exchange.respond(APIResponse.noContent()) }
             },
             Route(method: "POST", pattern: ["collections", "*", "rename"], needsLogin: true) { exchange, path in
                 guard let body = exchange.jsonBody(), let to = exchange.requiredString(body, "to") else { return }
-                exchange.run("RENAME \(ResponseLine.argument(path[0])) \(ResponseLine.argument(to))") { _ in
-                    exchange.respond(APIResponse.object(200, ["name": .string(to)]))
-                }
+                exchange.run(.rename(from: path[0], to: to)) { _, _ in exchange.respond(APIResponse.object(200, ["name": .string(to)])) }
             },
             Route(method: "GET", pattern: ["collections", "*", "records"], needsLogin: true) { exchange, path in Self.listRecords(exchange, path[0]) },
             Route(method: "GET", pattern: ["collections", "*", "records", "*"], needsLogin: true) { exchange, path in
@@ -29,7 +28,7 @@ extension HTTPAPI {
             },
             Route(method: "DELETE", pattern: ["collections", "*", "records", "*"], needsLogin: true) { exchange, path in
                 guard let rev = Self.baseRev(exchange, creating: false) else { return }
-                Self.write(exchange, "DEL \(ResponseLine.argument(path[0])) \(ResponseLine.argument(path[1])) \(rev)")
+                Self.write(exchange, .delete(collection: path[0], id: path[1], baseRev: rev))
             },
             Route(method: "POST", pattern: ["collections", "*", "records", "*", "move"], needsLogin: true) { exchange, path in
                 Self.moveRecord(exchange, path[0], path[1])
@@ -42,10 +41,10 @@ extension HTTPAPI {
 
     static func listCollections(_ exchange: Exchange) {
         var collections: [Value] = []
-        exchange.run("COLLECTIONS", listing: ["COLLECTION"], onLine: { line in
-            guard line.words.count >= 4 else { return }
-            collections.append(.dictionary(["name": .string(line.words[1]), "role": .string(line.words[2]), "seq": .integer(Int64(line.words[3]) ?? 0)]))
-        }) { _ in
+        exchange.run(.collections, collecting: { if case .collection = $0 { true } else { false } }, onNotice: { notice in
+            guard case .collection(let name, let role, let seq) = notice else { return }
+            collections.append(.dictionary(["name": .string(name), "role": .string(role?.name ?? "none"), "seq": .integer(seq)]))
+        }) { _, _ in
             exchange.respond(APIResponse.object(200, ["collections": .array(collections)]))
         }
     }
@@ -65,44 +64,42 @@ extension HTTPAPI {
         func start() {
             guard !started else { return }
             started = true
-            let head = HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")] + APIResponse.apiHeaders)
-            connection.write(head.head(keepAlive: keepAlive, chunked: true))
+            connection.writeHead(HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")] + APIResponse.apiHeaders))
             pending = "{\"records\":["
         }
-        exchange.bridge.request("LIST \(ResponseLine.argument(collection))", listing: ["RECORD"], onLine: { line in
+        exchange.bridge.request(.list(collection: collection), collecting: { if case .record = $0 { true } else { false } }, onNotice: { notice in
+            guard case .record(_, let state) = notice else { return }
             start()
             defer { index += 1 }
-            guard index >= offset, index - offset < limit, let record = APIResponse.recordText(line, from: 2) else { return }
+            guard index >= offset, index - offset < limit else { return }
             if index > offset { pending += "," }
-            pending += record
+            pending += APIResponse.recordJSON(state)
             if pending.utf8.count >= 32 << 10 {
-                connection.write(HTTPResponse.chunk(pending))
+                connection.writeBody(HTTPResponse.chunk(pending))
                 pending = ""
             }
-        }) { reply in
-            guard reply.isOK else {
+        }) { answer in
+            guard case .ok(.listed(_, let count, let seq), _) = answer else {
                 // Cut short after the head: the client sees an unfinished body.
                 if started { return connection.streamEnded(keepAlive: false) }
-                return exchange.respond(APIResponse.error(reply))
+                return exchange.respond(APIResponse.response(for: answer))
             }
             start()
-            let count = reply.words.count > 3 ? reply.words[3] : "0"
-            let seq = reply.words.count > 4 ? reply.words[4] : "0"
-            pending += "],\"count\":\(Int64(count) ?? 0),\"seq\":\(Int64(seq) ?? 0)}\n"
-            connection.write(HTTPResponse.chunk(pending) + HTTPResponse.lastChunk)
+            pending += "],\"count\":\(count),\"seq\":\(seq)}\n"
+            connection.writeBody(HTTPResponse.chunk(pending) + HTTPResponse.lastChunk)
             connection.streamEnded(keepAlive: keepAlive)
         }
     }
 
     static func getRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
-        exchange.run("GET \(ResponseLine.argument(collection)) \(ResponseLine.argument(id))") { reply in
-            guard let record = APIResponse.recordText(reply, from: 3) else { return exchange.fail(500, ErrorCode.internal.rawValue, "unreadable reply") }
-            let tag = etag(reply.words[4])
-            let deleted = reply.words[5] == "-"
-            if !deleted, exchange.request.header("If-None-Match") == tag {
+        exchange.run(.get(collection: collection, id: id)) { reply, payload in
+            guard case .record(_, let id, let rev, let position) = reply else { return exchange.respond(APIResponse.unexpected) }
+            let tag = etag(rev)
+            let state = RecordState(id: id, rev: rev, body: position.map { .live(position: $0, fieldsJSON: payload ?? "{}") } ?? .deleted)
+            if position != nil, exchange.request.header("If-None-Match") == tag {
                 return exchange.respond(HTTPResponse(status: 304, headers: APIResponse.apiHeaders + [HTTPHeader("ETag", tag)]))
             }
-            exchange.respond(APIResponse.jsonText(deleted ? 404 : 200, record, headers: [HTTPHeader("ETag", tag)]))
+            exchange.respond(APIResponse.jsonText(position == nil ? 404 : 200, APIResponse.recordJSON(state), headers: [HTTPHeader("ETag", tag)]))
         }
     }
 
@@ -110,41 +107,32 @@ extension HTTPAPI {
     /// record's fields.
     static func putRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
         guard let rev = baseRev(exchange, creating: true), let fields = exchange.jsonBody() else { return }
-        write(exchange, "PUT \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(ValueJSON.encode(fields: fields))", created: rev == 0)
+        write(exchange, .put(collection: collection, id: id, baseRev: rev, fieldsJSON: ValueJSON.encode(fields: fields)), created: rev == 0)
     }
 
     static func moveRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
         guard let rev = baseRev(exchange, creating: false), let body = exchange.jsonBody(), let to = exchange.requiredString(body, "to") else { return }
-        let placement: String
+        let placement: Placement
         switch to.lowercased() {
-        case "first", "last": placement = to.uppercased()
+        case "first": placement = .first
+        case "last": placement = .last
         case "before", "after":
             guard let anchor = exchange.requiredString(body, "anchor") else { return }
-            placement = "\(to.uppercased()) \(ResponseLine.argument(anchor))"
+            placement = to.lowercased() == "before" ? .before(anchor) : .after(anchor)
         default:
             return exchange.fail(400, ErrorCode.badRequest.rawValue, "\"to\" is first, last, before or after")
         }
-        write(exchange, "MOVE \(ResponseLine.argument(collection)) \(ResponseLine.argument(id)) \(rev) \(placement)")
+        write(exchange, .move(collection: collection, id: id, baseRev: rev, placement: placement))
     }
 
-    /// Runs a record write: `OK <verb> <c> <id> <rev> <seq>` answers the new rev (as the ETag)
-    /// and seq; a stale rev answers 409 with the server's state as `current`.
-    static func write(_ exchange: Exchange, _ line: String, created: Bool = false) {
-        exchange.bridge.request(line) { reply in exchange.respond(writeResponse(reply, created: created)) }
-    }
-
-    static func writeResponse(_ reply: ServerLine, created: Bool = false) -> HTTPResponse {
-        let words = reply.words
-        if reply.isOK, words.count >= 6 {
-            return APIResponse.object(
-                created ? 201 : 200, ["id": .string(words[3]), "rev": .integer(Int64(words[4]) ?? 0), "seq": .integer(Int64(words[5]) ?? 0)],
-                headers: [HTTPHeader("ETag", etag(words[4]))])
+    /// Runs a record write: its new rev (as the ETag) and seq; a stale rev answers 409 with the
+    /// server's state as `current`.
+    static func write(_ exchange: Exchange, _ command: Command, created: Bool = false) {
+        exchange.run(command) { reply, _ in
+            guard case .written(_, _, let id, let rev, let seq) = reply else { return exchange.respond(APIResponse.unexpected) }
+            exchange.respond(APIResponse.object(
+                created ? 201 : 200, ["id": .string(id), "rev": .integer(rev), "seq": .integer(seq)], headers: [HTTPHeader("ETag", etag(rev))]))
         }
-        guard reply.errorCode == .conflict, words.count >= 6 else { return APIResponse.error(reply) }
-        let missing = words.count > 6 && words[6] == "MISSING"
-        let current = missing ? "{\"id\":\(ValueJSON.quoted(words[3])),\"missing\":true,\"rev\":0}" : APIResponse.recordText(reply, from: 3) ?? "{}"
-        let message = missing ? "there is no such record to change" : "the record is at rev \(words[4]); the request's If-Match is stale"
-        return APIResponse.jsonText(409, "{\"current\":\(current),\"error\":\"CONFLICT\",\"message\":\(ValueJSON.quoted(message))}")
     }
 
     /// The base rev a write names: `If-Match: "<rev>"`, or 0 for `If-None-Match: *` when
@@ -167,5 +155,5 @@ extension HTTPAPI {
         return nil
     }
 
-    static func etag(_ rev: String) -> String { "\"\(rev)\"" }
+    static func etag(_ rev: Int64) -> String { "\"\(rev)\"" }
 }

@@ -1,4 +1,5 @@
 import HTTPKit
+import SyncCore
 import SyncProtocol
 
 /// Login, logout and who is logged in.
@@ -8,8 +9,10 @@ extension HTTPAPI {
             Route(method: "POST", pattern: ["login"], needsLogin: false) { [unowned self] exchange, _ in login(exchange) },
             Route(method: "POST", pattern: ["logout"], needsLogin: true) { exchange, _ in Self.logout(exchange) },
             Route(method: "GET", pattern: ["me"], needsLogin: true) { exchange, _ in
-                let session = exchange.bridge.session
-                exchange.respond(APIResponse.object(200, ["user": .string(session?.user ?? ""), "admin": .bool(session?.isAdmin ?? false)]))
+                exchange.run(.whoami) { reply, _ in
+                    guard case .whoami(let user, let isAdmin) = reply else { return exchange.respond(APIResponse.unexpected) }
+                    exchange.respond(APIResponse.object(200, ["user": .string(user), "admin": .bool(isAdmin)]))
+                }
             },
         ]
     }
@@ -28,11 +31,9 @@ extension HTTPAPI {
         }
         var bridge = exchange.bridge
         if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
-        bridge.request("AUTH \(ResponseLine.argument(user)) \(ResponseLine.argument(password))") { reply in
-            guard reply.isOK else { return exchange.respond(APIResponse.error(reply)) }
-            exchange.run("TOKEN NEW \(ResponseLine.argument(label))") { reply in
-                guard reply.words.count >= 3 else { return exchange.fail(500, ErrorCode.internal.rawValue, "no token in the reply") }
-                let token = reply.words[2]
+        exchange.run(.auth(user: user, password: password)) { reply, _ in
+            exchange.run(.tokenNew(label: label)) { reply, _ in
+                guard case .token(let token) = reply else { return exchange.respond(APIResponse.unexpected) }
                 // Logged in by password: a request with the token logs in afresh, so that
                 // revoking the token reaches it.
                 bridge.token = nil
@@ -59,7 +60,7 @@ extension HTTPAPI {
     /// answered) are closed.
     static func logout(_ exchange: Exchange) {
         guard let token = exchange.bridge.token else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "not logged in with a token") }
-        exchange.run("TOKEN REVOKE \(ResponseLine.argument(token))") { _ in
+        exchange.run(.tokenRevoke(token)) { _, _ in
             exchange.respond(APIResponse.noContent(headers: [clearedCookie(secure: exchange.connection.isSecure)]))
         }
     }

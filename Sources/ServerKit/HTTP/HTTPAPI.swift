@@ -1,4 +1,5 @@
 import HTTPKit
+import SyncCore
 import SyncProtocol
 
 /// The HTTP/JSON API (Protocol/HTTP.md) and the console's files. Each API request becomes one
@@ -37,12 +38,14 @@ final class HTTPAPI {
         }
         let exchange = Exchange(request: request, target: target, connection: connection)
         let path = Array(target.segments.dropFirst())
+        // HEAD wherever GET works: the same answer without its body.
+        let method = request.method == "HEAD" ? "GET" : request.method
         var allowed: [String] = []
         for route in routes {
             guard let captures = Self.match(route.pattern, path) else { continue }
-            // No HEAD on the API: listings and event streams are written as they are read.
-            guard route.method == request.method else {
+            guard route.method == method else {
                 allowed.append(route.method)
+                if route.method == "GET" { allowed.append("HEAD") }
                 continue
             }
             guard route.needsLogin else { return route.handler(exchange, captures) }
@@ -84,11 +87,12 @@ final class HTTPAPI {
         var bridge = exchange.connection.bridge!
         if bridge.isLoggedIn, bridge.token == token { return body() }
         if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
-        bridge.request("AUTH TOKEN \(ResponseLine.argument(token))") { reply in
-            guard reply.isOK else {
-                let clear = bearer == nil && reply.errorCode == .authFailed ? [Self.clearedCookie(secure: exchange.connection.isSecure)] : []
-                var response = APIResponse.error(reply)
-                response.headers += clear
+        bridge.request(.authToken(token), bytes: token.utf8.count) { answer in
+            guard case .ok = answer else {
+                var response = APIResponse.response(for: answer)
+                if bearer == nil, case .refused(let error) = answer, error.code == .authFailed {
+                    response.headers.append(Self.clearedCookie(secure: exchange.connection.isSecure))
+                }
                 return exchange.respond(response)
             }
             bridge.token = token
@@ -112,7 +116,7 @@ struct Exchange {
     let target: HTTPTarget
     let connection: HTTPConnection
 
-    var bridge: LineBridge { connection.bridge }
+    var bridge: SessionBridge { connection.bridge }
 
     func respond(_ response: HTTPResponse) {
         connection.respond(response)
@@ -122,12 +126,16 @@ struct Exchange {
         respond(APIResponse.error(status: status, code: code, message: message))
     }
 
-    /// Runs `line` in the session; an `ERR` reply is answered as the API's error, an `OK`
-    /// goes to `then`.
-    func run(_ line: String, listing: Set<String> = [], onLine: @escaping (ServerLine) -> Void = { _ in }, then: @escaping (ServerLine) -> Void) {
-        bridge.request(line, listing: listing, onLine: onLine) { reply in
-            guard reply.isOK else { return respond(APIResponse.error(reply)) }
-            then(reply)
+    /// Runs `command` in the session; an `OK` goes to `then` with its payload, anything else
+    /// is answered as the API's error (`APIResponse.response(for:)`). `collecting` picks the
+    /// notices that belong to the reply, handed to `onNotice`.
+    func run(
+        _ command: Command, collecting: @escaping (ServerNotice) -> Bool = { _ in false }, onNotice: @escaping (ServerNotice) -> Void = { _ in },
+        then: @escaping (Reply, _ payload: String?) -> Void
+    ) {
+        bridge.request(command, bytes: 64 + request.body.count, collecting: collecting, onNotice: onNotice) { answer in
+            guard case .ok(let reply, let payload) = answer else { return respond(APIResponse.response(for: answer)) }
+            then(reply, payload)
         }
     }
 
@@ -154,4 +162,5 @@ struct Exchange {
         }
         return text
     }
+
 }

@@ -1,15 +1,16 @@
 import EventLoop
 import HTTPKit
+import SyncCore
 import SyncProtocol
 
 /// One client connection on the HTTP port: reads requests with `HTTPRequestReader`, answers
 /// them one at a time in order (pipelined ones wait their turn), and carries the `Session`
-/// (through a `LineBridge`) that the API's requests run in, so the connection counts in the
+/// (through a `SessionBridge`) that the API's requests run in, so the connection counts in the
 /// server's connection, login and memory budgets like one on the protocol port. The session's
 /// deadlines are the connection's: not logged in within the pre-auth timeout (a slowloris, a
 /// page left open on the login form) or idle past the idle timeout, it is closed.
 final class HTTPConnection {
-    let connection: TCPConnection
+    let connection: ByteConnection
     unowned let front: HTTPFront
     let isSecure: Bool
     private let reader: HTTPRequestReader
@@ -17,26 +18,34 @@ final class HTTPConnection {
     private var waitingBytes = 0
     /// The request being answered.
     private(set) var current: HTTPRequest?
-    private(set) var bridge: LineBridge!
+    private(set) var bridge: SessionBridge!
     /// The response in progress is an event stream: the connection carries it until it ends.
     var stream: EventStream?
     /// No request is read or started any more: the session ended or the client asked to close.
     private var closing = false
     private var inputEnded = false
     private var readingPaused = false
+    /// The credentials of a held head are being checked (`askForBody`).
+    private var askingForBody = false
 
     /// Requests read and waiting for their turn (and their bytes) beyond which reading pauses.
     static let maxWaitingRequests = 16
     static let maxWaitingBytes = 1 << 20
     /// Response bytes the client has not taken beyond which the next request waits.
     static let pauseAtOutputBytes = 1 << 20
+    /// Before login a connection holds about what one on the line port does (PROTOCOL.md §7,
+    /// ~100 KiB): a body of at most 16 KiB (a login's JSON is a few hundred bytes) and 64 KiB of
+    /// requests waiting. A larger body waits unread until the credentials of its request's head
+    /// log the connection in (`askForBody`).
+    static let preAuthMaxBodyBytes = 16 << 10
+    static let preAuthMaxWaitingBytes = 64 << 10
 
-    init(_ connection: TCPConnection, front: HTTPFront, limits: HTTPLimits, isSecure: Bool) {
+    init(_ connection: ByteConnection, front: HTTPFront, limits: HTTPLimits, isSecure: Bool) {
         self.connection = connection
         self.front = front
         self.isSecure = isSecure
         reader = HTTPRequestReader(limits: limits)
-        bridge = LineBridge(owner: self)
+        bridge = SessionBridge(owner: self)
         front.server.open(bridge)
         connection.onData = { [unowned self] bytes in received(bytes) }
         connection.onEnd = { [unowned self] end in
@@ -52,28 +61,69 @@ final class HTTPConnection {
         }
         connection.onClose = { [unowned self] in
             stream = nil
-            bridge.detach()
+            bridge.connectionClosed()
             front.connectionClosed(self)
         }
         connection.startReading()
     }
 
-    var peerHost: String? { connection.peer?.host }
+    var peerHost: String? { connection.peerHost }
     var pendingOutputBytes: Int { connection.pendingOutputBytes }
     /// Requests read and not yet answered, the one being read included.
     var heldInputBytes: Int { waitingBytes + reader.bufferedBytes }
 
     private func received(_ bytes: [UInt8]) {
         guard !closing else { return }
-        for request in reader.feed(bytes) {
-            waiting.append(request)
-            waitingBytes += request.heldBytes
-        }
-        if !readingPaused, waiting.count >= Self.maxWaitingRequests || waitingBytes >= Self.maxWaitingBytes {
+        let loggedIn = bridge.isLoggedIn
+        reader.bodyLimit = loggedIn ? reader.limits.maxBodyBytes : min(Self.preAuthMaxBodyBytes, reader.limits.maxBodyBytes)
+        reader.holdsLargeBodies = !loggedIn
+        take(reader.feed(bytes))
+        let maxWaitingBytes = loggedIn ? Self.maxWaitingBytes : Self.preAuthMaxWaitingBytes
+        if !readingPaused, waiting.count >= Self.maxWaitingRequests || waitingBytes >= maxWaitingBytes || reader.heldHead != nil {
             readingPaused = true
             connection.stopReading()
         }
         serveNext()
+    }
+
+    private func take(_ requests: [HTTPRequest]) {
+        for request in requests {
+            waiting.append(request)
+            waitingBytes += request.heldBytes
+        }
+    }
+
+    /// The reader holds the head of a request with a body larger than a connection not logged
+    /// in may send: its credentials log the connection in first, then the body is read; none
+    /// (or wrong ones) and it is refused and the connection closed, with no byte of it read.
+    private func askForBody(_ head: HTTPRequest) {
+        guard !askingForBody else { return }
+        guard !bridge.isLoggedIn else { return bodyAllowed() }
+        guard let token = head.bearerToken ?? head.cookie(HTTPAPI.cookieName), !token.isEmpty else {
+            return closeWith(APIResponse.error(
+                status: 413, code: ErrorCode.tooLarge.rawValue,
+                message: "a body over \(Self.preAuthMaxBodyBytes / 1024) KiB needs a logged-in connection: send Authorization: Bearer <token>"))
+        }
+        askingForBody = true
+        bridge.request(.authToken(token), bytes: token.utf8.count) { [self] answer in
+            askingForBody = false
+            guard case .ok = answer else { return closeWith(APIResponse.response(for: answer)) }
+            bridge.token = token
+            bodyAllowed()
+        }
+    }
+
+    private func bodyAllowed() {
+        take(reader.takeHeldBody(upTo: reader.limits.maxBodyBytes))
+        serveNext()
+    }
+
+    /// Answers outside any request's turn (the bytes were not a request, or a body was
+    /// refused) and closes once it is sent.
+    private func closeWith(_ response: HTTPResponse) {
+        closing = true
+        connection.write(response.encoded(keepAlive: false))
+        connection.closeAfterWriting()
     }
 
     /// Starts the next waiting request once the one before is answered and the client has
@@ -83,10 +133,9 @@ final class HTTPConnection {
         while current == nil, !closing, stream == nil, connection.pendingOutputBytes <= Self.pauseAtOutputBytes {
             guard let request = waiting.popFirst() else {
                 if let error = reader.error {
-                    closing = true
-                    let response = APIResponse.error(status: error.status, code: "BAD_HTTP", message: error.description)
-                    connection.write(response.encoded(keepAlive: false))
-                    connection.closeAfterWriting()
+                    closeWith(APIResponse.error(status: error.status, code: "BAD_HTTP", message: error.description))
+                } else if let head = reader.heldHead {
+                    askForBody(head)
                 } else if inputEnded {
                     connection.closeAfterWriting()
                 } else if readingPaused {
@@ -101,11 +150,14 @@ final class HTTPConnection {
         }
     }
 
+    /// Whether the response in progress goes without its body (a HEAD request).
+    private var headOnly: Bool { current?.method == "HEAD" }
+
     /// Answers the request in progress; the next one starts.
     func respond(_ response: HTTPResponse) {
         guard let request = current else { return }
         let keepAlive = request.keepAlive && !closing && !(reader.isClosed && waiting.isEmpty)
-        let bytes = response.encoded(keepAlive: keepAlive, headOnly: request.method == "HEAD")
+        let bytes = response.encoded(keepAlive: keepAlive, headOnly: headOnly)
         front.server.noteQueued(bytes.count)
         connection.write(bytes)
         current = nil
@@ -117,8 +169,17 @@ final class HTTPConnection {
         }
     }
 
-    /// Writes part of a streamed response (its head, chunks); `respond` is not called for it.
-    func write(_ text: String) {
+    /// Starts a streamed response (a listing, an event stream): its head, the body to follow
+    /// in chunks (`writeBody`) until `streamEnded`.
+    func writeHead(_ response: HTTPResponse) {
+        let head = response.head(keepAlive: current?.keepAlive ?? false, chunked: true)
+        front.server.noteQueued(head.utf8.count)
+        connection.write(head)
+    }
+
+    /// Writes part of a streamed response's body (chunks); nothing for a HEAD request.
+    func writeBody(_ text: String) {
+        guard !headOnly else { return }
         front.server.noteQueued(text.utf8.count)
         connection.write(text)
     }
@@ -136,7 +197,8 @@ final class HTTPConnection {
     }
 
     /// The session ended (revoked, idle, shed, shutting down): the response in progress is
-    /// finished by whoever waits for it, then the connection closes.
+    /// finished by whoever waits for it, then the connection closes; `immediately`, at once
+    /// with what it holds let go (the server's memory budget wants it back).
     func sessionEnded(immediately: Bool) {
         closing = true
         if immediately { return connection.close() }
@@ -144,22 +206,21 @@ final class HTTPConnection {
         if current == nil { connection.closeAfterWriting() }
     }
 
-    /// An untagged line that is no request's reply: a subscription's change, a goodbye.
-    func untagged(_ line: ServerLine) {
-        stream?.untagged(line)
+    /// An untagged notice that belongs to no request (a rename, a drop, a goodbye).
+    func notice(_ notice: ServerNotice) {
+        stream?.notice(notice)
     }
 
-    /// Live `* CHANGE` lines (whole lines) for the event stream.
-    func changeLines(_ bytes: ArraySlice<UInt8>) {
-        guard let stream else { return }
-        stream.send(chunk: front.eventChunks(forChanges: bytes))
+    /// A broadcast's changes for the event stream.
+    func deliver(_ delivery: ChangeDelivery) {
+        stream?.send(chunk: front.eventChunk(for: delivery))
     }
 
     /// Logs the connection's requests in with `token` from here on: a session logged in with
     /// something else is ended (silently) and a fresh one takes its place.
-    func freshSession() -> LineBridge {
+    func freshSession() -> SessionBridge {
         bridge.detach()
-        bridge = LineBridge(owner: self)
+        bridge = SessionBridge(owner: self)
         front.server.open(bridge)
         return bridge
     }

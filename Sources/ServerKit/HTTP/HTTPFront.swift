@@ -18,22 +18,17 @@ final class HTTPFront {
 
     static let heartbeatMilliseconds: UInt64 = 15_000
 
-    /// The last change lines made into events, and the chunk of those events: a broadcast hands
-    /// every stream the same lines, so they are parsed and encoded once, not once a subscriber.
-    private var lastChanges: (lines: [UInt8], chunk: String) = ([], "")
+    /// The last broadcast made into events, and the chunk of those events: a broadcast hands
+    /// every stream the same run of changes, so its events are made once, not once a stream.
+    private var lastEvents: (run: ChangeRun, range: Range<Int>, chunk: String)?
 
-    /// One chunk of `change` events (`id: <seq>`, `data: <record>`) for whole `* CHANGE` lines.
-    func eventChunks(forChanges bytes: ArraySlice<UInt8>) -> String {
-        if lastChanges.lines.elementsEqual(bytes) { return lastChanges.chunk }
+    /// One chunk of `change` events for a broadcast's changes.
+    func eventChunk(for delivery: ChangeDelivery) -> String {
+        if let last = lastEvents, last.run === delivery.run, last.range == delivery.range { return last.chunk }
         var events = ""
-        for line in bytes.split(separator: 0x0A) {
-            guard let change = ServerLine.parseAnsweringTag(line, keepingPayloadText: true), change.words.count >= 6,
-                let record = APIResponse.recordText(change, from: 3, seq: change.words[2])
-            else { continue }
-            events += EventStream.event("change", id: change.words[2], data: record)
-        }
+        for change in delivery.changes { events += EventStream.changeEvent(change) }
         let chunk = events.isEmpty ? "" : HTTPResponse.chunk(events)
-        lastChanges = (Array(bytes), chunk)
+        lastEvents = (delivery.run, delivery.range, chunk)
         return chunk
     }
 
