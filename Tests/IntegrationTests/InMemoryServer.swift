@@ -15,7 +15,7 @@ final class InMemoryServer {
     private let heartbeat: LoopTimer
 
     /// `users`: name, password, server admin.
-    init(users: [(name: String, password: String, admin: Bool)]) throws {
+    init(users: [(name: String, password: String, admin: Bool)], maxBufferedBytes: Int? = nil) throws {
         heartbeat = LoopTimer(loop: loop)
         heartbeat.start(after: 1000, repeatEvery: 1000) {}
         let store = MemoryStore(users: users.map { user in
@@ -23,6 +23,7 @@ final class InMemoryServer {
         })
         var configuration = ServerConfiguration()
         configuration.dataPath = "memory"
+        if let maxBufferedBytes { configuration.maxBufferedBytes = maxBufferedBytes }
         server = try Server(configuration: configuration, store: store, loop: loop)
     }
 
@@ -49,8 +50,8 @@ final class BufferTransport: SessionTransport {
     }
 
     var peerHost: String? { "memory" }
-    /// The client takes every byte as it is sent.
-    var pendingOutputBytes: Int { 0 }
+    /// Bytes the client has not taken: none unless a test says so (a client that stopped reading).
+    var pendingOutputBytes = 0
 
     func attach(_ session: Session) {
         self.session = session
@@ -76,6 +77,13 @@ final class BufferClient: TranscriptConnection {
     private let loop: EventLoop
     /// The session behind this client (its `perform` can be wrapped to watch its actions).
     private(set) weak var session: Session?
+
+    /// Makes the client look as if it had `bytes` unread (the memory budget counts them).
+    func holdUnread(_ bytes: Int) {
+        transport.pendingOutputBytes = bytes
+    }
+
+    var isClosed: Bool { transport.isClosed }
 
     fileprivate init(transport: BufferTransport, session: Session, loop: EventLoop) {
         self.transport = transport
