@@ -133,6 +133,26 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         }
     }
 
+    /// One statement, so the page and the seq come from one snapshot; the row comparison walks
+    /// `records_in_order` from the cursor.
+    public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
+        try read { connection throws(PGError) in
+            let rows = try connection.query(
+                """
+                SELECT m.value, r.id, r.rev, r.position, r.fields FROM meta m LEFT JOIN LATERAL (
+                    SELECT id, rev, position, fields FROM records WHERE collection = $1 AND fields IS NOT NULL
+                        AND ($2::text IS NULL OR (position, id) > ($2::text COLLATE "C", $3::text COLLATE "C"))
+                    ORDER BY position, id LIMIT $4) r ON true
+                WHERE m.key = 'seq'
+                """, [collection, after?.position, after?.id ?? "", String(limit)])
+            let seq = rows.count > 0 ? rows.integer(0, 0) : 0
+            let records = (0..<rows.count).compactMap { index in
+                rows[index, 1] == nil ? nil : rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4)
+            }
+            return (records, seq)
+        }
+    }
+
     public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
         try read { connection throws(PGError) -> (changes: [Change], seq: Int64)? in
             let rows = try connection.query(

@@ -79,6 +79,25 @@ public final class RecordReader {
         }
     }
 
+    /// At most `limit` live records after `after` in order, read along `records_in_order` (no
+    /// record before the cursor is visited), and the seq the page is current to.
+    public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreError) -> (records: [RecordState], seq: Int64) {
+        try db.transaction { () throws(StoreError) in
+            let seq = try currentSeq()
+            let decode = { (row: Row) in
+                RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
+            }
+            guard let after else {
+                return (try db.query(
+                    "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id LIMIT ?",
+                    .text(collection), .integer(Int64(limit)), row: decode), seq)
+            }
+            return (try db.query(
+                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND (position, id) > (?, ?) ORDER BY position, id LIMIT ?",
+                .text(collection), .text(after.position), .text(after.id), .integer(Int64(limit)), row: decode), seq)
+        }
+    }
+
     /// The latest state of every record changed after `since`, in seq order, at most `limit`
     /// of them, and the seq the answer is current to (meaningful when fewer than `limit` came
     /// back: then nothing after `since` is missing); nil when tombstones after `since` may have

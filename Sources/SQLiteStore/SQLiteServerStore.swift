@@ -51,6 +51,9 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.list(collection) }
     }
+    public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
+        try Self.run { () throws(StoreError) in try reader.page(collection, after: after, limit: limit) }
+    }
     public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
         try Self.run { () throws(StoreError) in try reader.changes(collection, since: since, limit: limit) }
     }

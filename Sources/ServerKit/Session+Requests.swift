@@ -112,6 +112,15 @@ extension Session {
                     return ([page, .ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq))], true)
                 }
             }
+        case .listPage(let collection, let after, let limit):
+            try requireRole(.read, collection)
+            // One read of at most a page, along the order's index: the cost of a page, whatever
+            // the collection's size.
+            ask(.page(collection: collection, after: after, limit: limit), tag) { [self] answer in
+                guard case .list(let (records, seq)) = answer else { return }
+                if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
+                send(.ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq)))
+            }
         case .subscribe(let collection, let since):
             try requireRole(.read, collection)
             // A new SUB replaces the old one: nothing live is sent until its replay is done.

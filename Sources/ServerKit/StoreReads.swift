@@ -132,6 +132,7 @@ final class StoreReads {
 enum StoreQuery: Sendable, Equatable {
     case record(collection: String, id: String)
     case list(collection: String)
+    case page(collection: String, after: RecordCursor?, limit: Int)
     case changes(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
 
@@ -139,6 +140,7 @@ enum StoreQuery: Sendable, Equatable {
         switch self {
         case .record(let collection, let id): .record(try store.record(collection, id))
         case .list(let collection): .list(try store.list(collection))
+        case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
         case .tokens(let user): .tokens(try store.tokens(of: user))
         }

@@ -21,6 +21,8 @@ public enum Command: Equatable, Sendable {
     case delete(collection: String, id: String, baseRev: Int64)
     case get(collection: String, id: String)
     case list(collection: String)
+    /// A page of the listing: at most `limit` live records after `after` (from the first when nil).
+    case listPage(collection: String, after: RecordCursor?, limit: Int)
     case subscribe(collection: String, since: Int64)
     case unsubscribe(collection: String)
     case ping
@@ -122,8 +124,19 @@ public enum CommandParser {
         VerbSpec(verb: "GET", arguments: 2...2, takesPayload: false, usage: "GET <collection> <id>") { args, _, _ throws(ProtocolError) in
             .get(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]))
         },
-        VerbSpec(verb: "LIST", arguments: 1...1, takesPayload: false, usage: "LIST <collection>") { args, _, _ throws(ProtocolError) in
-            .list(collection: try collection(args[0], orConflicts: true))
+        VerbSpec(verb: "LIST", arguments: 1...6, takesPayload: false, usage: "LIST <collection> [[AFTER <position> <id>] LIMIT <n>]") {
+            args, _, usage throws(ProtocolError) in
+            let name = try collection(args[0], orConflicts: true)
+            switch args.count {
+            case 1:
+                return .list(collection: name)
+            case 3 where args[1].uppercased() == "LIMIT":
+                return .listPage(collection: name, after: nil, limit: try pageLimit(args[2]))
+            case 6 where args[1].uppercased() == "AFTER" && args[4].uppercased() == "LIMIT":
+                return .listPage(collection: name, after: try cursor(args[2], args[3]), limit: try pageLimit(args[5]))
+            default:
+                throw ProtocolError(.badRequest, "usage: \(usage)")
+            }
         },
         VerbSpec(verb: "SUB", arguments: 3...3, takesPayload: false, usage: "SUB <collection> SINCE <seq>") { args, _, usage throws(ProtocolError) in
             guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(usage)") }
@@ -186,6 +199,10 @@ public enum CommandParser {
             _ = try recordID(id, in: try collection(name, orConflicts: true))
         case .list(let name), .unsubscribe(let name):
             _ = try collection(name, orConflicts: true)
+        case .listPage(let name, let after, let limit):
+            _ = try collection(name, orConflicts: true)
+            if let after { _ = try cursor(after.position, after.id) }
+            _ = try pageLimit(String(limit))
         case .subscribe(let name, let since):
             _ = try collection(name, orConflicts: true)
             guard since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
@@ -214,6 +231,28 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "invalid record id: 1-200 bytes, no '/', control characters or leading '.'")
         }
         return id
+    }
+
+    /// The most records one LIST page may ask for.
+    public static let maxPageRecords = 1000
+
+    private static func pageLimit(_ text: String) throws(ProtocolError) -> Int {
+        guard let limit = Int(text), (1...maxPageRecords).contains(limit) else {
+            throw ProtocolError(.badRequest, "LIMIT is a whole number from 1 to \(maxPageRecords)")
+        }
+        return limit
+    }
+
+    /// A place to list after: a position of `[0-9A-Za-z]` (any, not only a key in use) and a
+    /// record id (an id, not a conflict copy's: those sort by the same rules).
+    private static func cursor(_ position: String, _ id: String) throws(ProtocolError) -> RecordCursor {
+        guard !position.isEmpty, position.utf8.count <= 255, position.utf8.allSatisfy({ PositionKey.digits.contains($0) }) else {
+            throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
+        }
+        guard !id.isEmpty, id.utf8.count <= 255, !id.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
+        }
+        return RecordCursor(position: position, id: id)
     }
 
     private static func revision(_ text: String) throws(ProtocolError) -> Int64 {

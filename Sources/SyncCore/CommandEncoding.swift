@@ -24,6 +24,8 @@ extension Command {
         case .delete(let collection, let id, let baseRev): return "DEL \(collection) \(arg(id)) \(baseRev)"
         case .get(let collection, let id): return "GET \(collection) \(arg(id))"
         case .list(let collection): return "LIST \(collection)"
+        case .listPage(let collection, let after, let limit):
+            return "LIST \(collection)" + (after.map { " AFTER \($0.position) \(arg($0.id))" } ?? "") + " LIMIT \(limit)"
         case .subscribe(let collection, let since): return "SUB \(collection) SINCE \(since)"
         case .unsubscribe(let collection): return "UNSUB \(collection)"
         case .ping: return "PING"

@@ -22,6 +22,10 @@ public protocol ServerStore: AnyObject, Sendable {
     func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState?
     /// The live records in order, and the seq they are current as of.
     func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
+    /// A page of the live records in order: at most `limit` of those after `after` (from the
+    /// first when nil), read by the order's index without going through the ones before, and
+    /// the seq the page is current as of.
+    func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
     /// Changes after `since`, at most `limit`, with the seq they run up to; nil when changes
     /// after `since` are no longer kept (a purged tombstone).
     func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?

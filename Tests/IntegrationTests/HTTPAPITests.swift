@@ -138,10 +138,29 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(try client.request("POST", "/api/collections/inventory/records/b/move", headers: ["If-Match": "\"1\""], json: #"{"to":"sideways"}"#).status, 400)
         let all = try client.request("GET", "/api/collections/inventory/records")
         XCTAssertEqual((all.json["records"] as? [[String: Any]])?.map { $0["id"] as? String }, ["e", "b", "c", "a", "d"])
+        XCTAssertEqual(all.json["count"] as? Int, 5)
         let page = try client.request("GET", "/api/collections/inventory/records?offset=1&limit=2")
         XCTAssertEqual((page.json["records"] as? [[String: Any]])?.map { $0["id"] as? String }, ["b", "c"])
-        XCTAssertEqual(page.json["count"] as? Int, 5)
         XCTAssertEqual(try client.request("GET", "/api/collections/inventory/records?limit=-1").status, 400)
+
+        // Keyset pages: each names the next, the last names none; together they are the list.
+        var ids: [String] = []
+        var target = "/api/collections/inventory/records?limit=2"
+        var pages = 0
+        while true {
+            let response = try client.request("GET", target)
+            XCTAssertEqual(response.status, 200, response.text)
+            ids += (response.json["records"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            pages += 1
+            guard let next = response.json["next"] as? String else { break }
+            target = "/api/collections/inventory/records?limit=2&after=" + HTTPTestClient.queryEncoded(next)
+        }
+        XCTAssertEqual(ids, ["e", "b", "c", "a", "d"])
+        XCTAssertEqual(pages, 3)
+        let rest = try client.request("GET", "/api/collections/inventory/records?after=" + HTTPTestClient.queryEncoded("a1.c"))
+        XCTAssertNotNil(rest.json["seq"])
+        XCTAssertEqual(try client.request("GET", "/api/collections/inventory/records?after=nodot").status, 400)
+        XCTAssertEqual(try client.request("GET", "/api/collections/nothing/records?limit=5").status, 404)
     }
 
     func testTheEventStreamReplaysGoesLiveAndResumesByLastEventID() throws {

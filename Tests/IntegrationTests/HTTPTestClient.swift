@@ -53,6 +53,11 @@ final class HTTPTestClient {
         return client
     }
 
+    /// `text` percent-encoded for a query value.
+    static func queryEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+    }
+
     func requestBytes(_ method: String, _ target: String, headers: [String: String] = [:], body: String? = nil, json: String? = nil) -> [UInt8] {
         var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         var all = headers

@@ -76,6 +76,14 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
+    func page(_ collection: String, after: RecordCursor?, limit: Int) -> (records: [RecordState], seq: Int64) {
+        reading { contents in
+            let live = (contents.records[collection] ?? [:]).values.map(\.state).compactMap { state in RecordCursor(state).map { ($0, state) } }
+            let rest = live.filter { after?.precedes($0.0) ?? true }.sorted { $0.0.precedes($1.0) }
+            return (rest.prefix(limit).map(\.1), contents.seq)
+        }
+    }
+
     func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
         reading { contents in
             if since > 0, since < contents.purgedSeq { return nil }

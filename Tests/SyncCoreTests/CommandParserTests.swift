@@ -32,6 +32,11 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t DEL c x 2"), .delete(collection: "c", id: "x", baseRev: 2))
         XCTAssertEqual(try command("t GET c x"), .get(collection: "c", id: "x"))
         XCTAssertEqual(try command("t LIST c"), .list(collection: "c"))
+        XCTAssertEqual(try command("t LIST c LIMIT 100"), .listPage(collection: "c", after: nil, limit: 100))
+        XCTAssertEqual(try command(#"t LIST c after Zz "desk lamp" limit 2"#), .listPage(collection: "c", after: RecordCursor(position: "Zz", id: "desk lamp"), limit: 2))
+        for bad in ["t LIST c LIMIT 0", "t LIST c LIMIT 1001", "t LIST c AFTER a0 LIMIT 5", "t LIST c AFTER a.0 x LIMIT 5", "t LIST c FROM a0 x LIMIT 5"] {
+            XCTAssertEqual(code(bad), .badRequest, bad)
+        }
         XCTAssertEqual(try command("t MEMBERS c"), .members(collection: "c"))
         XCTAssertEqual(try command("t SUB c SINCE 7"), .subscribe(collection: "c", since: 7))
         XCTAssertEqual(try command("t UNSUB c"), .unsubscribe(collection: "c"))
@@ -118,8 +123,12 @@ final class CommandEncodingTests: XCTestCase {
             .move(collection: "c", id: "x", baseRev: 3, placement: .before("y z")), .move(collection: "c", id: "x", baseRev: 3, placement: .after("y")),
             .move(collection: "c", id: "x", baseRev: 3, placement: .first), .move(collection: "c", id: "{odd}", baseRev: 3, placement: .last),
             .delete(collection: "c", id: "é ü", baseRev: 9), .get(collection: "c", id: "x"), .list(collection: "c"),
-            .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit,
+            .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit, .whoami,
+            .listPage(collection: "c", after: nil, limit: 1000), .listPage(collection: "c", after: RecordCursor(position: "a0V", id: "desk lamp"), limit: 7),
         ]
+        for command in commands {
+            XCTAssertNoThrow(try CommandParser.validate(command), command.requestText)
+        }
         for command in commands {
             let line = try XCTUnwrap(RequestParser.parse(Array(("t " + command.requestText).utf8)))
             XCTAssertEqual(try CommandParser.parse(line), command, command.requestText)

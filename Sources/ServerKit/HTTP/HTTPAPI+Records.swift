@@ -49,17 +49,32 @@ extension HTTPAPI {
         }
     }
 
-    /// The live records in order, streamed a page at a time as the client reads (chunked):
-    /// `{"records": [...], "count": <all live records>, "seq": <current to>}`; `offset` and
-    /// `limit` pick a page of them.
+    /// The live records in order, streamed as the client reads (chunked). Without paging:
+    /// the whole listing, one snapshot, `{"records": [...], "count": <all>, "seq": <current to>}`.
+    /// With `limit` (and `after`, the `next` of the page before, or `offset`): pages read by the
+    /// order's index (LIST … AFTER … LIMIT), `{"records": [...], "seq": …, "next": <cursor or
+    /// null>}`; a page costs its own records, not the collection's.
     static func listRecords(_ exchange: Exchange, _ collection: String) {
-        let offset = Int(exchange.target.query["offset"] ?? "0") ?? -1
-        let limit = exchange.target.query["limit"].map { Int($0) ?? -1 } ?? Int.max
+        let query = exchange.target.query
+        guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else { return listAll(exchange, collection) }
+        let offset = Int(query["offset"] ?? "0") ?? -1
+        let limit = query["limit"].map { Int($0) ?? -1 } ?? Int.max
         guard offset >= 0, limit >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset and limit are whole numbers") }
+        var cursor: RecordCursor?
+        if let after = query["after"] {
+            guard let dot = after.firstIndex(of: "."), dot != after.startIndex else {
+                return exchange.fail(400, ErrorCode.badRequest.rawValue, "after is the \"next\" of the page before: <position>.<id>")
+            }
+            cursor = RecordCursor(position: String(after[..<dot]), id: String(after[after.index(after: dot)...]))
+        }
+        RecordPages(exchange: exchange, collection: collection, after: cursor, skip: offset, limit: limit).next()
+    }
+
+    /// The whole listing as one snapshot (LIST).
+    static func listAll(_ exchange: Exchange, _ collection: String) {
         let connection = exchange.connection
         let keepAlive = exchange.request.keepAlive
         var started = false
-        var index = 0
         var pending = ""
         func start() {
             guard !started else { return }
@@ -67,12 +82,12 @@ extension HTTPAPI {
             connection.writeHead(HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")] + APIResponse.apiHeaders))
             pending = "{\"records\":["
         }
+        var first = true
         exchange.bridge.request(.list(collection: collection), collecting: { if case .record = $0 { true } else { false } }, onNotice: { notice in
             guard case .record(_, let state) = notice else { return }
             start()
-            defer { index += 1 }
-            guard index >= offset, index - offset < limit else { return }
-            if index > offset { pending += "," }
+            if !first { pending += "," }
+            first = false
             pending += APIResponse.recordJSON(state)
             if pending.utf8.count >= 32 << 10 {
                 connection.writeBody(HTTPResponse.chunk(pending))
