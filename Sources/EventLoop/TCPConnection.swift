@@ -27,7 +27,12 @@ public final class TCPConnection {
     /// Called once, after the socket is closed and its memory released.
     public var onClose: (() -> Void)?
 
+    /// Bytes written since the last flush, not yet in `queue` (small writes coalesce here).
     private var outbox: [UInt8] = []
+    /// What goes out next, in order: shared bytes, and the outbox sealed into bytes of its own
+    /// whenever shared bytes are written after it.
+    private var queue: [(bytes: SharedBytes, range: Range<Int>)] = []
+    private var queuedBytes = 0
     private var flushScheduled = false
     private var bytesInFlight = 0
     private var closing = false
@@ -97,6 +102,14 @@ public final class TCPConnection {
         }
     }
 
+    /// Caps the kernel's send buffer for this socket at `bytes` (Linux doubles it), instead of
+    /// letting it grow to `net.ipv4.tcp_wmem`'s maximum: a client that stops reading then costs
+    /// the kernel that much, not megabytes copied in for nothing.
+    public func limitSendBuffer(to bytes: Int) {
+        var value = Int32(clamping: bytes)
+        uv_send_buffer_size(asHandle(handle), &value)
+    }
+
     /// Starts delivering received bytes to `onData`.
     public func startReading() {
         guard !closing else { return }
@@ -158,7 +171,7 @@ public final class TCPConnection {
     }
 
     /// Bytes accepted by `write` that the kernel has not taken yet.
-    public var pendingOutputBytes: Int { outbox.count + bytesInFlight }
+    public var pendingOutputBytes: Int { outbox.count + queuedBytes + bytesInFlight }
 
     /// Whether `close()` or `closeAfterWriting()` has been called.
     public var isClosing: Bool { closing || shutdownRequested }
@@ -194,6 +207,24 @@ public final class TCPConnection {
         scheduleFlush()
     }
 
+    /// Queues `range` of bytes that other connections send too: a reference, no copy (unless
+    /// a TLS layer must seal them for this connection).
+    public func write(_ shared: SharedBytes, range: Range<Int>) {
+        guard !closing, !shutdownRequested, !range.isEmpty else { return }
+        sealOutbox()
+        queue.append((shared, range))
+        queuedBytes += range.count
+        scheduleFlush()
+    }
+
+    /// Moves what the outbox holds into the queue, after what is there.
+    private func sealOutbox() {
+        guard !outbox.isEmpty else { return }
+        queue.append((SharedBytes(outbox), 0..<outbox.count))
+        queuedBytes += outbox.count
+        outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
+    }
+
     private func scheduleFlush() {
         if !flushScheduled {
             flushScheduled = true
@@ -204,6 +235,8 @@ public final class TCPConnection {
     /// Drops output that was queued but not yet handed to the kernel.
     public func discardUnflushedOutput() {
         outbox.removeAll()
+        queue.removeAll()
+        queuedBytes = 0
     }
 
     func flush() {
@@ -211,58 +244,112 @@ public final class TCPConnection {
         guard !closing else { return }
         if let security {
             do {
-                if !outbox.isEmpty { try security.seal(outbox) }
+                // Sealed for this connection alone: the shared bytes are copied into it.
+                var plaintext: [UInt8] = []
+                for (shared, range) in queue { plaintext += shared[range] }
+                plaintext += outbox
+                queue.removeAll()
+                queuedBytes = 0
+                outbox.removeAll()
+                if !plaintext.isEmpty { try security.seal(plaintext) }
                 outbox = security.takeOutput()
             } catch {
-                outbox.removeAll()
+                discardUnflushedOutput()
                 endInput(.failed(error.description))
                 return close()
             }
         }
-        guard !outbox.isEmpty else { return }
-        var offset = 0
-        if bytesInFlight == 0 {
-            // Fast path: the kernel usually takes everything at once, with no copy.
+        var tried = false
+        if queue.isEmpty, bytesInFlight == 0, !outbox.isEmpty {
+            // Fast path (replies): the kernel usually takes everything at once, with no copy.
+            tried = true
             let written = outbox.withUnsafeMutableBytes { raw -> Int in
                 var buffer = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
                 return Int(uv_try_write(stream, &buffer, 1))
             }
-            if written > 0 {
-                offset = written
+            if written == outbox.count {
+                outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
+                return onDrain?() ?? ()
+            } else if written > 0 {
+                queue.append((SharedBytes(outbox[written...]), 0..<(outbox.count - written)))
+                queuedBytes += outbox.count - written
+                outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
             } else if written < 0, written != Int(UV_EAGAIN.rawValue) {
-                outbox.removeAll()
+                discardUnflushedOutput()
                 writeFailed(Int32(written))
                 return
             }
         }
-        if offset < outbox.count {
-            let box = WriteBox(Array(outbox[offset...]))
+        sealOutbox()
+        guard !queue.isEmpty else { return }
+        if bytesInFlight == 0, !tried {
+            // Shared bytes and replies in one writev.
+            let written = withBuffers(queue) { buffers in Int(uv_try_write(stream, buffers.baseAddress, UInt32(buffers.count))) }
+            if written > 0 {
+                dropQueued(written)
+            } else if written < 0, written != Int(UV_EAGAIN.rawValue) {
+                discardUnflushedOutput()
+                writeFailed(Int32(written))
+                return
+            }
+        }
+        if !queue.isEmpty {
+            // The rest waits in one write request that holds the bytes until it is done.
+            let box = WriteBox(queue, count: queuedBytes)
+            queue.removeAll()
+            queuedBytes = 0
             bytesInFlight += box.count
             let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
             request.pointee.data = Unmanaged.passRetained(box).toOpaque()
-            var buffer = uv_buf_init(box.bytes, UInt32(box.count))
-            let result = uv_write(request, stream, &buffer, 1) { request, status in
-                let box = Unmanaged<WriteBox>.fromOpaque(request!.pointee.data).takeRetainedValue()
-                let connection = TCPConnection.owner(request!.pointee.handle.pointee.data)
-                request!.deallocate()
-                connection.bytesInFlight -= box.count
-                if status < 0 {
-                    connection.writeFailed(status)
-                } else if connection.pendingOutputBytes == 0 {
-                    connection.onDrain?()
+            let result = withBuffers(box.segments) { buffers in
+                uv_write(request, stream, buffers.baseAddress, UInt32(buffers.count)) { request, status in
+                    let box = Unmanaged<WriteBox>.fromOpaque(request!.pointee.data).takeRetainedValue()
+                    let connection = TCPConnection.owner(request!.pointee.handle.pointee.data)
+                    request!.deallocate()
+                    connection.bytesInFlight -= box.count
+                    if status < 0 {
+                        connection.writeFailed(status)
+                    } else if connection.pendingOutputBytes == 0 {
+                        connection.onDrain?()
+                    }
                 }
             }
             if result < 0 {
                 bytesInFlight -= box.count
                 Unmanaged<WriteBox>.fromOpaque(request.pointee.data).release()
                 request.deallocate()
-                outbox.removeAll()
                 writeFailed(result)
                 return
             }
         }
-        outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
         if pendingOutputBytes == 0 { onDrain?() }
+    }
+
+    /// Drops the first `count` bytes of the queue (the kernel took them).
+    private func dropQueued(_ count: Int) {
+        var left = count
+        queuedBytes -= count
+        var taken = 0
+        while left > 0, taken < queue.count {
+            let length = queue[taken].range.count
+            if length <= left {
+                left -= length
+                taken += 1
+            } else {
+                queue[taken].range = (queue[taken].range.lowerBound + left)..<queue[taken].range.upperBound
+                left = 0
+            }
+        }
+        queue.removeFirst(taken)
+    }
+
+    /// libuv's buffer list for `segments` (libuv copies the list; the bytes must outlive the write).
+    private func withBuffers<Result>(_ segments: [(bytes: SharedBytes, range: Range<Int>)], _ body: (UnsafeMutableBufferPointer<uv_buf_t>) -> Result) -> Result {
+        // At most IOV_MAX buffers go to the kernel at once; libuv writes the rest after.
+        var buffers = segments.map { segment in
+            uv_buf_init((segment.bytes.base + segment.range.lowerBound).assumingMemoryBound(to: CChar.self), UInt32(segment.range.count))
+        }
+        return buffers.withUnsafeMutableBufferPointer { body($0) }
     }
 
     /// Sends what is queued, then half-closes and closes: the way to deliver a last `* BYE`.
@@ -300,7 +387,7 @@ public final class TCPConnection {
     public func close() {
         guard !closing else { return }
         closing = true
-        outbox.removeAll()
+        discardUnflushedOutput()
         graceTimer?.close()
         graceTimer = nil
         uv_close(asHandle(handle)) { handle in
@@ -316,20 +403,15 @@ public final class TCPConnection {
     }
 }
 
-/// Owns a write's bytes until libuv's write callback.
+/// Holds a write's bytes until libuv's write callback.
 private final class WriteBox {
-    let bytes: UnsafeMutablePointer<CChar>
+    let segments: [(bytes: SharedBytes, range: Range<Int>)]
     let count: Int
 
-    init(_ source: [UInt8]) {
-        count = source.count
-        bytes = .allocate(capacity: count)
-        source.withUnsafeBytes { raw in
-            bytes.update(from: raw.bindMemory(to: CChar.self).baseAddress!, count: count)
-        }
+    init(_ segments: [(bytes: SharedBytes, range: Range<Int>)], count: Int) {
+        self.segments = segments
+        self.count = count
     }
-
-    deinit { bytes.deallocate() }
 }
 
 /// Carries a connect's completion through libuv.

@@ -1,3 +1,4 @@
+import EventLoop
 import SyncCore
 
 /// Fans committed changes out to the sessions subscribed to each collection.
@@ -69,6 +70,11 @@ final class ChangeRun {
 
     var lastSeq: Int64 { changes.last?.seq ?? 0 }
 
+    /// The bytes as every socket subscriber is sent them: one buffer, referenced by each
+    /// connection's queue instead of copied into it. Made at the first delivery, once the run
+    /// is complete.
+    private(set) lazy var shared = SharedBytes(bytes)
+
     func append(_ change: Change) {
         bytes.append(contentsOf: change.line.utf8)
         changes.append(change)
@@ -87,8 +93,13 @@ final class ChangeRun {
 
     /// The bytes of the changes at `range`.
     func bytes(of range: Range<Int>) -> ArraySlice<UInt8> {
-        guard !range.isEmpty else { return [] }
-        return bytes[(range.lowerBound == 0 ? 0 : ends[range.lowerBound - 1])..<ends[range.upperBound - 1]]
+        bytes[byteRange(of: range)]
+    }
+
+    /// Where the changes at `range` are in `bytes`.
+    func byteRange(of range: Range<Int>) -> Range<Int> {
+        guard !range.isEmpty else { return 0..<0 }
+        return (range.lowerBound == 0 ? 0 : ends[range.lowerBound - 1])..<ends[range.upperBound - 1]
     }
 }
 
@@ -99,6 +110,8 @@ struct ChangeDelivery {
     let range: Range<Int>
 
     var bytes: ArraySlice<UInt8> { run.bytes(of: range) }
+    /// Where `bytes` are in the run's shared buffer.
+    var byteRange: Range<Int> { run.byteRange(of: range) }
     var changes: ArraySlice<Change> { run.changes[range] }
     /// Whether this is the whole run (as it is for every subscriber that keeps up).
     var isWholeRun: Bool { range.count == run.changes.count }

@@ -203,6 +203,7 @@ public final class Server {
             connection.closeAfterWriting()
             return false
         }
+        if configuration.socketSendBufferBytes > 0 { connection.limitSendBuffer(to: configuration.socketSendBufferBytes) }
         ServerLog.event("connect", ["address": connection.peer?.host ?? "unknown", "tls": tls == nil ? "no" : "yes"])
         if preAuthCount >= configuration.maxUnauthenticated { evictOldestUnauthenticated() }
         return true

@@ -32,6 +32,11 @@ public struct ServerConfiguration: Sendable {
     /// yet done): past it, connections not logged in are closed first (`* BYE BUSY`), then the
     /// slowest readers (`* BYE SLOW`), largest first, until a quarter of it is free again.
     public var maxBufferedBytes = 256 << 20
+    /// The kernel's send buffer per client socket (Linux doubles it); 0 leaves it to the
+    /// kernel's autotuning, which lets it grow to `net.ipv4.tcp_wmem`'s maximum (4 MiB): then
+    /// each subscriber that stops reading makes the loop copy megabytes into the kernel for
+    /// nothing, and every other client waits behind those copies.
+    public var socketSendBufferBytes = 256 << 10
     /// Seconds a connection has to log in (HELLO + AUTH) before `* BYE AUTH_TIMEOUT`.
     public var preAuthTimeoutSeconds: UInt64 = 10
     /// Longest line accepted before login: HELLO and AUTH are short.

@@ -25,7 +25,7 @@ final class TCPSessionTransport: SessionTransport {
     func perform(_ action: SessionAction) {
         switch action {
         case .send(let output): connection.write(output.text)
-        case .deliver(let delivery): connection.write(delivery.bytes)
+        case .deliver(let delivery): connection.write(delivery.run.shared, range: delivery.byteRange)
         case .pauseReading: connection.stopReading()
         case .resumeReading: connection.startReading()
         case .close(.socketError), .closeNow: connection.close()

@@ -40,6 +40,8 @@ enum ServeCommand: Subcommand {
           --max-buffered-bytes N   Bytes all connections together may hold unsent or unread
                                    (default 268435456); past it, connections not logged in are
                                    closed first, then the slowest readers.
+          --socket-send-buffer N   The kernel's send buffer per client socket (default 262144;
+                                   0: the kernel's autotuning, up to net.ipv4.tcp_wmem's max).
           --store-timeout SECONDS  Time a store read or commit may take (default 5): past it,
                                    the request is answered ERR UNAVAILABLE and later reads fail
                                    at once until the store answers again; nothing else waits.
@@ -68,7 +70,7 @@ enum ServeCommand: Subcommand {
     static let valueOptions: Set<String> = [
         "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
-        "max-buffered-bytes", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
+        "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
         "store-timeout", "http-listen",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
@@ -97,6 +99,8 @@ enum ServeCommand: Subcommand {
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
         configuration.maxBufferedBytes = try options.integer(
             "max-buffered-bytes", default: configuration.maxBufferedBytes, range: (1 << 20)...(1 << 40))
+        configuration.socketSendBufferBytes = try options.integer(
+            "socket-send-buffer", default: configuration.socketSendBufferBytes, range: 0...(1 << 30))
         configuration.storeTimeoutMilliseconds = 1000 * UInt64(try options.integer("store-timeout", default: 5, range: 1...3600))
         ServerLog.quiet = options.flag("quiet")
         if let format = options.value("log-format") {

@@ -113,6 +113,43 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.close(), "a second grace timer was left running")
     }
 
+    /// Shared bytes go out without a copy for each connection, in order with the connection's
+    /// own writes, however the kernel takes them (megabytes, so some wait in write requests).
+    func testSharedBytesInterleaveWithOwnWritesInOrderOnEveryConnection() throws {
+        let loop = EventLoop()
+        let shared = SharedBytes(Array((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
+        var expected: [UInt8] = []
+        var servers: [TCPConnection] = []
+        let listener = try TCPListener(loop: loop, address: SocketAddress(host: "127.0.0.1", port: 0)) { connection in
+            servers.append(connection)
+            for round in 0..<6 {
+                connection.write("round \(round)\n")
+                connection.write(shared, range: (round * 1000)..<shared.count)
+            }
+            connection.closeAfterWriting()
+        }
+        for round in 0..<6 { expected += Array("round \(round)\n".utf8) + shared[(round * 1000)..<shared.count] }
+        var received: [[UInt8]] = [[], []]
+        var ended = 0
+        for index in 0..<2 {
+            TCPConnection.connect(on: loop, to: listener.address) { result in
+                guard case .success(let client) = result else { return XCTFail("connect failed") }
+                client.onData = { received[index] += $0 }
+                client.onEnd = { _ in
+                    ended += 1
+                    client.close()
+                    if ended == 2 { listener.close() }
+                }
+                client.startReading()
+            }
+        }
+        loop.run()
+        XCTAssertEqual(received[0].count, expected.count)
+        XCTAssertTrue(received[0] == expected && received[1] == expected, "each connection gets its writes in order")
+        XCTAssertEqual(servers.count, 2)
+        XCTAssertTrue(loop.close(), "a handle or request leaked")
+    }
+
     func testConnectFailureIsReported() {
         let loop = EventLoop()
         var failure: LoopError?

@@ -14,6 +14,8 @@ protocol ByteConnection: AnyObject {
     var pendingOutputBytes: Int { get }
     func write(_ bytes: [UInt8])
     func write(_ text: String)
+    /// Queues bytes other connections send too, without a copy.
+    func write(_ shared: SharedBytes, range: Range<Int>)
     func startReading()
     func stopReading()
     /// Sends what is queued, then closes (a client that does not read is cut off after a grace).

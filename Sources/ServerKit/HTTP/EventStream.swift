@@ -1,3 +1,4 @@
+import EventLoop
 import HTTPKit
 import SyncCore
 import SyncProtocol
@@ -118,6 +119,13 @@ final class EventStream {
     /// Writes events made already (the head first, once).
     func send(chunk: String) {
         guard !ended, !chunk.isEmpty else { return }
+        if !headWritten { writeHead() }
+        connection.writeBody(chunk)
+    }
+
+    /// Writes a broadcast's events, made once for every stream.
+    func send(chunk: SharedBytes) {
+        guard !ended, chunk.count > 0 else { return }
         if !headWritten { writeHead() }
         connection.writeBody(chunk)
     }

@@ -184,6 +184,13 @@ final class HTTPConnection {
         connection.write(text)
     }
 
+    /// Writes part of a streamed response's body made once for many connections.
+    func writeBody(_ shared: SharedBytes) {
+        guard !headOnly else { return }
+        front.server.noteQueued(shared.count)
+        connection.write(shared, range: 0..<shared.count)
+    }
+
     /// The streamed response in progress has ended (its last chunk written).
     func streamEnded(keepAlive: Bool) {
         stream = nil

@@ -20,14 +20,15 @@ final class HTTPFront {
 
     /// The last broadcast made into events, and the chunk of those events: a broadcast hands
     /// every stream the same run of changes, so its events are made once, not once a stream.
-    private var lastEvents: (run: ChangeRun, range: Range<Int>, chunk: String)?
+    private var lastEvents: (run: ChangeRun, range: Range<Int>, chunk: SharedBytes)?
 
-    /// One chunk of `change` events for a broadcast's changes.
-    func eventChunk(for delivery: ChangeDelivery) -> String {
+    /// One chunk of `change` events for a broadcast's changes, in one buffer that every
+    /// stream's connection sends without a copy of its own.
+    func eventChunk(for delivery: ChangeDelivery) -> SharedBytes {
         if let last = lastEvents, last.run === delivery.run, last.range == delivery.range { return last.chunk }
         var events = ""
         for change in delivery.changes { events += EventStream.changeEvent(change) }
-        let chunk = events.isEmpty ? "" : HTTPResponse.chunk(events)
+        let chunk = SharedBytes(events.isEmpty ? "" : HTTPResponse.chunk(events))
         lastEvents = (delivery.run, delivery.range, chunk)
         return chunk
     }
