@@ -51,7 +51,7 @@ class Server:
         wrap = os.environ.get("BENCH_WRAP", "").split()
         self.proc = subprocess.Popen(wrap + [binary, "serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data", self.data,
                                       "--port-file", port_file, *extra], stdout=self.log, stderr=self.log)
-        for _ in range(1000):
+        for _ in range(6000 if wrap else 1000):
             if os.path.exists(port_file + ".http") and open(port_file + ".http").read().strip():
                 break
             time.sleep(0.01)
