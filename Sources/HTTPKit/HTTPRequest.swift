@@ -22,8 +22,7 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The first value of a header, its name compared without case (`If-Match`, `if-match`).
     public func header(_ name: String) -> String? {
-        let wanted = name.lowercased()
-        return headers.first { $0.name.lowercased() == wanted }?.value
+        headers.first { $0.hasName(name) }?.value
     }
 
     /// Roughly the bytes the request holds: target, headers and body.
@@ -43,5 +42,19 @@ public struct HTTPHeader: Sendable, Equatable {
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
+    }
+
+    /// Whether this header is `wanted`, compared as RFC 9110 says (ASCII letters without case),
+    /// with no string made on the way: it is asked several times a request.
+    public func hasName(_ wanted: String) -> Bool {
+        var own = name.utf8.makeIterator()
+        for byte in wanted.utf8 {
+            guard let mine = own.next(), Self.lowercased(mine) == Self.lowercased(byte) else { return false }
+        }
+        return own.next() == nil
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 }

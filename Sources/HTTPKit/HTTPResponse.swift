@@ -20,22 +20,41 @@ public struct HTTPResponse: Sendable, Equatable {
     /// The status line and headers (with `Content-Length`, or `Transfer-Encoding: chunked` when
     /// the body follows in chunks) and the blank line; `keepAlive` false adds `Connection: close`.
     public func head(keepAlive: Bool, chunked: Bool = false) -> String {
-        var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
-        for header in headers { text += "\(header.name): \(header.value)\r\n" }
-        if chunked {
-            text += "Transfer-Encoding: chunked\r\n"
-        } else if status >= 200, status != 204, status != 304 {
-            text += "Content-Length: \(body.count)\r\n"
-        }
-        if !keepAlive { text += "Connection: close\r\n" }
-        return text + "\r\n"
+        var bytes: [UInt8] = []
+        appendHead(to: &bytes, keepAlive: keepAlive, chunked: chunked)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The whole response, head and body.
+    /// The whole response, head and body, written straight into bytes (one a request).
     public func encoded(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
-        var bytes = Array(head(keepAlive: keepAlive).utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(128 + headers.count * 48 + (headOnly ? 0 : body.count))
+        appendHead(to: &bytes, keepAlive: keepAlive, chunked: false)
         if !headOnly { bytes += body }
         return bytes
+    }
+
+    private func appendHead(to bytes: inout [UInt8], keepAlive: Bool, chunked: Bool) {
+        bytes += "HTTP/1.1 ".utf8
+        bytes += String(status).utf8
+        bytes.append(0x20)
+        bytes += Self.reason(status).utf8
+        bytes += "\r\n".utf8
+        for header in headers {
+            bytes += header.name.utf8
+            bytes += ": ".utf8
+            bytes += header.value.utf8
+            bytes += "\r\n".utf8
+        }
+        if chunked {
+            bytes += "Transfer-Encoding: chunked\r\n".utf8
+        } else if status >= 200, status != 204, status != 304 {
+            bytes += "Content-Length: ".utf8
+            bytes += String(body.count).utf8
+            bytes += "\r\n".utf8
+        }
+        if !keepAlive { bytes += "Connection: close\r\n".utf8 }
+        bytes += "\r\n".utf8
     }
 
     /// One chunk of a chunked body (`text` must not be empty: an empty chunk ends the body).

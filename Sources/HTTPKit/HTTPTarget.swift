@@ -5,58 +5,101 @@ public struct HTTPTarget: Sendable, Equatable {
     public var segments: [String]
     public var query: [String: String]
 
-    /// Nil when a segment's percent-encoding is not UTF-8 or is cut short.
+    /// Nil when a segment's percent-encoding is not UTF-8 or is cut short. Read as bytes (a
+    /// target is ASCII on the wire): it is taken apart once a request.
     public init?(_ target: String) {
-        let parts = Self.originForm(target).split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        var segments: [String] = []
-        for raw in parts[0].split(separator: "/", omittingEmptySubsequences: true) {
-            guard let segment = Self.percentDecoded(raw, plusIsSpace: false) else { return nil }
-            segments.append(segment)
-        }
-        var query: [String: String] = [:]
-        if parts.count == 2 {
-            for pair in parts[1].split(separator: "&") {
-                let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard let key = Self.percentDecoded(keyValue[0], plusIsSpace: true),
-                    let value = Self.percentDecoded(keyValue.count > 1 ? keyValue[1] : "", plusIsSpace: true)
-                else { return nil }
-                query[key] = value
+        var text = target
+        let slash = UInt8(ascii: "/"), question = UInt8(ascii: "?"), ampersand = UInt8(ascii: "&"), equals = UInt8(ascii: "=")
+        let parsed: (segments: [String], query: [String: String])? = text.withUTF8 { all in
+            let bytes = Self.originFormBytes(all)
+            let pathEnd = bytes.firstIndex(of: question) ?? bytes.endIndex
+            var segments: [String] = []
+            var start = bytes.startIndex
+            while start < pathEnd {
+                let end = bytes[start..<pathEnd].firstIndex(of: slash) ?? pathEnd
+                if end > start {
+                    guard let segment = Self.percentDecoded(bytes[start..<end], plusIsSpace: false) else { return nil }
+                    segments.append(segment)
+                }
+                start = end + 1
             }
+            var query: [String: String] = [:]
+            var pair = pathEnd + 1
+            while pair < bytes.endIndex {
+                let end = bytes[pair...].firstIndex(of: ampersand) ?? bytes.endIndex
+                if end > pair {
+                    let split = bytes[pair..<end].firstIndex(of: equals) ?? end
+                    guard let key = Self.percentDecoded(bytes[pair..<split], plusIsSpace: true),
+                        let value = Self.percentDecoded(bytes[min(split + 1, end)..<end], plusIsSpace: true)
+                    else { return nil }
+                    query[key] = value
+                }
+                pair = end + 1
+            }
+            return (segments, query)
         }
-        self.segments = segments
-        self.query = query
+        guard let parsed else { return nil }
+        segments = parsed.segments
+        query = parsed.query
     }
 
     /// The path and query of a target in absolute form (`http://host:port/path?query`, which
     /// RFC 9112 §3.2.2 says a server must accept, as a proxy sends it); other targets as they are.
     public static func originForm(_ target: String) -> Substring {
-        let text = Substring(target)
-        guard let colon = text.firstIndex(of: ":"), ["http", "https"].contains(text[..<colon].lowercased()),
-            text[colon...].hasPrefix("://")
-        else { return text }
-        let rest = text[text.index(colon, offsetBy: 3)...]
-        guard let pathStart = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
-        return rest[pathStart...]
+        guard target.utf8.first != UInt8(ascii: "/") else { return Substring(target) }
+        var copy = target
+        let range = copy.withUTF8 { all -> Range<Int> in
+            let form = originFormBytes(all)
+            return form.startIndex..<form.endIndex
+        }
+        let utf8 = target.utf8
+        guard range.lowerBound < utf8.count else { return "/" }
+        return Substring(target[utf8.index(utf8.startIndex, offsetBy: range.lowerBound)...])
+    }
+
+    /// `originForm` on bytes: an `http://` or `https://` scheme and authority are passed over.
+    private static func originFormBytes(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        let all = bytes[...]
+        guard let first = bytes.first, first | 0x20 == UInt8(ascii: "h"),
+            let colon = bytes.prefix(6).firstIndex(of: UInt8(ascii: ":")),
+            ["http", "https"].contains(String(decoding: bytes[..<colon], as: UTF8.self).lowercased()),
+            bytes[colon...].starts(with: "://".utf8)
+        else { return all }
+        let authority = colon + 3
+        let pathStart = bytes[authority...].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }
+        // A bare authority (`http://host`) is the root.
+        return pathStart.map { bytes[$0...] } ?? bytes[bytes.endIndex...]
     }
 
     /// `%XX` escapes turned into bytes (and `+` into a space in a query); nil when they do not
     /// make UTF-8.
     public static func percentDecoded(_ text: Substring, plusIsSpace: Bool) -> String? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
+        var copy = String(text)
+        return copy.withUTF8 { percentDecoded($0[...], plusIsSpace: plusIsSpace) }
+    }
+
+    static func percentDecoded(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, plusIsSpace: Bool) -> String? {
+        guard bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(validating: bytes, as: UTF8.self)
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            index += 1
             switch byte {
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-                bytes.append(high << 4 | low)
+                guard index + 2 <= bytes.endIndex, let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1]) else { return nil }
+                decoded.append(high << 4 | low)
+                index += 2
             case UInt8(ascii: "+") where plusIsSpace:
-                bytes.append(0x20)
+                decoded.append(0x20)
             default:
-                bytes.append(byte)
+                decoded.append(byte)
             }
         }
-        return String(validating: bytes, as: UTF8.self)
+        return String(validating: decoded, as: UTF8.self)
     }
 
     /// `text` with every byte outside the unreserved set written as `%XX`, for one path segment.
@@ -88,10 +131,12 @@ public struct HTTPTarget: Sendable, Equatable {
 extension HTTPRequest {
     /// The value of cookie `name` from the `Cookie` headers.
     public func cookie(_ name: String) -> String? {
-        for header in headers where header.name.lowercased() == "cookie" {
-            for pair in header.value.split(separator: ";") {
-                let keyValue = pair.split(separator: "=", maxSplits: 1)
-                if keyValue.count == 2, keyValue[0].trimming(" \t") == name { return String(keyValue[1].trimming(" \t")) }
+        for header in headers where header.hasName("Cookie") {
+            for pair in header.value.utf8.split(separator: UInt8(ascii: ";")) {
+                guard let equals = pair.firstIndex(of: UInt8(ascii: "=")) else { continue }
+                if Self.trimmed(pair[..<equals]).elementsEqual(name.utf8) {
+                    return String(decoding: Self.trimmed(pair[pair.index(after: equals)...]), as: UTF8.self)
+                }
             }
         }
         return nil
@@ -99,10 +144,18 @@ extension HTTPRequest {
 
     /// The token of an `Authorization: Bearer <token>` header.
     public var bearerToken: String? {
-        guard let value = header("Authorization") else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return String(parts[1].trimming(" \t"))
+        guard let value = header("Authorization")?.utf8, let space = value.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let scheme = value[..<space]
+        guard scheme.count == 6, HTTPHeader(String(decoding: scheme, as: UTF8.self), "").hasName("Bearer") else { return nil }
+        return String(decoding: Self.trimmed(value[value.index(after: space)...]), as: UTF8.self)
+    }
+
+    /// Without leading and trailing spaces and tabs.
+    private static func trimmed(_ bytes: Substring.UTF8View.SubSequence) -> Substring.UTF8View.SubSequence {
+        var text = bytes
+        while let first = text.first, first == 0x20 || first == 0x09 { text = text.dropFirst() }
+        while let last = text.last, last == 0x20 || last == 0x09 { text = text.dropLast() }
+        return text
     }
 }
 

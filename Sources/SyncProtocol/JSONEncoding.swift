@@ -69,7 +69,8 @@ extension ValueJSON {
         return text + ".0"
     }
 
-    static func writeString(_ text: String, into out: inout [UInt8]) {
+    /// Appends `text` as a JSON string literal to `out` (no String made on the way).
+    public static func writeString(_ text: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         let utf8 = text.utf8
         // Fast path: most strings need no escape and are copied in one go.

@@ -45,4 +45,12 @@ final class HTTPTargetTests: XCTestCase {
         XCTAssertEqual(HTTPResponse.chunk("hello, world"), "c\r\nhello, world\r\n")
         XCTAssertEqual(String(decoding: response.encoded(keepAlive: true, headOnly: true), as: UTF8.self).hasSuffix("\r\n\r\n"), true)
     }
+
+    func testHeaderNamesCompareWithoutASCIICase() {
+        XCTAssertTrue(HTTPHeader("If-None-Match", "*").hasName("if-none-match"))
+        XCTAssertTrue(HTTPHeader("AUTHORIZATION", "x").hasName("Authorization"))
+        XCTAssertFalse(HTTPHeader("Authorization2", "x").hasName("Authorization"))
+        XCTAssertFalse(HTTPHeader("Author", "x").hasName("Authorization"))
+        XCTAssertFalse(HTTPHeader("X-[", "x").hasName("X-{"), "only letters fold")
+    }
 }

@@ -12,6 +12,9 @@ enum APIResponse {
         jsonText(status, ValueJSON.encode(value), headers: headers)
     }
 
+    /// A JSON body's headers, every API response's included.
+    static let jsonHeaders = [HTTPHeader("Content-Type", "application/json")] + apiHeaders
+
     /// A body that is JSON text already.
     static func jsonText(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> HTTPResponse {
         HTTPResponse(status: status, contentType: "application/json", text: text + "\n", headers: apiHeaders + headers)
@@ -98,16 +101,39 @@ enum APIResponse {
     /// `seq` when given. The fields are spliced in as the store keeps them (canonical, so the
     /// whole object is canonical: members in key order), not decoded and encoded again.
     static func recordJSON(_ state: RecordState, of original: String? = nil, seq: Int64? = nil) -> String {
-        var text = "{"
+        var out: [UInt8] = []
+        writeRecord(state, of: original, seq: seq, into: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `recordJSON`, appended to `out` as bytes.
+    static func writeRecord(_ state: RecordState, of original: String? = nil, seq: Int64? = nil, into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 64 + state.id.utf8.count + state.storedFieldBytes)
+        out.append(UInt8(ascii: "{"))
         switch state.body {
-        case .deleted: text += "\"deleted\":true,"
-        case .live(_, let fields): text += "\"fields\":\(fields),"
+        case .deleted:
+            out += #""deleted":true,"#.utf8
+        case .live(_, let fields):
+            out += #""fields":"#.utf8
+            out += fields.utf8
+            out.append(UInt8(ascii: ","))
         }
-        text += "\"id\":\(ValueJSON.quoted(state.id)),"
-        if let original { text += "\"of\":\(ValueJSON.quoted(original)),"}
-        if let position = state.position { text += "\"position\":\(ValueJSON.quoted(position))," }
-        text += "\"rev\":\(state.rev)"
-        if let seq { text += ",\"seq\":\(seq)" }
-        return text + "}"
+        out += #""id":"#.utf8
+        ValueJSON.writeString(state.id, into: &out)
+        if let original {
+            out += #","of":"#.utf8
+            ValueJSON.writeString(original, into: &out)
+        }
+        if let position = state.position {
+            out += #","position":"#.utf8
+            ValueJSON.writeString(position, into: &out)
+        }
+        out += #","rev":"#.utf8
+        out += String(state.rev).utf8
+        if let seq {
+            out += #","seq":"#.utf8
+            out += String(seq).utf8
+        }
+        out.append(UInt8(ascii: "}"))
     }
 }

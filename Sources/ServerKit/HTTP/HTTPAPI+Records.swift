@@ -114,7 +114,10 @@ extension HTTPAPI {
             if position != nil, exchange.request.header("If-None-Match") == tag {
                 return exchange.respond(HTTPResponse(status: 304, headers: APIResponse.apiHeaders + [HTTPHeader("ETag", tag)]))
             }
-            exchange.respond(APIResponse.jsonText(position == nil ? 404 : 200, APIResponse.recordJSON(state), headers: [HTTPHeader("ETag", tag)]))
+            var body: [UInt8] = []
+            APIResponse.writeRecord(state, into: &body)
+            body.append(0x0A)
+            exchange.respond(HTTPResponse(status: position == nil ? 404 : 200, headers: APIResponse.jsonHeaders + [HTTPHeader("ETag", tag)], body: body))
         }
     }
 
