@@ -127,6 +127,13 @@ public final class Server {
     /// The HTTP listener's address, when there is one.
     public var httpAddress: SocketAddress? { http?.address }
 
+    /// Serves the HTTP API over `connection` without a listener (bytes in memory, for tests
+    /// that need no process); the front is made at the first.
+    func serveHTTP(over connection: ByteConnection) {
+        if http == nil { http = try? HTTPFront(server: self, address: nil, tls: nil) }
+        http?.serve(connection, isSecure: false)
+    }
+
     /// The answer, in plaintext, to a client that speaks plain text on the TLS port.
     static let plaintextRefusal = Array(ServerNotice.bye(.tlsRequired, detail: "this port speaks TLS: connect with --tls").line.utf8)
 

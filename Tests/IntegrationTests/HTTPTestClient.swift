@@ -30,27 +30,53 @@ struct ServerSentEvent: Equatable {
     var data = ""
 }
 
-/// A blocking HTTP/1.1 client over one real TCP connection: requests written by hand (so a
-/// test can also send garbage, pipeline, or stop halfway), responses read with Content-Length,
-/// chunked or to the close, and event streams read event by event.
-final class HTTPTestClient {
-    let connection: LineClient
+/// The client end of a connection as the HTTP test client reads it: a real socket
+/// (`LineClient`) or bytes in memory (`MemoryStream`), with the same blocking reads.
+protocol TestStream: AnyObject {
+    func send(bytes: [UInt8]) throws
+    /// The next line without its LF; nil when the server closed the connection.
+    func readLine(timeout: Double?) throws -> String?
+    /// The next `count` bytes; fewer when the server closed first.
+    func readBytes(_ count: Int, timeout: Double?) throws -> [UInt8]
+    func closedByServer(within seconds: Double) -> Bool
+}
+
+extension LineClient: TestStream {}
+
+/// An HTTP client over a real TCP connection.
+typealias HTTPTestClient = HTTPExchangeClient<LineClient>
+
+extension HTTPExchangeClient where Stream == LineClient {
+    convenience init(port: Int) throws {
+        self.init(try LineClient(port: port))
+    }
+
+    /// Logs in with a password and keeps the token for later requests.
+    static func login(port: Int, _ user: String, _ password: String) throws -> HTTPTestClient {
+        try HTTPTestClient(port: port).loggedIn(user, password)
+    }
+}
+
+/// A blocking HTTP/1.1 client over one connection: requests written by hand (so a test can
+/// also send garbage, pipeline, or stop halfway), responses read with Content-Length, chunked
+/// or to the close, and event streams read event by event.
+final class HTTPExchangeClient<Stream: TestStream> {
+    let connection: Stream
     /// Sent with every request when set: `Authorization: Bearer <token>`.
     var token: String?
     /// Sent with every request when set, as `Cookie: plistsync_token=<cookie>`.
     var cookie: String?
 
-    init(port: Int) throws {
-        connection = try LineClient(port: port)
+    init(_ connection: Stream) {
+        self.connection = connection
     }
 
     /// Logs in with a password and keeps the token for later requests.
-    static func login(port: Int, _ user: String, _ password: String) throws -> HTTPTestClient {
-        let client = try HTTPTestClient(port: port)
-        let response = try client.request("POST", "/api/login", json: #"{"user":"\#(user)","password":"\#(password)"}"#)
+    func loggedIn(_ user: String, _ password: String) throws -> Self {
+        let response = try request("POST", "/api/login", json: #"{"user":"\#(user)","password":"\#(password)"}"#)
         XCTAssertEqual(response.status, 200, response.text)
-        client.token = response.json["token"] as? String
-        return client
+        token = response.json["token"] as? String
+        return self
     }
 
     /// `text` percent-encoded for a query value.
@@ -81,11 +107,11 @@ final class HTTPTestClient {
 
     /// The status line and headers of the next response.
     func head() throws -> (status: Int, headers: [(name: String, value: String)]) {
-        guard let statusLine = try connection.readLine() else { throw LineClient.Failure(description: "connection closed before a response") }
+        guard let statusLine = try connection.readLine(timeout: nil) else { throw LineClient.Failure(description: "connection closed before a response") }
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, let status = Int(parts[1]) else { throw LineClient.Failure(description: "not a status line: \(statusLine)") }
         var headers: [(String, String)] = []
-        while let line = try connection.readLine()?.trimmingCharacters(in: CharacterSet(charactersIn: "\r")), !line.isEmpty {
+        while let line = try connection.readLine(timeout: nil)?.trimmingCharacters(in: CharacterSet(charactersIn: "\r")), !line.isEmpty {
             let pair = line.split(separator: ":", maxSplits: 1)
             headers.append((String(pair[0]), pair.count > 1 ? pair[1].trimmingCharacters(in: .whitespaces) : ""))
         }
@@ -98,18 +124,18 @@ final class HTTPTestClient {
         if headOnly || status == 204 || status == 304 { return found }
         var body: [UInt8] = []
         if let length = found.header("Content-Length").flatMap(Int.init) {
-            body = try connection.readBytes(length)
+            body = try connection.readBytes(length, timeout: nil)
         } else if found.header("Transfer-Encoding") == "chunked" {
-            while let sizeLine = try connection.readLine(), let size = Int(sizeLine.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16) {
+            while let sizeLine = try connection.readLine(timeout: nil), let size = Int(sizeLine.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16) {
                 if size == 0 {
-                    _ = try connection.readLine()
+                    _ = try connection.readLine(timeout: nil)
                     break
                 }
-                body += try connection.readBytes(size)
-                _ = try connection.readLine()
+                body += try connection.readBytes(size, timeout: nil)
+                _ = try connection.readLine(timeout: nil)
             }
         } else {
-            while let line = try connection.readLine() { body += Array((line + "\n").utf8) }
+            while let line = try connection.readLine(timeout: nil) { body += Array((line + "\n").utf8) }
         }
         return HTTPTestResponse(status: status, headers: headers, body: body)
     }

@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import SyncCore
+import XCTest
 @testable import ServerKit
 
 /// A server with no listener whose sessions talk over buffers: a request goes straight into a
@@ -118,5 +119,28 @@ final class BufferClient: TranscriptConnection {
             usleep(100)
         }
         return nil
+    }
+}
+
+extension TranscriptConnection {
+    /// Sends `request` and checks the reply line equals `expected`.
+    func expect(_ request: String, equals expected: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        try send(request)
+        XCTAssertEqual(try self.line(), expected, "reply to \(request)", file: file, line: line)
+    }
+
+    /// Sends `request` and checks the reply line starts with `prefix`; returns the line.
+    @discardableResult
+    func expect(_ request: String, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        try send(request)
+        let reply = try self.line()
+        XCTAssertTrue(reply.hasPrefix(prefix), "reply to \(request): \(reply)", file: file, line: line)
+        return reply
+    }
+
+    /// The next line, which must come.
+    func line() throws -> String {
+        guard let line = try readLine() else { throw LineClient.Failure(description: "connection closed") }
+        return line
     }
 }

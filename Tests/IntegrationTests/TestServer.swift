@@ -331,32 +331,12 @@ final class LineClient: @unchecked Sendable {
         return bytes
     }
 
-    /// Reads a line that must exist.
-    func line(file: StaticString = #filePath, lineNumber: UInt = #line) throws -> String {
-        guard let line = try readLine() else { throw Failure(description: "connection closed") }
-        return line
-    }
-
-    /// Sends `request` and checks the reply line equals `expected`.
-    func expect(_ request: String, equals expected: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        try send(request)
-        XCTAssertEqual(try self.line(), expected, "reply to \(request)", file: file, line: line)
-    }
-
-    /// Sends `request` and checks the reply line starts with `prefix`; returns the line.
     /// The one-line reply to `request`, or "" when there is none (for polling).
     func ask(_ request: String) -> String {
         guard (try? send(request)) != nil else { return "" }
         return (try? self.line()) ?? ""
     }
 
-    @discardableResult
-    func expect(_ request: String, prefix: String, file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        try send(request)
-        let reply = try self.line()
-        XCTAssertTrue(reply.hasPrefix(prefix), "reply to \(request): \(reply)", file: file, line: line)
-        return reply
-    }
 
     /// How many records of `collection` are tombstones: a full replay (`SUB … SINCE 0`, then
     /// `UNSUB`) counted on this logged-in connection.

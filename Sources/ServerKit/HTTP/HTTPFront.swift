@@ -33,11 +33,14 @@ final class HTTPFront {
         return chunk
     }
 
-    init(server: Server, address: SocketAddress, tls: TLSContext?) throws(LoopError) {
+    /// Listens at `address`; with none, it serves only what `serve` hands it (bytes in memory).
+    init(server: Server, address: SocketAddress?, tls: TLSContext?) throws(LoopError) {
         self.server = server
         self.tls = tls
         heartbeat = LoopTimer(loop: server.loop)
-        listener = try TCPListener(loop: server.loop, address: address) { [unowned self] connection in accept(connection) }
+        if let address {
+            listener = try TCPListener(loop: server.loop, address: address) { [unowned self] connection in accept(connection) }
+        }
         heartbeat.start(after: Self.heartbeatMilliseconds, repeatEvery: Self.heartbeatMilliseconds) { [unowned self] in
             for connection in connections.values { connection.stream?.heartbeat() }
         }
@@ -48,7 +51,12 @@ final class HTTPFront {
 
     private func accept(_ connection: TCPConnection) {
         guard server.admit(connection, tls: tls, refusal: Self.refusal) else { return }
-        let http = HTTPConnection(connection, front: self, limits: limits, isSecure: tls != nil)
+        serve(connection, isSecure: tls != nil)
+    }
+
+    /// Serves HTTP over `connection`: a socket the listener let in, or bytes in memory.
+    func serve(_ connection: ByteConnection, isSecure: Bool) {
+        let http = HTTPConnection(connection, front: self, limits: limits, isSecure: isSecure)
         connections[ObjectIdentifier(http)] = http
     }
 

@@ -1,0 +1,141 @@
+import EventLoop
+import Foundation
+@testable import ServerKit
+
+/// An HTTP connection's bytes in memory: what the server writes collects in `output`, what
+/// the client sends goes straight to the connection's `onData`; the loop is turned by the
+/// reader. The client takes every byte at once, so nothing is ever pending.
+final class MemoryByteConnection: ByteConnection {
+    var onData: (([UInt8]) -> Void)?
+    var onEnd: ((TCPConnection.EndOfInput) -> Void)?
+    var onDrain: (() -> Void)?
+    var onClose: (() -> Void)?
+    var peerHost: String? { "memory" }
+    var pendingOutputBytes: Int { 0 }
+    fileprivate var output: [UInt8] = []
+    fileprivate private(set) var isClosed = false
+    private var closing = false
+    private var reading = false
+    private var unread: [UInt8] = []
+    private let loop: EventLoop
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
+
+    func write(_ bytes: [UInt8]) {
+        guard !closing else { return }
+        output += bytes
+    }
+
+    func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    func write(_ shared: SharedBytes, range: Range<Int>) {
+        write(shared[range])
+    }
+
+    func startReading() {
+        reading = true
+        guard !unread.isEmpty else { return }
+        let bytes = unread
+        unread = []
+        onData?(bytes)
+    }
+
+    func stopReading() {
+        reading = false
+    }
+
+    func closeAfterWriting() {
+        close()
+    }
+
+    func close() {
+        guard !closing else { return }
+        closing = true
+        loop.atEndOfTurn { [self] in
+            isClosed = true
+            let onClose = onClose
+            self.onData = nil
+            self.onEnd = nil
+            self.onDrain = nil
+            self.onClose = nil
+            onClose?()
+        }
+    }
+
+    /// The client sends `bytes` (held while the server does not read).
+    fileprivate func receive(_ bytes: [UInt8]) {
+        guard !closing else { return }
+        if reading { onData?(bytes) } else { unread += bytes }
+    }
+}
+
+/// The client end of a `MemoryByteConnection`, read the way a socket is (`TestStream`).
+final class MemoryStream: TestStream {
+    private let connection: MemoryByteConnection
+    private let loop: EventLoop
+
+    init(_ connection: MemoryByteConnection, loop: EventLoop) {
+        self.connection = connection
+        self.loop = loop
+    }
+
+    func send(bytes: [UInt8]) throws {
+        connection.receive(bytes)
+    }
+
+    /// Turns the loop until `ready` holds or 10 s pass; false when the connection closed first.
+    private func turn(until ready: () -> Bool, timeout: Double?) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout ?? 10)
+        while !ready() {
+            if connection.isClosed { return false }
+            guard Date() < deadline else { throw LineClient.Failure(description: "timed out in memory; have \(connection.output.count) bytes") }
+            loop.runOnce(wait: false)
+            usleep(50)
+        }
+        return true
+    }
+
+    func readLine(timeout: Double?) throws -> String? {
+        guard try turn(until: { connection.output.contains(0x0A) }, timeout: timeout) else {
+            guard !connection.output.isEmpty else { return nil }
+            defer { connection.output = [] }
+            return String(decoding: connection.output, as: UTF8.self)
+        }
+        let newline = connection.output.firstIndex(of: 0x0A)!
+        defer { connection.output.removeFirst(newline + 1) }
+        return String(decoding: connection.output[..<newline], as: UTF8.self)
+    }
+
+    func readBytes(_ count: Int, timeout: Double?) throws -> [UInt8] {
+        _ = try turn(until: { connection.output.count >= count }, timeout: timeout)
+        let bytes = Array(connection.output.prefix(count))
+        connection.output.removeFirst(bytes.count)
+        return bytes
+    }
+
+    func closedByServer(within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if connection.isClosed { return true }
+            loop.runOnce(wait: false)
+            usleep(50)
+        }
+        return false
+    }
+}
+
+/// An HTTP client of a server in memory.
+typealias MemoryHTTPClient = HTTPExchangeClient<MemoryStream>
+
+extension InMemoryServer {
+    /// A connection to the server's HTTP API, in memory.
+    func httpConnect() -> MemoryHTTPClient {
+        let connection = MemoryByteConnection(loop: loop)
+        server.serveHTTP(over: connection)
+        return MemoryHTTPClient(MemoryStream(connection, loop: loop))
+    }
+}
