@@ -202,6 +202,157 @@ def scenario_revoke(driver, url, line_port, user, password, args):
     result("message", driver.find_element(By.ID, "message").text)
 
 
+def headers(driver):
+    return [th.text.replace(" ▲", "").replace(" ▼", "") for th in driver.find_elements(By.CSS_SELECTOR, "#records thead th")][1:-1]
+
+
+def visible_ids(driver):
+    return [tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#records tbody tr") if tr.is_displayed()]
+
+
+def scenario_overlap(driver, url, line_port, user, password, args):
+    """Two refreshes of each view overlap (every response held back 300 ms): each row once."""
+    log_in(driver, url, user, password)
+    open_collection(driver, args[0])
+    driver.execute_script("""
+        const real = window.fetch;
+        window.fetch = (...a) => new Promise((ok) => setTimeout(() => ok(real(...a)), 300));""")
+    for view, selector in [("members", "#members tbody tr"), ("devices", "#devices tbody tr")]:
+        driver.execute_script("location.hash = arguments[0]", view)
+        driver.execute_script("window.dispatchEvent(new HashChangeEvent('hashchange'))")
+        until(f"the {view} rows", lambda: driver.find_elements(By.CSS_SELECTOR, selector))
+        time.sleep(0.8)
+        result(f"{view}_rows", len(driver.find_elements(By.CSS_SELECTOR, selector)))
+
+
+def scenario_columns(driver, url, line_port, user, password, args):
+    collection, record_id = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    line = Line(line_port, user, password)
+    result("put", line.ask(f'p PUT {collection} {record_id} 0 {{"email":"m@example.org","name":"{record_id}","phone":"555-0100"}}'))
+    until("the new row", lambda: record_id in ids(driver))
+    until("the new column", lambda: "email" in headers(driver))
+    result("natural", ",".join(headers(driver)))
+    driver.find_element(By.ID, "columns-button").click()
+    until("the columns panel", lambda: driver.find_element(By.CSS_SELECTOR, "#columns-panel [data-column='email']"))
+    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Move column email left"]').click()
+    until("email moved", lambda: headers(driver).index("email") == 2)
+    driver.find_element(By.CSS_SELECTOR, 'input[aria-label="Show phone"]').click()
+    until("phone hidden", lambda: "phone" not in headers(driver))
+    result("arranged", ",".join(headers(driver)))
+    driver.refresh()
+    until("the records view", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+    open_collection(driver, collection)
+    until("the rows", lambda: record_id in ids(driver))
+    result("remembered", ",".join(headers(driver)))
+    filter_box = driver.find_element(By.ID, "filter")
+    filter_box.send_keys("gra")
+    until("the filtered rows", lambda: visible_ids(driver) == ["Grace"])
+    result("filtered", ",".join(visible_ids(driver)))
+    filter_box.send_keys(Keys.CONTROL, "a")
+    filter_box.send_keys(Keys.BACKSPACE)
+    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Sort by name"]').click()
+    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Sort by name"]').click()
+    until("sorted down", lambda: visible_ids(driver)[0] == record_id)
+    result("sorted", ",".join(visible_ids(driver)))
+    result("drag_off", "off" in row(driver, "Ada").find_element(By.CSS_SELECTOR, "td.handle").get_attribute("class"))
+
+
+def scenario_add_form(driver, url, line_port, user, password, args):
+    collection, record_id, name, phone = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: len(ids(driver)) >= 3)
+    driver.find_element(By.ID, "add-record").click()
+    until("the form", lambda: driver.find_element(By.ID, "new-record").is_displayed())
+    driver.find_element(By.ID, "new-record-id").send_keys(record_id)
+    driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='name']").send_keys(name)
+    driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='phone']").send_keys(phone + Keys.ENTER)
+    until("the new row", lambda: record_id in ids(driver))
+    result("phone", cell(driver, record_id, "phone").text)
+
+
+def scenario_conflict_all(driver, url, line_port, user, password, args):
+    collection, record_id = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the row", lambda: record_id in ids(driver))
+    line = Line(line_port, user, password)
+
+    def someone_else_saves():
+        rev = line.ask(f"g GET {collection} {record_id}").split(" ")[5]
+        result("their_put", line.ask(f'p PUT {collection} {record_id} {rev} {{"name":"Ada King","phone":"555-THEIRS","title":"Countess"}}'))
+        time.sleep(0.3)
+
+    edit(driver, record_id, "phone", "555-MINE", before_typing=someone_else_saves)
+    until("the conflict dialog", lambda: driver.find_element(By.ID, "conflict-dialog").is_displayed())
+    result("others", ",".join(li.get_attribute("data-field") for li in driver.find_elements(By.CSS_SELECTOR, "#conflict-others li")))
+    driver.find_element(By.ID, "keep-mine").click()
+    until("my value", lambda: cell(driver, record_id, "phone").text == "555-MINE")
+
+
+def scenario_json_edit(driver, url, line_port, user, password, args):
+    collection, record_id, text = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the tags column", lambda: record_id in ids(driver) and "tags" in headers(driver))
+    target = cell(driver, record_id, "tags")
+    target.click()
+    target.send_keys(Keys.ENTER)
+    box = until("the JSON editor", lambda: cell(driver, record_id, "tags").find_element(By.CSS_SELECTOR, "textarea"))
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(text)
+    box.send_keys(Keys.CONTROL, Keys.ENTER)
+    until("the saved list", lambda: cell(driver, record_id, "tags").text == text)
+    result("message", driver.find_element(By.ID, "message").text)
+
+
+def scenario_undo_delete(driver, url, line_port, user, password, args):
+    collection, record_id, expected = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the row", lambda: record_id in ids(driver))
+    driver.execute_script("window.confirm = () => true")
+    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Delete {record_id}"]').click()
+    until("the row gone", lambda: record_id not in ids(driver))
+    result("gone", ",".join(ids(driver)))
+    until("the undo button", lambda: driver.find_element(By.CSS_SELECTOR, "#message button")).click()
+    until("the row back in its place", lambda: record_id in ids(driver) and ids(driver) == expected.split(","), seconds=5)
+    result("back", ",".join(ids(driver)))
+
+
+def scenario_cards(driver, url, line_port, user, password, args):
+    driver.set_window_size(390, 844)
+    log_in(driver, url, user, password)
+    open_collection(driver, args[0])
+    until("the rows", lambda: len(ids(driver)) >= 3)
+    first = driver.find_elements(By.CSS_SELECTOR, "#records tbody tr")[0]
+    result("display", first.value_of_css_property("display"))
+    result("head_shown", driver.find_element(By.CSS_SELECTOR, "#records thead").is_displayed())
+    heights = [b.size["height"] for b in first.find_elements(By.CSS_SELECTOR, "td.actions button")]
+    result("smallest_button", min(heights))
+    result("page_width", driver.execute_script("return document.documentElement.scrollWidth"))
+
+
+def scenario_collections(driver, url, line_port, user, password, args):
+    created, renamed = args
+    log_in(driver, url, user, password)
+    driver.execute_script("window.confirm = () => true")
+    driver.find_element(By.ID, "create-collection").click()
+    driver.find_element(By.ID, "new-collection-name").send_keys(created + Keys.ENTER)
+    until("the new collection picked", lambda: driver.find_element(By.ID, "collection").get_attribute("value") == created)
+    driver.find_element(By.ID, "rename-collection-button").click()
+    rename = driver.find_element(By.ID, "rename-collection-to")
+    rename.send_keys(Keys.CONTROL, "a")
+    rename.send_keys(renamed + Keys.ENTER)
+    until("the renamed collection picked", lambda: driver.find_element(By.ID, "collection").get_attribute("value") == renamed)
+    result("after_rename", ",".join(o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#collection option")))
+    driver.find_element(By.ID, "drop-collection").click()
+    until("the collection gone", lambda: renamed not in [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#collection option")])
+    result("message", driver.find_element(By.ID, "message").text)
+
+
 def scenario_screenshots(driver, url, line_port, user, password, args):
     collection, folder = args
     log_in(driver, url, user, password)
@@ -210,12 +361,25 @@ def scenario_screenshots(driver, url, line_port, user, password, args):
     for name, (width, height) in {"desktop": (1280, 800), "phone": (390, 844)}.items():
         driver.set_window_size(width, height)
         time.sleep(0.4)
-        for view in ["records", "conflicts", "devices", "status"]:
+        for view in ["records", "conflicts", "members", "devices", "status"]:
             driver.execute_script("location.hash = arguments[0]", view)
             time.sleep(0.6)
             path = f"{folder}/console-{view}-{name}.png"
             driver.save_screenshot(path)
             result("screenshot", path)
+        # The records' tools open: the whole-record form, the columns panel, a filter.
+        driver.execute_script("location.hash = 'records'")
+        time.sleep(0.4)
+        driver.find_element(By.ID, "add-record").click()
+        driver.find_element(By.ID, "columns-button").click()
+        driver.find_element(By.ID, "filter").send_keys("a")
+        time.sleep(0.4)
+        path = f"{folder}/console-tools-{name}.png"
+        driver.save_screenshot(path)
+        result("screenshot", path)
+        driver.find_element(By.CSS_SELECTOR, "#new-record [data-cancel]").click()
+        driver.find_element(By.ID, "columns-button").click()
+        driver.find_element(By.ID, "filter").send_keys(Keys.BACKSPACE)
 
 
 def main():
@@ -230,7 +394,7 @@ def main():
         run(driver, url, int(line_port), user, password, args)
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
-        expected = {"login": "status of 401", "conflict": "status of 409"}.get(scenario, "\0")
+        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409"}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and expected not in entry["message"]]
         result("console_errors", json.dumps(errors))

@@ -96,4 +96,75 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(try phone.readLine(timeout: 5), "* BYE REVOKED")
         try line.expect("p PING", equals: "p OK PONG")
     }
+
+    // MARK: - Issue 29: a console people can work in
+
+    func testOverlappingRefreshesShowEachRowOnce() throws {
+        let results = try browse("overlap", ["contacts"])
+        XCTAssertEqual(results["members_rows"], "1", "alice alone, once")
+        XCTAssertEqual(results["devices_rows"], "1", "this browser's token, once")
+    }
+
+    func testColumnsKeepTheCollectionsOrderCanBeArrangedAndTheViewFilteredAndSorted() throws {
+        let results = try browse("columns", ["contacts", "Zelda"])
+        XCTAssertEqual(results["put"], "p OK PUT contacts Zelda 1 4")
+        XCTAssertEqual(results["natural"], "id,name,phone,email", "a new field comes last, not in the middle")
+        XCTAssertEqual(results["arranged"], "id,name,email")
+        XCTAssertEqual(results["remembered"], "id,name,email", "remembered for the collection")
+        XCTAssertEqual(results["filtered"], "Grace")
+        XCTAssertEqual(results["sorted"], "Zelda,Linus,Grace,Ada")
+        XCTAssertEqual(results["drag_off"], "True", "no reordering from a sorted view")
+        try line.expect("l LIST contacts", equals: #"* RECORD contacts Ada 1 a0 {"name":"Ada","phone":"555-0111"}"#)
+        XCTAssertEqual(try line.line(), #"* RECORD contacts Grace 1 a1 {"name":"Grace","phone":"555-0142"}"#, "sorting the view left the list's order alone")
+    }
+
+    func testANewRecordIsWrittenOnceWithAllItsFields() throws {
+        try line.expect("s SUB contacts SINCE 3", equals: "s OK SUB contacts 3")
+        let results = try browse("add-form", ["contacts", "Margaret", "Margaret Hamilton", "555-0123"])
+        XCTAssertEqual(results["phone"], "555-0123")
+        XCTAssertEqual(try line.line(), #"* CHANGE contacts 4 Margaret 1 a3 {"name":"Margaret Hamilton","phone":"555-0123"}"#, "one write: no empty record first")
+        try line.expect("p PING", equals: "p OK PONG")
+    }
+
+    func testTheConflictDialogShowsEveryFieldTheOtherPersonChanged() throws {
+        let results = try browse("conflict-all", ["contacts", "Ada"])
+        XCTAssertEqual(results["their_put"], "p OK PUT contacts Ada 2 4")
+        XCTAssertEqual(results["others"], "name,title")
+        try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 3 a0 {"name":"Ada King","phone":"555-MINE","title":"Countess"}"#)
+    }
+
+    func testAListIsEditedAsTypedJSON() throws {
+        try line.expect(#"t PUT contacts Ada 1 {"name":"Ada","phone":"555-0111","tags":["math",1]}"#, equals: "t OK PUT contacts Ada 2 4")
+        let results = try browse("json-edit", ["contacts", "Ada", #"["math",1,2.5,{"k":true}]"#])
+        XCTAssertEqual(results["message"], "saved tags of Ada")
+        try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 3 a0 {"name":"Ada","phone":"555-0111","tags":["math",1,2.5,{"k":true}]}"#)
+    }
+
+    func testADeleteCanBeUndoneAndTheRecordComesBackInItsPlace() throws {
+        let results = try browse("undo-delete", ["contacts", "Grace", "Ada,Grace,Linus"])
+        XCTAssertEqual(results["gone"], "Ada,Linus")
+        XCTAssertEqual(results["back"], "Ada,Grace,Linus")
+        let got = try line.expect("g GET contacts Grace", prefix: "g OK GET contacts Grace ")
+        XCTAssertTrue(got.hasSuffix(#"{"name":"Grace","phone":"555-0142"}"#), got)
+    }
+
+    func testAPhoneShowsRecordsAsCardsWithTouchSizedButtons() throws {
+        let results = try browse("cards", ["contacts"])
+        XCTAssertEqual(results["display"], "grid")
+        XCTAssertEqual(results["head_shown"], "False")
+        XCTAssertGreaterThanOrEqual(Int(results["smallest_button"] ?? "") ?? 0, 44)
+        XCTAssertLessThanOrEqual(Int(results["page_width"] ?? "") ?? 9999, 390, "nothing scrolls sideways")
+    }
+
+    func testCollectionsAreCreatedRenamedAndDroppedFromTheConsole() throws {
+        let results = try browse("collections", ["inventory", "stock"])
+        XCTAssertTrue(results["after_rename"]?.split(separator: ",").contains("stock") ?? false, results["after_rename"] ?? "")
+        XCTAssertEqual(results["message"], "dropped stock")
+        try line.send("c COLLECTIONS")
+        var listed: [String] = []
+        while let next = try line.readLine(timeout: 5), next != "c OK COLLECTIONS 1" {
+            if next.hasPrefix("* COLLECTION ") { listed.append(next) }
+        }
+        XCTAssertEqual(listed, ["* COLLECTION contacts admin 3"], "the one made in the console was dropped")
+    }
 }

@@ -1,17 +1,13 @@
 // The console's start: log in, pick a view, keep the collection picked across views.
 import { call } from './api.js';
-import { showCollection, currentCollection, addRecord, addField } from './records.js';
+import { say } from './dom.js';
+import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
+import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
 import { showConflicts, showMembers, showDevices, showStatus, grant } from './views.js';
 
 const $ = (selector) => document.querySelector(selector);
 const views = ['login', 'records', 'conflicts', 'members', 'devices', 'status'];
 let statusTimer = null;
-
-export function say(text, isError = false) {
-  const message = $('#message');
-  message.textContent = text;
-  message.classList.toggle('error', isError);
-}
 
 function show(view) {
   for (const name of views) $(`#${name}-view`).hidden = name !== view;
@@ -27,16 +23,6 @@ function show(view) {
 function route() {
   const view = location.hash.slice(1) || 'records';
   show(views.includes(view) && view !== 'login' ? view : 'records');
-}
-
-async function loadCollections() {
-  const select = $('#collection');
-  const { collections } = await call('GET', '/api/collections');
-  const wanted = localStorage.getItem('collection');
-  select.replaceChildren(...collections.map((c) => new Option(`${c.name} (${c.role})`, c.name)));
-  if (collections.some((c) => c.name === wanted)) select.value = wanted;
-  showCollection(select.value || null);
-  if (collections.length === 0) say('No collections yet: create one with `plistsync` or the API.');
 }
 
 async function loggedIn(me) {
@@ -77,14 +63,35 @@ $('#collection').addEventListener('change', (e) => {
   route();
 });
 
-function inlineForm(formSelector, openSelector, submit) {
+// An inline form: `open` prepares it (returns false to stay closed), `submit` acts on it and
+// returns whether to close it.
+function inlineForm(formSelector, openSelector, submit, open = () => true) {
   const form = $(formSelector);
-  $(openSelector).addEventListener('click', () => { form.hidden = false; form.querySelector('input').focus(); });
+  $(openSelector).addEventListener('click', () => {
+    if (open(form) === false) return;
+    form.hidden = false;
+    form.querySelector('input').focus();
+  });
   form.querySelector('[data-cancel]').addEventListener('click', () => { form.hidden = true; });
-  form.addEventListener('submit', async (e) => { e.preventDefault(); await submit(form); form.hidden = true; form.reset(); });
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if ((await submit(form)) === false) return;
+    form.hidden = true;
+    form.reset();
+  });
 }
-inlineForm('#new-record', '#add-record', () => addRecord($('#new-record-id').value));
+
+let readRecordForm = () => new Map();
+inlineForm('#new-record', '#add-record', async () => {
+  let fields;
+  try { fields = readRecordForm(); } catch (error) { say(error.message, true); return false; }
+  return addRecord($('#new-record-id').value, fields);
+}, () => { readRecordForm = fillRecordForm($('#new-record-fields')); });
 inlineForm('#new-field', '#add-field', () => addField($('#new-field-name').value, $('#new-field-type').value));
+inlineForm('#new-collection', '#create-collection', () => createCollection($('#new-collection-name').value));
+inlineForm('#rename-collection', '#rename-collection-button', () => renameCollection(currentCollection(), $('#rename-collection-to').value),
+  () => { if (!currentCollection()) return false; $('#rename-collection-to').value = currentCollection(); });
+$('#drop-collection').addEventListener('click', () => { if (currentCollection()) dropCollection(currentCollection()); });
 
 $('#grant-form').addEventListener('submit', async (e) => {
   e.preventDefault();

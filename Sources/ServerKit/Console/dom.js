@@ -1,4 +1,4 @@
-// Small DOM helpers the views share.
+// Small DOM helpers the views share, and the status line.
 
 export function element(tag, text, attributes = {}) {
   const e = document.createElement(tag);
@@ -13,4 +13,12 @@ export function button(text, label, action, kind) {
   if (kind) b.className = kind;
   b.addEventListener('click', action);
   return b;
+}
+
+// Shows `text` in the status line (an error in red); `action` adds a button to it (Undo).
+export function say(text, isError = false, action) {
+  const message = document.querySelector('#message');
+  message.replaceChildren(text);
+  message.classList.toggle('error', isError);
+  if (action) message.append(' ', button(action.label, action.label, action.run));
 }

@@ -1,9 +1,11 @@
 // The records table: the collection's records in order, kept live by its event stream,
-// edited in place (typed), added, deleted and reordered.
+// edited in place (typed; lists, dictionaries and data as typed JSON), added (a whole record,
+// written once), deleted (with undo while the tombstone is fresh) and reordered; its columns,
+// filter and sort come from the column view (columns.js).
 import { call, callTyped, path } from './api.js';
-import { parseTyped, encodeTyped, plain, member, display, editable, editor, readEditor, sameValue } from './values.js';
-import { say } from './app.js';
-import { element, button } from './dom.js';
+import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue, changedFields } from './values.js';
+import { element, button, say } from './dom.js';
+import { ColumnView } from './columns.js';
 
 const table = document.querySelector('#records');
 const head = table.querySelector('thead tr');
@@ -14,9 +16,10 @@ let collection = null;
 let events = null;
 let records = new Map();      // id -> {id, rev, position, fields: Map}
 let rows = new Map();         // id -> <tr>
-let columns = [];
+let columns = [];             // shown, in order
+let shape = '';               // what the rows were made for: columns and view
 let extraColumns = new Map(); // added locally, not yet in any record: name -> type
-let ready = false;
+let view = null;              // ColumnView
 let editing = null;           // {id, field, td}
 let renderQueued = false;
 
@@ -26,12 +29,15 @@ export function showCollection(name) {
   records = new Map();
   rows = new Map();
   columns = [];
+  shape = '';
   extraColumns = new Map();
-  ready = false;
+  view = name ? new ColumnView(name) : null;
   editing = null;
   head.replaceChildren();
   body.replaceChildren();
   live.classList.remove('on');
+  delete live.dataset.ready;
+  document.querySelector('#filter').value = '';
   if (!name) return;
   connect();
 }
@@ -40,8 +46,8 @@ export function currentCollection() { return collection; }
 
 function connect() {
   events = new EventSource(path('collections', collection, 'events'));
-  events.addEventListener('change', (e) => apply(parseTyped(e.data), ready));
-  events.addEventListener('ready', () => { ready = true; live.classList.add('on'); live.title = 'live'; });
+  events.addEventListener('change', (e) => apply(parseTyped(e.data)));
+  events.addEventListener('ready', () => { live.classList.add('on'); live.title = 'live'; live.dataset.ready = 'yes'; });
   events.addEventListener('expired', () => { events.close(); showCollection(collection); });
   for (const kind of ['revoked', 'dropped']) {
     events.addEventListener(kind, () => { events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true); });
@@ -50,13 +56,18 @@ function connect() {
   events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; };
 }
 
-function apply(change, flash) {
+function apply(change) {
   const id = plain(member(change, 'id'));
   if (plain(member(change, 'deleted'))) {
     records.delete(id);
   } else {
+    const flash = live.dataset.ready === 'yes';
     records.set(id, { id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: member(change, 'fields').entries, flash });
   }
+  queueRender();
+}
+
+function queueRender() {
   if (!renderQueued) { renderQueued = true; requestAnimationFrame(render); }
 }
 
@@ -65,38 +76,61 @@ function byOrder(a, b) {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-function fieldType(name) {
+// The collection's fields, each where it first appears (records in list order), then the
+// ones added here and not yet in any record.
+export function naturalColumns() {
+  const names = [];
+  const seen = new Set();
+  for (const record of [...records.values()].sort(byOrder)) {
+    for (const name of record.fields.keys()) if (!seen.has(name)) { seen.add(name); names.push(name); }
+  }
+  for (const name of extraColumns.keys()) if (!seen.has(name)) names.push(name);
+  return names;
+}
+
+export function fieldType(name) {
   for (const record of records.values()) { const v = record.fields.get(name); if (v) return v.type; }
   return extraColumns.get(name) || 'string';
 }
 
 function render() {
   renderQueued = false;
-  const names = new Set(extraColumns.keys());
-  for (const record of records.values()) for (const name of record.fields.keys()) names.add(name);
-  const nextColumns = [...names].sort();
-  const columnsChanged = nextColumns.join('\u0000') !== columns.join('\u0000');
-  columns = nextColumns;
-  if (columnsChanged) {
-    head.replaceChildren(...['', 'id', ...columns, ''].map((name) => element('th', name, { scope: 'col' })));
-  }
-  const ordered = [...records.values()].sort(byOrder);
+  if (!view) return;
+  columns = view.shown(naturalColumns());
+  const nextShape = [columns.join('\u0000'), view.isListOrder, JSON.stringify(view.sort)].join('\u0001');
+  const shapeChanged = nextShape !== shape;
+  shape = nextShape;
+  if (shapeChanged) head.replaceChildren(element('th', '', { scope: 'col' }), header('id'), ...columns.map(header), element('th', '', { scope: 'col' }));
+  document.querySelector('#view-hint').hidden = view.isListOrder;
+  const ordered = [...records.values()].sort(view.sort ? (a, b) => view.compare(a, b) || byOrder(a, b) : byOrder);
   let previous = null;
   for (const record of ordered) {
     let tr = rows.get(record.id);
     const isEditing = editing && editing.id === record.id;
-    if (!tr || (!isEditing && (columnsChanged || Number(tr.dataset.rev) !== record.rev))) {
+    if (!tr || (!isEditing && (shapeChanged || Number(tr.dataset.rev) !== record.rev))) {
       const fresh = row(record);
       if (tr) tr.replaceWith(fresh);
       tr = fresh;
       rows.set(record.id, tr);
       if (record.flash) { tr.classList.add('flash'); setTimeout(() => tr.classList.remove('flash'), 1600); record.flash = false; }
     }
+    tr.hidden = !view.matches(record);
     const expected = previous ? previous.nextElementSibling : body.firstElementChild;
     if (expected !== tr) body.insertBefore(tr, expected);
     previous = tr;
   }
   for (const [id, tr] of rows) if (!records.has(id)) { tr.remove(); rows.delete(id); }
+  renderColumnsPanel();
+}
+
+// A column's header: a button that sorts the view by it (up, down, the list's order).
+function header(name) {
+  const th = element('th', undefined, { scope: 'col' });
+  const sorted = view.sort && view.sort.field === name;
+  const mark = sorted ? (view.sort.descending ? ' ▼' : ' ▲') : '';
+  th.append(button(name + mark, `Sort by ${name}`, () => { view.cycleSort(name); queueRender(); }, 'sort'));
+  if (sorted) th.setAttribute('aria-sort', view.sort.descending ? 'descending' : 'ascending');
+  return th;
 }
 
 function row(record) {
@@ -104,32 +138,34 @@ function row(record) {
   tr.dataset.id = record.id;
   tr.dataset.rev = record.rev;
   const handle = cell('handle', '⠿');
-  handle.title = 'drag to reorder';
-  handle.addEventListener('pointerdown', (e) => startDrag(e, record.id));
+  if (view.isListOrder) {
+    handle.title = 'drag to reorder';
+    handle.addEventListener('pointerdown', (e) => startDrag(e, record.id));
+  } else {
+    handle.classList.add('off');
+    handle.title = 'sorted or filtered: clear both to reorder';
+  }
   const idCell = cell('id', record.id);
+  idCell.dataset.label = 'id';
   tr.append(handle, idCell);
   for (const name of columns) {
     const v = record.fields.get(name);
     const td = cell('value', display(v));
     td.dataset.field = name;
+    td.dataset.label = name;
     if (!v) td.classList.add('missing');
     if (v && (v.type === 'integer' || v.type === 'real')) td.classList.add('number');
-    if (!v || editable.has(v.type)) {
-      td.tabIndex = 0;
-      td.addEventListener('dblclick', () => startEdit(record.id, name, td));
-      // Only the cell's own keys: Enter in its editor bubbles up here too.
-      td.addEventListener('keydown', (e) => { if (e.target === td && (e.key === 'Enter' || e.key === 'F2')) { e.preventDefault(); startEdit(record.id, name, td); } });
-    } else {
-      td.title = 'edit this kind of value with an agent or the API';
-    }
+    td.tabIndex = 0;
+    td.addEventListener('dblclick', () => startEdit(record.id, name, td));
+    // Only the cell's own keys: Enter in its editor bubbles up here too.
+    td.addEventListener('keydown', (e) => { if (e.target === td && (e.key === 'Enter' || e.key === 'F2')) { e.preventDefault(); startEdit(record.id, name, td); } });
     tr.append(td);
   }
   const actions = cell('actions', '');
-  actions.append(
-    button('↑', `Move ${record.id} up`, () => moveBy(record.id, -1)),
-    button('↓', `Move ${record.id} down`, () => moveBy(record.id, 1)),
-    button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'),
-  );
+  if (view.isListOrder) {
+    actions.append(button('↑', `Move ${record.id} up`, () => moveBy(record.id, -1)), button('↓', `Move ${record.id} down`, () => moveBy(record.id, 1)));
+  }
+  actions.append(button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
   tr.append(actions);
   return tr;
 }
@@ -139,7 +175,8 @@ function cell(kind, text) {
 }
 
 // Editing: the record as it was when the edit began is the base (If-Match); a change made
-// meanwhile elsewhere comes back as 409 and the user picks one of the two values.
+// meanwhile elsewhere comes back as 409 and the user picks, seeing everything the other
+// person changed.
 function startEdit(id, field, td) {
   if (editing) return;
   const record = records.get(id);
@@ -169,7 +206,9 @@ function startEdit(id, field, td) {
   };
   input.addEventListener('keydown', (e) => {
     e.stopPropagation();
-    if (e.key === 'Enter') { e.preventDefault(); finish(true); }
+    // A text box takes Enter as a new line: it saves with Ctrl/⌘+Enter.
+    const multiline = input.tagName === 'TEXTAREA';
+    if (e.key === 'Enter' && (!multiline || e.ctrlKey || e.metaKey)) { e.preventDefault(); finish(true); }
     if (e.key === 'Escape') { e.preventDefault(); finish(false); rows.get(id)?.querySelector(`td[data-field="${CSS.escape(field)}"]`)?.focus(); }
   });
   input.addEventListener('blur', () => finish(true));
@@ -183,8 +222,9 @@ async function save(id, field, value, base) {
   if (result.status !== 409) { say(result.json?.message || `could not save (HTTP ${result.status})`, true); return; }
   const current = member(result.value, 'current');
   const theirFields = member(current, 'fields');
-  const theirs = theirFields ? theirFields.entries.get(field) : undefined;
-  const keep = await askConflict(id, field, value, theirs, plain(member(current, 'deleted')));
+  const deleted = plain(member(current, 'deleted'));
+  const theirs = theirFields ? theirFields.entries : new Map();
+  const keep = await askConflict(id, field, value, base.fields, theirs, deleted);
   if (keep !== 'mine') { say(`kept their ${field} of ${id}`); return; }
   const merged = new Map(theirFields ? theirFields.entries : base.fields);
   await save(id, field, value, { rev: plain(member(current, 'rev')), fields: merged });
@@ -196,37 +236,90 @@ function put(id, fields, rev) {
   return callTyped('PUT', path('collections', collection, 'records', id), json, headers);
 }
 
-function askConflict(id, field, mine, theirs, deleted) {
+// Every field the other person changed since this edit began, with the edited field's two
+// values side by side; resolves to 'mine' or 'theirs'.
+function askConflict(id, field, mine, base, theirs, deleted) {
   const dialog = document.querySelector('#conflict-dialog');
   document.querySelector('#conflict-field').textContent = field;
   document.querySelector('#conflict-record').textContent = id;
   document.querySelector('#conflict-mine').textContent = display(mine);
-  document.querySelector('#conflict-theirs').textContent = deleted ? '(deleted)' : display(theirs);
+  document.querySelector('#conflict-theirs').textContent = deleted ? '(deleted)' : display(theirs.get(field));
+  const others = deleted ? [] : changedFields(base, theirs).filter((name) => name !== field);
+  const list = document.querySelector('#conflict-others');
+  list.replaceChildren(...others.map((name) => {
+    const item = element('li', undefined, { 'data-field': name });
+    item.append(element('strong', name), `: ${display(base.get(name))} → ${display(theirs.get(name))}`);
+    return item;
+  }));
+  document.querySelector('#conflict-others-box').hidden = others.length === 0;
   return new Promise((resolve) => {
     dialog.addEventListener('close', () => resolve(dialog.returnValue), { once: true });
     dialog.showModal();
   });
 }
 
-export function addRecord(id) {
-  const fields = new Map();
-  return put(id, fields, 0).then((result) => {
-    if (result.ok) say(`added ${id}`);
-    else say(result.json?.message || `could not add ${id}`, true);
+// A new record, its fields typed in the form, written in one PUT (agents never see it half
+// filled in).
+export async function addRecord(id, fields) {
+  const result = await put(id, fields, 0);
+  if (result.ok) say(`added ${id}`);
+  else say(result.json?.message || `could not add ${id}`, true);
+  return result.ok;
+}
+
+// The add-record form: an input for each of the collection's fields, typed as the field is;
+// one left empty is not written.
+export function fillRecordForm(container) {
+  const inputs = naturalColumns().map((name) => {
+    const type = fieldType(name);
+    const input = editor(type, undefined);
+    if (type === 'bool') input.prepend(new Option('', '', true, true));
+    if (input.tagName !== 'TEXTAREA') input.value = '';
+    input.dataset.field = name;
+    input.setAttribute('aria-label', name);
+    const label = element('label', `${name} `);
+    label.append(input);
+    return { name, type, input, label };
   });
+  container.replaceChildren(...inputs.map((entry) => entry.label));
+  return () => {
+    const fields = new Map();
+    for (const { name, type, input } of inputs) {
+      if (input.value.trim() === '' || (input.tagName === 'TEXTAREA' && input.value === editor(type, undefined).value)) continue;
+      fields.set(name, readEditor(type, input));
+    }
+    return fields;
+  };
 }
 
 export function addField(name, type) {
   extraColumns.set(name, type);
-  render();
+  queueRender();
 }
 
+// A delete leaves a tombstone at the next rev: for a while the record can be put back (its
+// fields, then its place after the record that was before it).
 async function remove(id) {
   const record = records.get(id);
   if (!record || !confirm(`Delete ${id}?`)) return;
+  const ordered = [...records.values()].sort(byOrder);
+  const before = ordered[ordered.indexOf(record) - 1]?.id;
   try {
-    await call('DELETE', path('collections', collection, 'records', id), undefined, { 'If-Match': `"${record.rev}"` });
-    say(`deleted ${id}`);
+    const { rev } = await call('DELETE', path('collections', collection, 'records', id), undefined, { 'If-Match': `"${record.rev}"` });
+    const at = collection;
+    let undone = false;
+    const undo = async () => {
+      if (undone || at !== collection) return;
+      undone = true;
+      const back = await put(id, record.fields, rev);
+      if (!back.ok) { say(back.json?.message || `could not bring ${id} back`, true); return; }
+      const restored = plain(member(back.value, 'rev'));
+      const place = before ? { to: 'after', anchor: before } : { to: 'first' };
+      try { await call('POST', path('collections', collection, 'records', id, 'move'), place, { 'If-Match': `"${restored}"` }); } catch { /* the neighbour is gone: it stays last */ }
+      say(`${id} is back`);
+    };
+    say(`deleted ${id}`, false, { label: 'Undo', run: undo });
+    setTimeout(() => { if (!undone && document.querySelector('#message').textContent.startsWith(`deleted ${id}`)) say(''); }, 15000);
   } catch (error) { say(error.message, true); }
 }
 
@@ -276,3 +369,33 @@ function startDrag(event, id) {
   document.addEventListener('pointermove', onMove);
   document.addEventListener('pointerup', onUp);
 }
+
+// The columns panel: each field with show/hide and move left/right.
+function renderColumnsPanel() {
+  const panel = document.querySelector('#columns-panel');
+  if (panel.hidden || !view) return;
+  const natural = naturalColumns();
+  panel.replaceChildren(...view.all(natural).map((name) => {
+    const line = element('div', undefined, { class: 'column-choice', 'data-column': name });
+    const shown = element('input', undefined, { type: 'checkbox', 'aria-label': `Show ${name}` });
+    shown.checked = !view.hidden.has(name);
+    shown.addEventListener('change', () => { view.toggle(name); queueRender(); });
+    const label = element('label');
+    label.append(shown, ` ${name}`);
+    line.append(label, button('←', `Move column ${name} left`, () => { view.move(name, -1, natural); queueRender(); }),
+      button('→', `Move column ${name} right`, () => { view.move(name, 1, natural); queueRender(); }));
+    return line;
+  }));
+}
+
+document.querySelector('#columns-button').addEventListener('click', () => {
+  const panel = document.querySelector('#columns-panel');
+  panel.hidden = !panel.hidden;
+  renderColumnsPanel();
+});
+
+document.querySelector('#filter').addEventListener('input', (e) => {
+  if (!view) return;
+  view.filter = e.target.value.trim();
+  queueRender();
+});

@@ -121,11 +121,18 @@ export function display(v) {
   }
 }
 
-// Which kinds a cell edits in place; arrays, dictionaries and data show read-only.
-export const editable = new Set(['string', 'integer', 'real', 'bool', 'date']);
+// Kinds edited as the wire's typed JSON in a text box (a list, a dictionary, data).
+export const structured = new Set(['array', 'dict', 'data']);
 
 // The input for editing a value of `type`, filled with `v`.
 export function editor(type, v) {
+  if (structured.has(type)) {
+    const area = document.createElement('textarea');
+    area.rows = 4;
+    area.value = v ? encodeTyped(v) : (type === 'array' ? '[]' : type === 'dict' ? '{}' : '{"$data":""}');
+    area.spellcheck = false;
+    return area;
+  }
   if (type === 'bool') {
     const select = document.createElement('select');
     for (const option of ['yes', 'no']) select.append(new Option(option, option));
@@ -157,10 +164,29 @@ export function readEditor(type, input) {
     case 'date':
       if (!raw) throw new Error('a date is needed');
       return { type: 'date', value: (raw.length === 16 ? raw + ':00' : raw) + 'Z' };
+    case 'array': case 'dict': case 'data': {
+      let value;
+      try { value = parseTyped(raw); } catch (error) { throw new Error(`not JSON: ${error.message}`); }
+      if (containsNull(value)) throw new Error('null is not a plist value');
+      return value;
+    }
     default: return { type: 'string', value: raw };
   }
 }
 
 export function sameValue(a, b) {
   return (a ? encodeTyped(a) : '') === (b ? encodeTyped(b) : '');
+}
+
+function containsNull(v) {
+  if (v.type === 'null') return true;
+  if (v.type === 'array') return v.items.some(containsNull);
+  if (v.type === 'dict') return [...v.entries.values()].some(containsNull);
+  return false;
+}
+
+// The fields whose values differ between two field maps (added, removed or changed).
+export function changedFields(before, after) {
+  const names = new Set([...before.keys(), ...after.keys()]);
+  return [...names].filter((name) => !sameValue(before.get(name), after.get(name)));
 }

@@ -1,8 +1,7 @@
 // The operator's views: conflict copies, members and roles, devices, server status.
 import { call, callTyped, path } from './api.js';
 import { member, display, plain } from './values.js';
-import { say } from './app.js';
-import { element, button as actionButton } from './dom.js';
+import { element, button as actionButton, say } from './dom.js';
 
 function fieldsText(record) {
   if (!record) return '(none)';
@@ -12,18 +11,27 @@ function fieldsText(record) {
   return [...fields.entries].map(([k, v]) => `${k}: ${display(v)}`).join('\n');
 }
 
+// Each view's refreshes are numbered: one that finishes after a later one began shows
+// nothing (two overlapping refreshes once filled a table twice).
+const latest = { conflicts: 0, members: 0, devices: 0 };
+const begin = (view) => ++latest[view];
+const stale = (view, turn) => turn !== latest[view];
+
 export async function showConflicts(collection) {
   const list = document.querySelector('#conflicts');
-  list.replaceChildren();
-  if (!collection) return;
+  const turn = begin('conflicts');
+  if (!collection) { list.replaceChildren(); return; }
   const copies = await callTyped('GET', path('collections', collection, 'conflicts'));
+  if (stale('conflicts', turn)) return;
   if (!copies.ok) { say(copies.json?.message || 'cannot read the conflicts', true); return; }
   const items = member(copies.value, 'conflicts').items;
-  if (items.length === 0) list.append(element('p', `No conflict copies in ${collection}.`));
+  const boxes = [];
+  if (items.length === 0) boxes.push(element('p', `No conflict copies in ${collection}.`));
   for (const copy of items) {
     const copyID = plain(member(copy, 'id'));
     const of = plain(member(copy, 'of'));
     const current = await callTyped('GET', path('collections', collection, 'records', of));
+    if (stale('conflicts', turn)) return;
     const box = element('div', undefined, { class: 'conflict', 'data-copy': copyID });
     box.append(element('h3', of), element('p', `copy ${copyID}`, { class: 'hint' }));
     const choices = element('div', undefined, { class: 'choices' });
@@ -41,17 +49,20 @@ export async function showConflicts(collection) {
       actionButton('Keep current', `Keep the current ${of}`, resolve('current')));
     choices.append(mine, theirs);
     box.append(choices);
-    list.append(box);
+    boxes.push(box);
   }
+  list.replaceChildren(...boxes);
 }
 
 export async function showMembers(collection) {
   const tbody = document.querySelector('#members tbody');
-  tbody.replaceChildren();
+  const turn = begin('members');
   for (const e of document.querySelectorAll('.collection-name')) e.textContent = collection || '';
-  if (!collection) return;
+  if (!collection) { tbody.replaceChildren(); return; }
   try {
     const { members } = await call('GET', path('collections', collection, 'members'));
+    if (stale('members', turn)) return;
+    const rows = [];
     for (const m of members) {
       const tr = element('tr');
       const role = element('select', undefined, { 'aria-label': `Role of ${m.user}` });
@@ -62,8 +73,9 @@ export async function showMembers(collection) {
       const actions = element('td');
       actions.append(actionButton('Remove', `Remove ${m.user}`, () => grant(collection, m.user, null), 'danger'));
       tr.append(element('td', m.user), roleCell, actions);
-      tbody.append(tr);
+      rows.push(tr);
     }
+    tbody.replaceChildren(...rows);
   } catch (error) { say(error.message, true); }
 }
 
@@ -83,9 +95,11 @@ function when(time) {
 
 export async function showDevices(onOwnRevoked) {
   const tbody = document.querySelector('#devices tbody');
-  tbody.replaceChildren();
+  const turn = begin('devices');
   try {
     const { devices } = await call('GET', '/api/tokens');
+    if (stale('devices', turn)) return;
+    const rows = [];
     for (const d of devices) {
       const tr = element('tr', undefined, { 'data-device': d.id });
       const actions = element('td');
@@ -98,8 +112,9 @@ export async function showDevices(onOwnRevoked) {
       }, 'danger'));
       tr.append(element('td', (d.label || '(no label)') + (d.this ? ' (this browser)' : '')), element('td', d.id),
         element('td', when(d.created)), element('td', when(d.last_used)), actions);
-      tbody.append(tr);
+      rows.push(tr);
     }
+    tbody.replaceChildren(...rows);
   } catch (error) { say(error.message, true); }
 }
 

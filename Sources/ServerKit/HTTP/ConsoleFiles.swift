@@ -31,6 +31,8 @@ enum ConsoleFiles {
         case "records.js": (PackageResources.records_js, "text/javascript; charset=utf-8")
         case "views.js": (PackageResources.views_js, "text/javascript; charset=utf-8")
         case "dom.js": (PackageResources.dom_js, "text/javascript; charset=utf-8")
+        case "columns.js": (PackageResources.columns_js, "text/javascript; charset=utf-8")
+        case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }

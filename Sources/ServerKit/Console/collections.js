@@ -1,0 +1,45 @@
+// The collection picker and what an owner does with collections: create, rename, drop.
+import { call, path } from './api.js';
+import { say } from './dom.js';
+import { showCollection } from './records.js';
+
+const picker = document.querySelector('#collection');
+
+// Fills the picker (keeping `wanted`, else the last one picked) and opens that collection.
+export async function loadCollections(wanted = localStorage.getItem('collection')) {
+  const { collections } = await call('GET', '/api/collections');
+  picker.replaceChildren(...collections.map((c) => new Option(`${c.name} (${c.role})`, c.name)));
+  if (collections.some((c) => c.name === wanted)) picker.value = wanted;
+  const chosen = picker.value || null;
+  if (chosen) localStorage.setItem('collection', chosen);
+  showCollection(chosen);
+  for (const b of document.querySelectorAll('.needs-collection')) b.disabled = !chosen;
+  if (collections.length === 0) say('No collections yet: create one with New collection.');
+  return collections;
+}
+
+export async function createCollection(name) {
+  try {
+    await call('POST', '/api/collections', { name });
+    say(`created ${name}`);
+    await loadCollections(name);
+  } catch (error) { say(error.message, true); }
+}
+
+export async function renameCollection(from, to) {
+  try {
+    await call('POST', path('collections', from, 'rename'), { to });
+    say(`renamed ${from} to ${to}`);
+    await loadCollections(to);
+  } catch (error) { say(error.message, true); }
+}
+
+export async function dropCollection(name) {
+  if (!confirm(`Drop ${name} and every record in it, for everyone?`)) return;
+  try {
+    await call('DELETE', path('collections', name));
+    say(`dropped ${name}`);
+    localStorage.removeItem('collection');
+    await loadCollections(null);
+  } catch (error) { say(error.message, true); }
+}
