@@ -52,6 +52,16 @@ enum PostgresSchema {
         );
         CREATE INDEX IF NOT EXISTS records_by_seq ON records (collection, seq);
         CREATE INDEX IF NOT EXISTS records_in_order ON records (collection, position, id) WHERE fields IS NOT NULL;
+        -- Earlier states of records' fields (a PUT or DEL replaced them), as in the SQLite store.
+        CREATE TABLE IF NOT EXISTS record_versions (
+            collection  text COLLATE "C" NOT NULL,
+            id          text COLLATE "C" NOT NULL,
+            rev         bigint NOT NULL,
+            fields      text NOT NULL,
+            replaced_at bigint NOT NULL,
+            PRIMARY KEY (collection, id, rev)
+        );
+        CREATE INDEX IF NOT EXISTS record_versions_by_age ON record_versions (replaced_at);
         -- Every change in seq order, kept for an hour: nodes read the changes other nodes
         -- committed from here, so every subscriber on every node gets the same feed.
         CREATE TABLE IF NOT EXISTS change_log (

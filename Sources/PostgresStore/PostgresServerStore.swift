@@ -133,6 +133,17 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         }
     }
 
+    public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
+        try read { connection throws(PGError) in
+            let rows = try connection.query(
+                "SELECT rev, fields, replaced_at FROM record_versions WHERE collection = $1 AND id = $2 ORDER BY rev DESC LIMIT $3",
+                [collection, id, String(limit)])
+            return (0..<rows.count).map { index in
+                RecordVersion(rev: rows.integer(index, 0), fieldsJSON: rows[index, 1] ?? "{}", replacedAt: rows.integer(index, 2))
+            }
+        }
+    }
+
     /// One statement, so the page and the seq come from one snapshot; the row comparison walks
     /// `records_in_order` from the cursor.
     public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {

@@ -19,6 +19,8 @@ final class PostgresWriter {
     private var endPositions: [String: String] = [:]
     private var pendingRecords: [RecordKey: (seq: Int64, state: RecordState)] = [:]
     private var pendingLog: [(change: Change, state: RecordState)] = []
+    /// Earlier fields this batch replaced, kept as versions at the next flush.
+    private var pendingVersions: [(key: RecordKey, rev: Int64, fields: String)] = []
     private var seq: Int64 = 0
     /// The batch's time (seconds since 1970), written as each row's `updated_at`.
     private var timestamp: Int64 = 0
@@ -49,6 +51,7 @@ final class PostgresWriter {
         endPositions = [:]
         pendingRecords = [:]
         pendingLog = []
+        pendingVersions = []
         do throws(PGError) {
             let locked = try connection.script("BEGIN; SELECT value FROM meta WHERE key = 'seq' FOR UPDATE")
             let startSeq = Int64(locked[0, 0] ?? "") ?? 0
@@ -148,6 +151,7 @@ final class PostgresWriter {
             let removed = try connection.query("DELETE FROM collections WHERE name = $1", [name])
             guard removed.affected > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
             try connection.query("DELETE FROM records WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
+            try connection.query("DELETE FROM record_versions WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
             return .done
         case .renameCollection(let from, let to):
             let taken = try connection.query("SELECT 1 FROM collections WHERE name = $1", [to])
@@ -157,6 +161,7 @@ final class PostgresWriter {
             try connection.query("UPDATE records SET collection = $2 WHERE collection = $1", [from, to])
             try connection.query("UPDATE records SET collection = $2 WHERE collection = $1",
                                  [Names.conflictsCollection(of: from), Names.conflictsCollection(of: to)])
+            try connection.query("UPDATE record_versions SET collection = $2 WHERE collection = $1", [from, to])
             return .done
         case .grant(let collection, let user, let role):
             let known = try connection.query("SELECT 1 FROM users WHERE name = $1", [user])
@@ -191,6 +196,7 @@ final class PostgresWriter {
                 UPDATE meta SET value = greatest(value::bigint, (SELECT coalesce(max(seq), 0) FROM gone))::text WHERE key = 'purged_seq'
                 """, [String(cutoff)])
             try connection.query("DELETE FROM change_log WHERE committed_at < $1", [String(timestamp - PostgresServerStore.changeLogSeconds)])
+            try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(cutoff)])
             return .done
         case .put, .delete, .move:
             preconditionFailure("record operations are applied by apply(_:timestamp:)")
@@ -280,6 +286,9 @@ final class PostgresWriter {
     private func record(_ collection: String, _ state: RecordState, replacing previous: RecordState?) -> StoreOutcome {
         seq += 1
         let key = RecordKey(collection: collection, id: state.id)
+        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+            pendingVersions.append((key, previous.rev, fields))
+        }
         known[key] = .some(state)
         pendingRecords[key] = (seq, state)
         let change = Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - (previous?.storedFieldBytes ?? 0))
@@ -289,6 +298,17 @@ final class PostgresWriter {
 
     /// Writes the records and change-log rows held so far, in one statement.
     private func flush() throws(PGError) {
+        if !pendingVersions.isEmpty {
+            let versions = pendingVersions
+            pendingVersions = []
+            try connection.query(
+                """
+                INSERT INTO record_versions (collection, id, rev, fields, replaced_at)
+                SELECT c, i, r, f, $5 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS t(c, i, r, f)
+                ON CONFLICT (collection, id, rev) DO UPDATE SET fields = excluded.fields, replaced_at = excluded.replaced_at
+                """, [PGArrayLiteral.text(versions.map(\.key.collection)), PGArrayLiteral.text(versions.map(\.key.id)),
+                     PGArrayLiteral.integers(versions.map(\.rev)), PGArrayLiteral.text(versions.map(\.fields)), String(timestamp)])
+        }
         guard !pendingLog.isEmpty else { return }
         let latest = pendingRecords.sorted { $0.value.seq < $1.value.seq }
         let logged = pendingLog

@@ -62,6 +62,7 @@ public final class RecordWriter: @unchecked Sendable {
             guard removed > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
             try db.execute("DELETE FROM members WHERE collection = ?", .text(name))
             try db.execute("DELETE FROM records WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
+            try db.execute("DELETE FROM record_versions WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             return .done
         case .renameCollection(let from, let to):
             let taken = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(to)) { _ in true } ?? false
@@ -73,6 +74,7 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("UPDATE records SET collection = ? WHERE collection = ?", .text(to), .text(from))
             try db.execute("UPDATE records SET collection = ? WHERE collection = ?",
                            .text(Names.conflictsCollection(of: to)), .text(Names.conflictsCollection(of: from)))
+            try db.execute("UPDATE record_versions SET collection = ? WHERE collection = ?", .text(to), .text(from))
             try db.execute("DELETE FROM collections WHERE name = ?", .text(from))
             return .done
         case .grant(let collection, let user, let role):
@@ -107,6 +109,7 @@ public final class RecordWriter: @unchecked Sendable {
                 try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
                 try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
             }
+            try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(cutoff))
             return .done
         }
     }
@@ -195,6 +198,11 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64, replacing previous: RecordState? = nil) throws(StoreError) -> StoreOutcome {
+        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+            try db.execute(
+                "INSERT OR REPLACE INTO record_versions (collection, id, rev, fields, replaced_at) VALUES (?, ?, ?, ?, ?)",
+                .text(collection), .text(state.id), .integer(previous.rev), .text(fields), .integer(timestamp))
+        }
         seq += 1
         let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
         let position: SQLValue

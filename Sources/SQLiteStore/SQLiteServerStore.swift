@@ -51,6 +51,9 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.list(collection) }
     }
+    public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
+        try Self.run { () throws(StoreError) in try reader.versions(collection, id, limit: limit) }
+    }
     public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.page(collection, after: after, limit: limit) }
     }

@@ -62,5 +62,19 @@ enum Schema {
         -- When each token last logged in (seconds since 1970), for the devices list.
         ALTER TABLE tokens ADD COLUMN last_used_at INTEGER;
         """,
+        """
+        -- Earlier states of records' fields, so a person can look back and restore one: a row
+        -- for each PUT or DEL that replaced live fields (not a MOVE), with the rev they had and
+        -- when they were replaced. Purged with tombstones (--tombstone-ttl).
+        CREATE TABLE record_versions (
+            collection  TEXT NOT NULL,
+            id          TEXT NOT NULL,
+            rev         INTEGER NOT NULL,
+            fields      TEXT NOT NULL,
+            replaced_at INTEGER NOT NULL,
+            PRIMARY KEY (collection, id, rev)
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX record_versions_by_age ON record_versions (replaced_at);
+        """,
     ]
 }

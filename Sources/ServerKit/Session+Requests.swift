@@ -112,6 +112,13 @@ extension Session {
                     return ([page, .ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq))], true)
                 }
             }
+        case .versions(let collection, let id):
+            try requireRole(.read, collection)
+            ask(.versions(collection: collection, id: id, limit: Self.maxVersionsListed), tag) { [self] answer in
+                guard case .versions(let versions) = answer else { return }
+                if !versions.isEmpty { send(.notices(versions.map { .version(collection: collection, id: id, $0) })) }
+                send(.ok(tag: tag, .versions(collection: collection, id: id, count: versions.count)))
+            }
         case .listPage(let collection, let after, let limit):
             try requireRole(.read, collection)
             // One read of at most a page, along the order's index: the cost of a page, whatever

@@ -84,6 +84,8 @@ final class Session {
     /// Record writes one connection may have waiting for their commit.
     static let maxWritesInFlight = 1024
     static let maxWriteBytesInFlight = 8 << 20
+    /// Versions of a record VERSIONS lists at most (the newest).
+    static let maxVersionsListed = 100
     /// Lines or changes per page of a LIST or SUB replay.
     static let replayPageSize = 512
     /// Before login a connection holds far less (its requests are HELLO and AUTH), so a crowd

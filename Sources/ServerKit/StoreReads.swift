@@ -133,6 +133,7 @@ enum StoreQuery: Sendable, Equatable {
     case record(collection: String, id: String)
     case list(collection: String)
     case page(collection: String, after: RecordCursor?, limit: Int)
+    case versions(collection: String, id: String, limit: Int)
     case changes(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
 
@@ -141,6 +142,7 @@ enum StoreQuery: Sendable, Equatable {
         case .record(let collection, let id): .record(try store.record(collection, id))
         case .list(let collection): .list(try store.list(collection))
         case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))
+        case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
         case .tokens(let user): .tokens(try store.tokens(of: user))
         }
@@ -154,4 +156,5 @@ enum StoreAnswer: Sendable {
     /// nil: changes after the asked seq are no longer kept.
     case changes((changes: [Change], seq: Int64)?)
     case tokens([TokenInfo])
+    case versions([RecordVersion])
 }

@@ -20,6 +20,8 @@ public enum Command: Equatable, Sendable {
     case move(collection: String, id: String, baseRev: Int64, placement: Placement)
     case delete(collection: String, id: String, baseRev: Int64)
     case get(collection: String, id: String)
+    /// The record's kept earlier versions, newest first.
+    case versions(collection: String, id: String)
     case list(collection: String)
     /// A page of the listing: at most `limit` live records after `after` (from the first when nil).
     case listPage(collection: String, after: RecordCursor?, limit: Int)
@@ -124,6 +126,9 @@ public enum CommandParser {
         VerbSpec(verb: "GET", arguments: 2...2, takesPayload: false, usage: "GET <collection> <id>") { args, _, _ throws(ProtocolError) in
             .get(collection: try collection(args[0], orConflicts: true), id: try recordID(args[1], in: args[0]))
         },
+        VerbSpec(verb: "VERSIONS", arguments: 2...2, takesPayload: false, usage: "VERSIONS <collection> <id>") { args, _, _ throws(ProtocolError) in
+            .versions(collection: try collection(args[0]), id: try recordID(args[1]))
+        },
         VerbSpec(verb: "LIST", arguments: 1...6, takesPayload: false, usage: "LIST <collection> [[AFTER <position> <id>] LIMIT <n>]") {
             args, _, usage throws(ProtocolError) in
             let name = try collection(args[0], orConflicts: true)
@@ -197,6 +202,9 @@ public enum CommandParser {
             if case .after(let anchor) = placement { _ = try recordID(anchor) }
         case .get(let name, let id):
             _ = try recordID(id, in: try collection(name, orConflicts: true))
+        case .versions(let name, let id):
+            _ = try collection(name)
+            _ = try recordID(id)
         case .list(let name), .unsubscribe(let name):
             _ = try collection(name, orConflicts: true)
         case .listPage(let name, let after, let limit):

@@ -23,6 +23,7 @@ extension Command {
         case .move(let collection, let id, let baseRev, let placement): return "MOVE \(collection) \(arg(id)) \(baseRev) \(placement.requestText)"
         case .delete(let collection, let id, let baseRev): return "DEL \(collection) \(arg(id)) \(baseRev)"
         case .get(let collection, let id): return "GET \(collection) \(arg(id))"
+        case .versions(let collection, let id): return "VERSIONS \(collection) \(arg(id))"
         case .list(let collection): return "LIST \(collection)"
         case .listPage(let collection, let after, let limit):
             return "LIST \(collection)" + (after.map { " AFTER \($0.position) \(arg($0.id))" } ?? "") + " LIMIT \(limit)"

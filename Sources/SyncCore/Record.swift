@@ -45,6 +45,28 @@ public struct RecordState: Equatable, Sendable {
     }
 }
 
+/// An earlier state of a record's fields, kept when a PUT or DEL replaced them, so a person
+/// can look back and restore one: the rev it had, its fields, and when it was replaced
+/// (seconds since 1970). Kept as long as tombstones are (`--tombstone-ttl`).
+public struct RecordVersion: Equatable, Sendable {
+    public var rev: Int64
+    public var fieldsJSON: String
+    public var replacedAt: Int64
+
+    public init(rev: Int64, fieldsJSON: String, replacedAt: Int64) {
+        self.rev = rev
+        self.fieldsJSON = fieldsJSON
+        self.replacedAt = replacedAt
+    }
+
+    /// Whether replacing `previous` with `next` keeps `previous` as a version: its fields were
+    /// live and are gone or changed (a MOVE keeps the fields: no version).
+    public static func isKept(replacing previous: RecordState?, with next: RecordState) -> Bool {
+        guard let old = previous?.fieldsJSON else { return false }
+        return next.fieldsJSON != old
+    }
+}
+
 /// A place in a collection's order: records sort by (position, id), both compared by their
 /// bytes; a page of a listing starts after one.
 public struct RecordCursor: Equatable, Hashable, Sendable {

@@ -37,6 +37,8 @@ public enum Reply: Equatable, Sendable {
     case stats
     /// `OK BYE` (QUIT).
     case bye
+    /// `OK VERSIONS <collection> <id> <count>`.
+    case versions(collection: String, id: String, count: Int)
     /// `OK WHOAMI <user> admin|user`.
     case whoami(user: String, isAdmin: Bool)
     /// An OK this client does not know how to read (a newer server's), its words kept.
@@ -71,6 +73,7 @@ public enum Reply: Equatable, Sendable {
         case .pong: ["PONG"]
         case .stats: ["STATS"]
         case .bye: ["BYE"]
+        case .versions(let collection, let id, let count): ["VERSIONS", collection, ResponseLine.argument(id), String(count)]
         case .whoami(let user, let isAdmin): ["WHOAMI", ResponseLine.argument(user), isAdmin ? "admin" : "user"]
         case .other(let words): words
         }
@@ -119,6 +122,7 @@ public enum Reply: Equatable, Sendable {
         case ("PONG", 1): return .pong
         case ("STATS", 1): return .stats
         case ("BYE", 1): return .bye
+        case ("VERSIONS", 4): return number(3).map { .versions(collection: words[1], id: words[2], count: Int($0)) }
         case ("WHOAMI", 3) where words[2] == "admin" || words[2] == "user": return .whoami(user: words[1], isAdmin: words[2] == "admin")
         default: return nil
         }

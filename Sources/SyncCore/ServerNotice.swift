@@ -20,6 +20,8 @@ public enum ServerNotice: Equatable, Sendable {
     case token(TokenInfo, isThisConnection: Bool)
     /// `* MEMBER <user> <role>`, a MEMBERS line.
     case member(user: String, role: Role)
+    /// `* VERSION <collection> <id> <rev> <replaced-at> {fields}`, a VERSIONS line.
+    case version(collection: String, id: String, RecordVersion)
 
     /// The line, with its LF.
     public var line: String {
@@ -31,6 +33,8 @@ public enum ServerNotice: Equatable, Sendable {
         case .unsubscribedRevoked(let collection): "* UNSUB \(collection) REVOKED\n"
         case .bye(let reason, let detail): "* BYE \(reason)\(detail.map { " " + $0 } ?? "")\n"
         case .member(let user, let role): "* MEMBER \(user) \(role.name)\n"
+        case .version(let collection, let id, let version):
+            "* VERSION \(collection) \(ResponseLine.argument(id)) \(version.rev) \(Self.time(version.replacedAt)) \(version.fieldsJSON)\n"
         case .token(let token, let isThisConnection):
             "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
                 + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n"

@@ -62,6 +62,7 @@ extension ServerNotice {
     /// Roughly the bytes of `line`.
     var approximateBytes: Int {
         if case .record(_, let state) = self { return 64 + state.id.utf8.count + state.storedFieldBytes }
+        if case .version(_, let id, let version) = self { return 64 + id.utf8.count + version.fieldsJSON.utf8.count }
         return 64
     }
 }

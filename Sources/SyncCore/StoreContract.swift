@@ -26,6 +26,8 @@ public protocol ServerStore: AnyObject, Sendable {
     /// first when nil), read by the order's index without going through the ones before, and
     /// the seq the page is current as of.
     func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
+    /// The kept earlier versions of a record, newest first, at most `limit`.
+    func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion]
     /// Changes after `since`, at most `limit`, with the seq they run up to; nil when changes
     /// after `since` are no longer kept (a purged tombstone).
     func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?

@@ -353,6 +353,19 @@ def scenario_collections(driver, url, line_port, user, password, args):
     result("message", driver.find_element(By.ID, "message").text)
 
 
+def scenario_history(driver, url, line_port, user, password, args):
+    collection, record_id, restore_rev = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the row", lambda: record_id in ids(driver))
+    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="History of {record_id}"]').click()
+    until("the history dialog", lambda: driver.find_element(By.ID, "history-dialog").is_displayed())
+    result("versions", ",".join(li.get_attribute("data-rev") for li in driver.find_elements(By.CSS_SELECTOR, "#history-versions li")))
+    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Restore rev {restore_rev} of {record_id}"]').click()
+    until("the restored value", lambda: driver.find_element(By.ID, "message").text.startswith("restored"))
+    result("message", driver.find_element(By.ID, "message").text)
+
+
 def scenario_screenshots(driver, url, line_port, user, password, args):
     collection, folder = args
     log_in(driver, url, user, password)

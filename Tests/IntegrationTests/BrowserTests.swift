@@ -167,4 +167,13 @@ final class BrowserTests: XCTestCase {
         }
         XCTAssertEqual(listed, ["* COLLECTION contacts admin 3"], "the one made in the console was dropped")
     }
+
+    func testARecordsHistoryIsShownAndAVersionRestored() throws {
+        try line.expect(#"u PUT contacts Ada 1 {"name":"Ada","phone":"555-0112"}"#, equals: "u OK PUT contacts Ada 2 4")
+        try line.expect(#"v PUT contacts Ada 2 {"name":"Ada Lovelace","phone":"555-0113"}"#, equals: "v OK PUT contacts Ada 3 5")
+        let results = try browse("history", ["contacts", "Ada", "1"])
+        XCTAssertEqual(results["versions"], "2,1", "newest first")
+        XCTAssertEqual(results["message"], "restored rev 1 of Ada")
+        try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 4 a0 {"name":"Ada","phone":"555-0111"}"#)
+    }
 }

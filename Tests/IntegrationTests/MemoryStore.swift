@@ -20,6 +20,8 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         var purgedSeq: Int64 = 0
         var collections: [String: (owner: String, members: [String: Role])] = [:]
         var records: [String: [String: Row]] = [:]
+        /// Earlier fields by collection and id, oldest first.
+        var versions: [String: [String: [RecordVersion]]] = [:]
         var users: [String: StoredUser] = [:]
         var tokens: [String: (info: TokenInfo, made: Int)] = [:]
         var tokensMade = 0
@@ -82,6 +84,10 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             let rest = live.filter { after?.precedes($0.0) ?? true }.sorted { $0.0.precedes($1.0) }
             return (rest.prefix(limit).map(\.1), contents.seq)
         }
+    }
+
+    func versions(_ collection: String, _ id: String, limit: Int) -> [RecordVersion] {
+        reading { Array(($0.versions[collection]?[id] ?? []).reversed().prefix(limit)) }
     }
 
     func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
@@ -159,8 +165,10 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             return .done
         case .dropCollection(let name):
             guard contents.collections.removeValue(forKey: name) != nil else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
-            contents.records[name] = nil
-            contents.records[Names.conflictsCollection(of: name)] = nil
+            for gone in [name, Names.conflictsCollection(of: name)] {
+                contents.records[gone] = nil
+                contents.versions[gone] = nil
+            }
             return .done
         case .renameCollection(let from, let to):
             guard contents.collections[to] == nil else { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
@@ -168,6 +176,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             contents.collections[to] = entry
             for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
                 contents.records[new] = contents.records.removeValue(forKey: old)
+                contents.versions[new] = contents.versions.removeValue(forKey: old)
             }
             return .done
         case .grant(let collection, let user, let role):
@@ -194,6 +203,9 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
                     contents.records[collection]?[id] = nil
                 }
             }
+            for (collection, byID) in contents.versions {
+                for (id, kept) in byID { contents.versions[collection]?[id] = kept.filter { $0.replacedAt >= cutoff } }
+            }
             return .done
         }
     }
@@ -201,6 +213,10 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
     private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ now: Int64) -> StoreOutcome {
         contents.seq += 1
         let previous = contents.records[collection]?[state.id]?.state
+        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+            contents.versions[collection, default: [:]][state.id, default: []].removeAll { $0.rev == previous.rev }
+            contents.versions[collection, default: [:]][state.id, default: []].append(RecordVersion(rev: previous.rev, fieldsJSON: fields, replacedAt: now))
+        }
         contents.records[collection, default: [:]][state.id] = Row(state: state, seq: contents.seq, updatedAt: now)
         let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
         return .changed(Change(collection: collection, seq: contents.seq, state: state, storedBytesDelta: delta))

@@ -53,7 +53,7 @@ final class CommandParserTests: XCTestCase {
             "HELLO": "HELLO 1", "AUTH": "AUTH alice pw", "TOKEN": "TOKEN LIST", "CREATE": "CREATE c", "DROP": "DROP c", "RENAME": "RENAME c d",
             "COLLECTIONS": "COLLECTIONS", "MEMBERS": "MEMBERS c", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
             "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
-            "WHOAMI": "WHOAMI",
+            "WHOAMI": "WHOAMI", "VERSIONS": "VERSIONS c x",
         ]
         XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
         for (verb, text) in samples {
@@ -123,7 +123,7 @@ final class CommandEncodingTests: XCTestCase {
             .move(collection: "c", id: "x", baseRev: 3, placement: .before("y z")), .move(collection: "c", id: "x", baseRev: 3, placement: .after("y")),
             .move(collection: "c", id: "x", baseRev: 3, placement: .first), .move(collection: "c", id: "{odd}", baseRev: 3, placement: .last),
             .delete(collection: "c", id: "é ü", baseRev: 9), .get(collection: "c", id: "x"), .list(collection: "c"),
-            .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit, .whoami,
+            .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit, .whoami, .versions(collection: "c", id: "desk lamp"),
             .listPage(collection: "c", after: nil, limit: 1000), .listPage(collection: "c", after: RecordCursor(position: "a0V", id: "desk lamp"), limit: 7),
         ]
         for command in commands {

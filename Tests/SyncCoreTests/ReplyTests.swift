@@ -23,6 +23,7 @@ final class ReplyTests: XCTestCase {
             .listed(collection: "c", count: 3, seq: 12), .subscribed(collection: "c~conflicts", through: 0), .unsubscribed(collection: "c"),
             .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .members(collection: "c", count: 3), .token("Zm9vYmFy"),
             .tokens(count: 4), .tokenRevoked, .pong, .bye, .whoami(user: "Ada L", isAdmin: false), .whoami(user: "root", isAdmin: true),
+            .versions(collection: "c", id: "desk lamp", count: 3),
             .other(["WARP", "9"]),
         ]
         for reply in replies {

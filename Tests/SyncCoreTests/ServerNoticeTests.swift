@@ -26,6 +26,10 @@ final class ServerNoticeTests: XCTestCase {
         XCTAssertEqual(unsub.words, ["UNSUB", "c", "REVOKED"])
         guard case .other(let member) = try read(.member(user: "bob", role: .write)) else { return XCTFail("MEMBER") }
         XCTAssertEqual(member.words, ["MEMBER", "bob", "write"])
+        let version = RecordVersion(rev: 2, fieldsJSON: #"{"n":1}"#, replacedAt: 86_400)
+        guard case .other(let versionLine) = try read(.version(collection: "c", id: "desk lamp", version)) else { return XCTFail("VERSION") }
+        XCTAssertEqual(versionLine.words, ["VERSION", "c", "desk lamp", "2", "1970-01-02T00:00:00Z"])
+        XCTAssertEqual(versionLine.fields, ["n": .integer(1)])
         let token = TokenInfo(hash: String(repeating: "ab", count: 32), user: "alice", label: "alice's laptop", createdAt: 0, lastUsedAt: nil)
         XCTAssertEqual(try read(.token(token, isThisConnection: true)),
                        .token(TokenListing(id: "abababababab", created: "1970-01-01T00:00:00Z", lastUsed: nil, isThisConnection: true, label: "alice's laptop")))

@@ -165,7 +165,7 @@ function row(record) {
   if (view.isListOrder) {
     actions.append(button('↑', `Move ${record.id} up`, () => moveBy(record.id, -1)), button('↓', `Move ${record.id} down`, () => moveBy(record.id, 1)));
   }
-  actions.append(button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
+  actions.append(button('🕘', `History of ${record.id}`, () => showHistory(record.id)), button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
   tr.append(actions);
   return tr;
 }
@@ -321,6 +321,34 @@ async function remove(id) {
     say(`deleted ${id}`, false, { label: 'Undo', run: undo });
     setTimeout(() => { if (!undone && document.querySelector('#message').textContent.startsWith(`deleted ${id}`)) say(''); }, 15000);
   } catch (error) { say(error.message, true); }
+}
+
+// The record's earlier versions (the server keeps each set of fields a PUT or DEL replaced),
+// newest first; restoring one writes its fields at the record's current rev.
+async function showHistory(id) {
+  const dialog = document.querySelector('#history-dialog');
+  const list = document.querySelector('#history-versions');
+  document.querySelector('#history-record').textContent = id;
+  const result = await callTyped('GET', path('collections', collection, 'records', id, 'versions'));
+  if (!result.ok) { say(result.json?.message || 'cannot read the versions', true); return; }
+  const versions = member(result.value, 'versions').items;
+  list.replaceChildren(...versions.map((version) => {
+    const rev = plain(member(version, 'rev'));
+    const fields = member(version, 'fields').entries;
+    const item = element('li', undefined, { 'data-rev': rev });
+    item.append(element('h3', `rev ${rev}, replaced ${plain(member(version, 'replaced')).replace('T', ' ').replace('Z', ' UTC')}`),
+      element('pre', [...fields].map(([k, v]) => `${k}: ${display(v)}`).join('\n')),
+      button('Restore', `Restore rev ${rev} of ${id}`, async () => {
+        const current = records.get(id);
+        const back = await put(id, fields, current ? current.rev : rev + 1);
+        dialog.close();
+        if (back.ok) say(`restored rev ${rev} of ${id}`);
+        else say(back.json?.message || `could not restore ${id}`, true);
+      }));
+    return item;
+  }));
+  if (versions.length === 0) list.append(element('li', 'No earlier versions are kept.'));
+  dialog.showModal();
 }
 
 async function move(id, to, anchor) {

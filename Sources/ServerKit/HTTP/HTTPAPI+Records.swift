@@ -30,6 +30,9 @@ extension HTTPAPI {
                 guard let rev = Self.baseRev(exchange, creating: false) else { return }
                 Self.write(exchange, .delete(collection: path[0], id: path[1], baseRev: rev))
             },
+            Route(method: "GET", pattern: ["collections", "*", "records", "*", "versions"], needsLogin: true) { exchange, path in
+                Self.listVersions(exchange, path[0], path[1])
+            },
             Route(method: "POST", pattern: ["collections", "*", "records", "*", "move"], needsLogin: true) { exchange, path in
                 Self.moveRecord(exchange, path[0], path[1])
             },
@@ -104,6 +107,15 @@ extension HTTPAPI {
             connection.writeBody(HTTPResponse.chunk(pending) + HTTPResponse.lastChunk)
             connection.streamEnded(keepAlive: keepAlive)
         }
+    }
+
+    /// A record's kept earlier versions, newest first: `{"versions":[{"fields","replaced","rev"}…]}`.
+    static func listVersions(_ exchange: Exchange, _ collection: String, _ id: String) {
+        var versions: [String] = []
+        exchange.run(.versions(collection: collection, id: id), collecting: { if case .version = $0 { true } else { false } }, onNotice: { notice in
+            guard case .version(_, _, let version) = notice else { return }
+            versions.append(#"{"fields":\#(version.fieldsJSON),"replaced":\#(ValueJSON.quoted(ServerNotice.time(version.replacedAt))),"rev":\#(version.rev)}"#)
+        }) { _, _ in exchange.respond(APIResponse.jsonText(200, #"{"versions":[\#(versions.joined(separator: ","))]}"#)) }
     }
 
     static func getRecord(_ exchange: Exchange, _ collection: String, _ id: String) {
