@@ -27,12 +27,7 @@ public final class TCPConnection {
     /// Called once, after the socket is closed and its memory released.
     public var onClose: (() -> Void)?
 
-    /// Bytes written since the last flush, not yet in `queue` (small writes coalesce here).
-    private var outbox: [UInt8] = []
-    /// What goes out next, in order: shared bytes, and the outbox sealed into bytes of its own
-    /// whenever shared bytes are written after it.
-    private var queue: [(bytes: SharedBytes, range: Range<Int>)] = []
-    private var queuedBytes = 0
+    private var output = OutputQueue()
     private var flushScheduled = false
     private var bytesInFlight = 0
     private var closing = false
@@ -138,7 +133,7 @@ public final class TCPConnection {
             if security.peerFinished { endInput(.eof) }
         } catch {
             // Whatever the layer has to say (an alert) goes out before the socket closes.
-            outbox.removeAll()
+            output.removeAll()
             let alert = error.reply.isEmpty ? security.takeOutput() : error.reply
             self.security = nil
             if !alert.isEmpty {
@@ -171,7 +166,7 @@ public final class TCPConnection {
     }
 
     /// Bytes accepted by `write` that the kernel has not taken yet.
-    public var pendingOutputBytes: Int { outbox.count + queuedBytes + bytesInFlight }
+    public var pendingOutputBytes: Int { output.count + bytesInFlight }
 
     /// Whether `close()` or `closeAfterWriting()` has been called.
     public var isClosing: Bool { closing || shutdownRequested }
@@ -179,7 +174,7 @@ public final class TCPConnection {
     /// Queues bytes; they go out, coalesced with others, before the loop next sleeps.
     public func write(_ bytes: some Sequence<UInt8>) {
         guard !closing, !shutdownRequested else { return }
-        outbox.append(contentsOf: bytes)
+        output.append(Array(bytes))
         scheduleFlush()
     }
 
@@ -189,21 +184,21 @@ public final class TCPConnection {
     /// Queues bytes (one copy, no per-byte work).
     public func write(_ bytes: [UInt8]) {
         guard !closing, !shutdownRequested else { return }
-        outbox.append(contentsOf: bytes)
+        output.append(bytes)
         scheduleFlush()
     }
 
     /// Queues bytes (one copy, no per-byte work).
     public func write(_ bytes: ArraySlice<UInt8>) {
         guard !closing, !shutdownRequested else { return }
-        outbox.append(contentsOf: bytes)
+        output.append(bytes)
         scheduleFlush()
     }
 
     /// Queues a string's UTF-8 bytes.
     public func write(_ text: String) {
         guard !closing, !shutdownRequested else { return }
-        outbox.append(contentsOf: text.utf8)
+        output.append(text)
         scheduleFlush()
     }
 
@@ -211,18 +206,8 @@ public final class TCPConnection {
     /// a TLS layer must seal them for this connection).
     public func write(_ shared: SharedBytes, range: Range<Int>) {
         guard !closing, !shutdownRequested, !range.isEmpty else { return }
-        sealOutbox()
-        queue.append((shared, range))
-        queuedBytes += range.count
+        output.append(shared, range: range)
         scheduleFlush()
-    }
-
-    /// Moves what the outbox holds into the queue, after what is there.
-    private func sealOutbox() {
-        guard !outbox.isEmpty else { return }
-        queue.append((SharedBytes(outbox), 0..<outbox.count))
-        queuedBytes += outbox.count
-        outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
     }
 
     private func scheduleFlush() {
@@ -234,9 +219,7 @@ public final class TCPConnection {
 
     /// Drops output that was queued but not yet handed to the kernel.
     public func discardUnflushedOutput() {
-        outbox.removeAll()
-        queue.removeAll()
-        queuedBytes = 0
+        output.removeAll()
     }
 
     func flush() {
@@ -245,14 +228,9 @@ public final class TCPConnection {
         if let security {
             do {
                 // Sealed for this connection alone: the shared bytes are copied into it.
-                var plaintext: [UInt8] = []
-                for (shared, range) in queue { plaintext += shared[range] }
-                plaintext += outbox
-                queue.removeAll()
-                queuedBytes = 0
-                outbox.removeAll()
+                let plaintext = output.takeAll()
                 if !plaintext.isEmpty { try security.seal(plaintext) }
-                outbox = security.takeOutput()
+                output.replaceOutbox(with: security.takeOutput())
             } catch {
                 discardUnflushedOutput()
                 endInput(.failed(error.description))
@@ -260,44 +238,40 @@ public final class TCPConnection {
             }
         }
         var tried = false
-        if queue.isEmpty, bytesInFlight == 0, !outbox.isEmpty {
+        if output.segments.isEmpty, bytesInFlight == 0, !output.outbox.isEmpty {
             // Fast path (replies): the kernel usually takes everything at once, with no copy.
             tried = true
-            let written = outbox.withUnsafeMutableBytes { raw -> Int in
-                var buffer = uv_buf_init(raw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(raw.count))
+            let written = output.outbox.withUnsafeBytes { raw -> Int in
+                // libuv only reads the buffer it is given.
+                var buffer = uv_buf_init(UnsafeMutableRawPointer(mutating: raw.baseAddress!).assumingMemoryBound(to: CChar.self), UInt32(raw.count))
                 return Int(uv_try_write(stream, &buffer, 1))
             }
-            if written == outbox.count {
-                outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
-                return onDrain?() ?? ()
-            } else if written > 0 {
-                queue.append((SharedBytes(outbox[written...]), 0..<(outbox.count - written)))
-                queuedBytes += outbox.count - written
-                outbox.removeAll(keepingCapacity: outbox.capacity <= 64 * 1024)
+            if written > 0 {
+                output.outboxSent(written)
+                if output.isEmpty { return onDrain?() ?? () }
             } else if written < 0, written != Int(UV_EAGAIN.rawValue) {
                 discardUnflushedOutput()
                 writeFailed(Int32(written))
                 return
             }
         }
-        sealOutbox()
-        guard !queue.isEmpty else { return }
+        output.seal()
+        guard !output.segments.isEmpty else { return }
         if bytesInFlight == 0, !tried {
             // Shared bytes and replies in one writev.
-            let written = withBuffers(queue) { buffers in Int(uv_try_write(stream, buffers.baseAddress, UInt32(buffers.count))) }
+            let written = withBuffers(output.segments) { buffers in Int(uv_try_write(stream, buffers.baseAddress, UInt32(buffers.count))) }
             if written > 0 {
-                dropQueued(written)
+                output.dropFirst(written)
             } else if written < 0, written != Int(UV_EAGAIN.rawValue) {
                 discardUnflushedOutput()
                 writeFailed(Int32(written))
                 return
             }
         }
-        if !queue.isEmpty {
+        if !output.segments.isEmpty {
             // The rest waits in one write request that holds the bytes until it is done.
-            let box = WriteBox(queue, count: queuedBytes)
-            queue.removeAll()
-            queuedBytes = 0
+            let count = output.segmentBytes
+            let box = WriteBox(output.takeSegments(), count: count)
             bytesInFlight += box.count
             let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
             request.pointee.data = Unmanaged.passRetained(box).toOpaque()
@@ -323,24 +297,6 @@ public final class TCPConnection {
             }
         }
         if pendingOutputBytes == 0 { onDrain?() }
-    }
-
-    /// Drops the first `count` bytes of the queue (the kernel took them).
-    private func dropQueued(_ count: Int) {
-        var left = count
-        queuedBytes -= count
-        var taken = 0
-        while left > 0, taken < queue.count {
-            let length = queue[taken].range.count
-            if length <= left {
-                left -= length
-                taken += 1
-            } else {
-                queue[taken].range = (queue[taken].range.lowerBound + left)..<queue[taken].range.upperBound
-                left = 0
-            }
-        }
-        queue.removeFirst(taken)
     }
 
     /// libuv's buffer list for `segments` (libuv copies the list; the bytes must outlive the write).

@@ -3,9 +3,10 @@
 // written once), deleted (with undo while the tombstone is fresh) and reordered; its columns,
 // filter and sort come from the column view (columns.js).
 import { call, callTyped, path } from './api.js';
-import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue, changedFields } from './values.js';
+import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue } from './values.js';
 import { element, button, say } from './dom.js';
 import { ColumnView } from './columns.js';
+import { askConflict, showHistory } from './dialogs.js';
 
 const table = document.querySelector('#records');
 const head = table.querySelector('thead tr');
@@ -165,7 +166,7 @@ function row(record) {
   if (view.isListOrder) {
     actions.append(button('↑', `Move ${record.id} up`, () => moveBy(record.id, -1)), button('↓', `Move ${record.id} down`, () => moveBy(record.id, 1)));
   }
-  actions.append(button('🕘', `History of ${record.id}`, () => showHistory(record.id)), button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
+  actions.append(button('🕘', `History of ${record.id}`, () => showHistory(collection, record.id, records.get(record.id)?.rev, (fields, rev) => put(record.id, fields, rev))), button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
   tr.append(actions);
   return tr;
 }
@@ -236,28 +237,6 @@ function put(id, fields, rev) {
   return callTyped('PUT', path('collections', collection, 'records', id), json, headers);
 }
 
-// Every field the other person changed since this edit began, with the edited field's two
-// values side by side; resolves to 'mine' or 'theirs'.
-function askConflict(id, field, mine, base, theirs, deleted) {
-  const dialog = document.querySelector('#conflict-dialog');
-  document.querySelector('#conflict-field').textContent = field;
-  document.querySelector('#conflict-record').textContent = id;
-  document.querySelector('#conflict-mine').textContent = display(mine);
-  document.querySelector('#conflict-theirs').textContent = deleted ? '(deleted)' : display(theirs.get(field));
-  const others = deleted ? [] : changedFields(base, theirs).filter((name) => name !== field);
-  const list = document.querySelector('#conflict-others');
-  list.replaceChildren(...others.map((name) => {
-    const item = element('li', undefined, { 'data-field': name });
-    item.append(element('strong', name), `: ${display(base.get(name))} → ${display(theirs.get(name))}`);
-    return item;
-  }));
-  document.querySelector('#conflict-others-box').hidden = others.length === 0;
-  return new Promise((resolve) => {
-    dialog.addEventListener('close', () => resolve(dialog.returnValue), { once: true });
-    dialog.showModal();
-  });
-}
-
 // A new record, its fields typed in the form, written in one PUT (agents never see it half
 // filled in).
 export async function addRecord(id, fields) {
@@ -321,34 +300,6 @@ async function remove(id) {
     say(`deleted ${id}`, false, { label: 'Undo', run: undo });
     setTimeout(() => { if (!undone && document.querySelector('#message').textContent.startsWith(`deleted ${id}`)) say(''); }, 15000);
   } catch (error) { say(error.message, true); }
-}
-
-// The record's earlier versions (the server keeps each set of fields a PUT or DEL replaced),
-// newest first; restoring one writes its fields at the record's current rev.
-async function showHistory(id) {
-  const dialog = document.querySelector('#history-dialog');
-  const list = document.querySelector('#history-versions');
-  document.querySelector('#history-record').textContent = id;
-  const result = await callTyped('GET', path('collections', collection, 'records', id, 'versions'));
-  if (!result.ok) { say(result.json?.message || 'cannot read the versions', true); return; }
-  const versions = member(result.value, 'versions').items;
-  list.replaceChildren(...versions.map((version) => {
-    const rev = plain(member(version, 'rev'));
-    const fields = member(version, 'fields').entries;
-    const item = element('li', undefined, { 'data-rev': rev });
-    item.append(element('h3', `rev ${rev}, replaced ${plain(member(version, 'replaced')).replace('T', ' ').replace('Z', ' UTC')}`),
-      element('pre', [...fields].map(([k, v]) => `${k}: ${display(v)}`).join('\n')),
-      button('Restore', `Restore rev ${rev} of ${id}`, async () => {
-        const current = records.get(id);
-        const back = await put(id, fields, current ? current.rev : rev + 1);
-        dialog.close();
-        if (back.ok) say(`restored rev ${rev} of ${id}`);
-        else say(back.json?.message || `could not restore ${id}`, true);
-      }));
-    return item;
-  }));
-  if (versions.length === 0) list.append(element('li', 'No earlier versions are kept.'));
-  dialog.showModal();
 }
 
 async function move(id, to, anchor) {

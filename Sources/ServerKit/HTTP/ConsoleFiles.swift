@@ -33,6 +33,7 @@ enum ConsoleFiles {
         case "dom.js": (PackageResources.dom_js, "text/javascript; charset=utf-8")
         case "columns.js": (PackageResources.columns_js, "text/javascript; charset=utf-8")
         case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
+        case "dialogs.js": (PackageResources.dialogs_js, "text/javascript; charset=utf-8")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }
