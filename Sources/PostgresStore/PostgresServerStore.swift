@@ -34,7 +34,8 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     /// The loop the cluster channel listens on.
     private let loop: EventLoop
 
-    public init(url: String, loop: EventLoop) throws(StoreFailure) {
+    /// `versionMinimumAge`: seconds a record's fields must have lived to be kept as a version.
+    public init(url: String, loop: EventLoop, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreFailure) {
         self.url = url
         self.loop = loop
         node = String(UUID().uuidString.lowercased().prefix(8))
@@ -43,7 +44,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
             // longer than this: PostgreSQL ends its transaction.
             let writing = try PGConnection(url: url, settings: ["SET idle_in_transaction_session_timeout = '10s'"])
             try PostgresSchema.prepare(writing, serverID: UUID().uuidString.lowercased())
-            writer = PostgresWriter(connection: writing, node: node)
+            writer = PostgresWriter(connection: writing, node: node, versionMinimumAge: versionMinimumAge)
             reader = try PGConnection(url: url)
         } catch {
             throw Self.failure(error)

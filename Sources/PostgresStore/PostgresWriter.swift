@@ -15,6 +15,10 @@ final class PostgresWriter {
     private let node: String
     /// States read or written in this batch; a missing key has not been looked at yet.
     private var known: [RecordKey: RecordState?] = [:]
+    /// When each known state was written (seconds since 1970): this batch's own states are new.
+    private var writtenAt: [RecordKey: Int64] = [:]
+    /// Seconds a record's fields must have lived to be kept as a version when replaced.
+    private let versionMinimumAge: Int64
     /// The position key last handed out at the end of each collection in this batch.
     private var endPositions: [String: String] = [:]
     private var pendingRecords: [RecordKey: (seq: Int64, state: RecordState)] = [:]
@@ -25,9 +29,10 @@ final class PostgresWriter {
     /// The batch's time (seconds since 1970), written as each row's `updated_at`.
     private var timestamp: Int64 = 0
 
-    init(connection: PGConnection, node: String) {
+    init(connection: PGConnection, node: String, versionMinimumAge: Int64) {
         self.connection = connection
         self.node = node
+        self.versionMinimumAge = versionMinimumAge
     }
 
     /// Applies `operations` in order and commits; one outcome each. When this throws, nothing
@@ -48,6 +53,7 @@ final class PostgresWriter {
     private func attempt(_ operations: [StoreOperation], now: Date, committing: inout Bool) throws(PGError) -> [StoreOutcome] {
         timestamp = Int64(now.timeIntervalSince1970)
         known = [:]
+        writtenAt = [:]
         endPositions = [:]
         pendingRecords = [:]
         pendingLog = []
@@ -98,11 +104,13 @@ final class PostgresWriter {
         guard !ids.isEmpty else { return }
         let rows = try connection.query(
             """
-            SELECT r.collection, r.id, r.rev, r.position, r.fields FROM records r
+            SELECT r.collection, r.id, r.rev, r.position, r.fields, r.updated_at FROM records r
             JOIN unnest($1::text[], $2::text[]) AS k(collection, id) ON r.collection = k.collection AND r.id = k.id
             """, [PGArrayLiteral.text(collections), PGArrayLiteral.text(ids)])
         for index in 0..<rows.count {
-            known[RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")] = .some(rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4))
+            let key = RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")
+            known[key] = .some(rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4))
+            writtenAt[key] = rows.integer(index, 5)
         }
     }
 
@@ -276,9 +284,10 @@ final class PostgresWriter {
     fileprivate func state(_ collection: String, _ id: String) throws(PGError) -> RecordState? {
         let key = RecordKey(collection: collection, id: id)
         if let known = known[key] { return known }
-        let rows = try connection.query("SELECT id, rev, position, fields FROM records WHERE collection = $1 AND id = $2", [collection, id])
+        let rows = try connection.query("SELECT id, rev, position, fields, updated_at FROM records WHERE collection = $1 AND id = $2", [collection, id])
         let found = rows.count > 0 ? rows.recordState(0, id: 0, rev: 1, position: 2, fields: 3) : nil
         known[key] = .some(found)
+        if rows.count > 0 { writtenAt[key] = rows.integer(0, 4) }
         return found
     }
 
@@ -286,10 +295,13 @@ final class PostgresWriter {
     private func record(_ collection: String, _ state: RecordState, replacing previous: RecordState?) -> StoreOutcome {
         seq += 1
         let key = RecordKey(collection: collection, id: state.id)
-        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+        if let previous, let fields = previous.fieldsJSON,
+            RecordVersion.isKept(replacing: previous, writtenAt: writtenAt[key], with: state, at: timestamp, minimumAge: versionMinimumAge)
+        {
             pendingVersions.append((key, previous.rev, fields))
         }
         known[key] = .some(state)
+        writtenAt[key] = timestamp
         pendingRecords[key] = (seq, state)
         let change = Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - (previous?.storedFieldBytes ?? 0))
         pendingLog.append((change, state))

@@ -132,7 +132,7 @@ public final class RecordReader {
         }
     }
 
-    private static func decodeState(_ row: Row, id: Int32, rev: Int32, position: Int32, fields: Int32) -> RecordState {
+    static func decodeState(_ row: Row, id: Int32, rev: Int32, position: Int32, fields: Int32) -> RecordState {
         let body: RecordState.Body = row.isNull(fields)
             ? .deleted : .live(position: row.text(position) ?? "", fieldsJSON: row.text(fields) ?? "{}")
         return RecordState(id: row.text(id) ?? "", rev: row.integer(rev), body: body)

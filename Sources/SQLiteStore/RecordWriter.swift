@@ -10,9 +10,12 @@ import SyncProtocol
 public final class RecordWriter: @unchecked Sendable {
     private let db: SQLiteDatabase
     private var seq: Int64
+    /// Seconds a record's fields must have lived to be kept as a version when replaced.
+    private let versionMinimumAge: Int64
 
-    public init(folder: DataFolder) throws(StoreError) {
+    public init(folder: DataFolder, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreError) {
         db = try folder.open()
+        self.versionMinimumAge = versionMinimumAge
         seq = try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
     }
 
@@ -46,11 +49,11 @@ public final class RecordWriter: @unchecked Sendable {
         case .move(let collection, let id, let baseRev, let placement):
             return try move(collection, id, baseRev, placement, timestamp)
         case .delete(let collection, let id, let baseRev):
-            let current = try state(collection, id)
+            let (current, writtenAt) = try stored(collection, id)
             guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
                 return .conflict(collection: collection, id: id, current: current)
             }
-            return try record(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, replacing: current)
+            return try record(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, replacing: current, writtenAt: writtenAt)
         case .createCollection(let name, let owner):
             let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
             if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
@@ -115,10 +118,11 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
-        let current = try state(collection, id)
+        let (current, writtenAt) = try stored(collection, id)
         switch RevisionRules.put(baseRev: baseRev, over: current) {
         case .update(let rev, let position):
-            return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
+            return try record(
+                collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current, writtenAt: writtenAt)
         case .create(let rev):
             let position = try positionAtEnd(collection, excluding: id)
             return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
@@ -193,12 +197,27 @@ public final class RecordWriter: @unchecked Sendable {
         }
     }
 
+    /// The record's state and when it was written, in one read (a PUT or DEL needs both).
+    private func stored(_ collection: String, _ id: String) throws(StoreError) -> (RecordState?, Int64?) {
+        let found = try db.queryFirst(
+            "SELECT id, rev, position, fields, updated_at FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { row in
+            (RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3), row.integer(4))
+        }
+        return (found?.0, found?.1)
+    }
+
     private func state(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
         try RecordReader.state(in: db, collection, id)
     }
 
-    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64, replacing previous: RecordState? = nil) throws(StoreError) -> StoreOutcome {
-        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+    /// Writes `state` (the next seq); the fields it replaces (`previous`, written at
+    /// `writtenAt`) are kept as a version when `RecordVersion.isKept` says so.
+    private func record(
+        _ collection: String, _ state: RecordState, _ timestamp: Int64, replacing previous: RecordState? = nil, writtenAt: Int64? = nil
+    ) throws(StoreError) -> StoreOutcome {
+        if let previous, let fields = previous.fieldsJSON,
+            RecordVersion.isKept(replacing: previous, writtenAt: writtenAt, with: state, at: timestamp, minimumAge: versionMinimumAge)
+        {
             try db.execute(
                 "INSERT OR REPLACE INTO record_versions (collection, id, rev, fields, replaced_at) VALUES (?, ?, ?, ?, ?)",
                 .text(collection), .text(state.id), .integer(previous.rev), .text(fields), .integer(timestamp))

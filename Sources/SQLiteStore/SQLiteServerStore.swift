@@ -13,13 +13,14 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// Files whose mode could not be made owner-only, for the server to warn about.
     public let permissionProblems: [String]
 
-    public init(folder: DataFolder) throws(StoreFailure) {
+    /// `versionMinimumAge`: seconds a record's fields must have lived to be kept as a version.
+    public init(folder: DataFolder, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreFailure) {
         self.folder = folder
         let control = ControlChannel(folder: folder)
         self.control = control
         let locked = try Self.run { () throws(StoreError) in try control.lockForServer() }
         guard locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
-        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
+        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder, versionMinimumAge: versionMinimumAge) }
         reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder) }
         accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }
         permissionProblems = folder.restrictPermissions()

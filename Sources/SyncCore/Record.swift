@@ -47,7 +47,10 @@ public struct RecordState: Equatable, Sendable {
 
 /// An earlier state of a record's fields, kept when a PUT or DEL replaced them, so a person
 /// can look back and restore one: the rev it had, its fields, and when it was replaced
-/// (seconds since 1970). Kept as long as tombstones are (`--tombstone-ttl`).
+/// (seconds since 1970). Kept as long as tombstones are (`--tombstone-ttl`). A state that
+/// lived less than `minimumAge` is not kept: a burst of saves (an app typing, a script
+/// rewriting a record many times a second) leaves its last state, not one row a save, which
+/// would cost every write an insert and the disk a copy of every record it ever was.
 public struct RecordVersion: Equatable, Sendable {
     public var rev: Int64
     public var fieldsJSON: String
@@ -59,10 +62,14 @@ public struct RecordVersion: Equatable, Sendable {
         self.replacedAt = replacedAt
     }
 
-    /// Whether replacing `previous` with `next` keeps `previous` as a version: its fields were
-    /// live and are gone or changed (a MOVE keeps the fields: no version).
-    public static func isKept(replacing previous: RecordState?, with next: RecordState) -> Bool {
-        guard let old = previous?.fieldsJSON else { return false }
+    /// Seconds a state must have lived to be kept when replaced (`serve --version-min-age`).
+    public static let defaultMinimumAge: Int64 = 60
+
+    /// Whether replacing `previous` (written at `writtenAt`) with `next` at `now` keeps
+    /// `previous` as a version: its fields were live, are gone or changed (a MOVE keeps the
+    /// fields: no version), and had lived at least `minimumAge` seconds.
+    public static func isKept(replacing previous: RecordState?, writtenAt: Int64?, with next: RecordState, at now: Int64, minimumAge: Int64) -> Bool {
+        guard let old = previous?.fieldsJSON, let writtenAt, now - writtenAt >= minimumAge else { return false }
         return next.fieldsJSON != old
     }
 }

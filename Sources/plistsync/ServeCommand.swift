@@ -25,7 +25,11 @@ enum ServeCommand: Subcommand {
           --config FILE            Options one a line, `name = value` (else $PLISTSYNC_CONFIG, or
                                    /etc/plistsync/server.conf when it exists); flags win over it.
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
-          --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
+          --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days);
+                                   earlier versions of records are kept as long.
+          --version-min-age SECONDS
+                                   Keep a record's replaced fields as a version only if they
+                                   lived this long (default 60): bursts of saves leave one.
           --max-pending-output BYTES
                                    Unsent bytes a subscriber may hold before * BYE SLOW (default 8388608).
           --max-connections N      Open connections at most (default 16384); more get * BYE BUSY.
@@ -68,7 +72,7 @@ enum ServeCommand: Subcommand {
         """
 
     static let valueOptions: Set<String> = [
-        "listen", "data", "idle-timeout", "tombstone-ttl", "port-file", "max-pending-output", "max-connections",
+        "listen", "data", "idle-timeout", "tombstone-ttl", "version-min-age", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
         "store-timeout", "http-listen",
@@ -125,7 +129,8 @@ enum ServeCommand: Subcommand {
         let loop = EventLoop()
         let server: Server
         do {
-            let store = try openStore(options.value("store"), dataPath: configuration.dataPath, loop: loop)
+            let versionMinimumAge = Int64(try options.integer("version-min-age", default: Int(RecordVersion.defaultMinimumAge), range: 0...3_153_600_000))
+            let store = try openStore(options.value("store"), dataPath: configuration.dataPath, loop: loop, versionMinimumAge: versionMinimumAge)
             server = try Server(configuration: configuration, store: store, loop: loop)
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
@@ -147,9 +152,9 @@ enum ServeCommand: Subcommand {
     }
 
     /// The data folder's SQLite store, or the PostgreSQL database `--store` names.
-    private static func openStore(_ url: String?, dataPath: String, loop: EventLoop) throws -> ServerStore {
+    private static func openStore(_ url: String?, dataPath: String, loop: EventLoop, versionMinimumAge: Int64) throws -> ServerStore {
         guard let url else {
-            let store = try SQLiteServerStore(folder: DataFolder(path: dataPath))
+            let store = try SQLiteServerStore(folder: DataFolder(path: dataPath), versionMinimumAge: versionMinimumAge)
             for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
             return store
         }
@@ -157,7 +162,7 @@ enum ServeCommand: Subcommand {
         let shown = PostgresServerStore.redacted(url)
         ServerLog.info("connecting to the PostgreSQL database \(shown)")
         do {
-            return try PostgresServerStore(url: url, loop: loop)
+            return try PostgresServerStore(url: url, loop: loop, versionMinimumAge: versionMinimumAge)
         } catch {
             let wait = "a connect waits \(PGConnection.defaultConnectTimeoutSeconds) s unless the URL sets ?connect_timeout=N"
             throw RuntimeError("cannot use the PostgreSQL database \(shown): \(error) (\(wait))")

@@ -16,7 +16,7 @@ final class BrowserTests: XCTestCase {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] {
             XCTAssertTrue(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: Deploy/test.sh installs chromium, chromium-driver and python3-selenium")
         }
-        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0"])
+        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--version-min-age", "0"])
         try server.addUser("alice", password: "pw")
         try server.start()
         line = try server.login("alice", "pw")

@@ -213,7 +213,9 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
     private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ now: Int64) -> StoreOutcome {
         contents.seq += 1
         let previous = contents.records[collection]?[state.id]?.state
-        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, with: state) {
+        // Every replaced state is kept here (a minimum age of 0): tests see versions at once.
+        let row = contents.records[collection]?[state.id]
+        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, writtenAt: row?.updatedAt, with: state, at: now, minimumAge: 0) {
             contents.versions[collection, default: [:]][state.id, default: []].removeAll { $0.rev == previous.rev }
             contents.versions[collection, default: [:]][state.id, default: []].append(RecordVersion(rev: previous.rev, fieldsJSON: fields, replacedAt: now))
         }

@@ -23,6 +23,14 @@ final class ServerTests: XCTestCase {
         return alice
     }
 
+    /// By default a record's fields are kept as a version only if they lived a minute: a
+    /// burst of saves leaves no row a save (a write costs no extra insert, the disk no copy).
+    func testABurstOfSavesKeepsNoVersionsByDefault() throws {
+        let alice = try aliceWithContacts()
+        for rev in 0..<5 { try alice.expect(#"p PUT contacts Ada \#(rev) {"n":\#(rev)}"#, prefix: "p OK PUT contacts Ada \(rev + 1) ") }
+        try alice.expect("v VERSIONS contacts Ada", equals: "v OK VERSIONS contacts Ada 0")
+    }
+
     func testPipelinedRequestsAnswerInOrder() throws {
         let alice = try aliceWithContacts()
         var batch = ""
