@@ -17,7 +17,16 @@ struct OutputQueue {
     mutating func append(_ bytes: ArraySlice<UInt8>) { outbox.append(contentsOf: bytes) }
     mutating func append(_ text: String) { outbox.append(contentsOf: text.utf8) }
 
+    /// Shared bytes shorter than this are copied into the outbox instead: a reference costs
+    /// more than copying a short change line (a retain, a segment, a buffer list for the
+    /// kernel), and what sharing saves is memory, which only large broadcasts take.
+    static let smallestShared = 2048
+
     mutating func append(_ shared: SharedBytes, range: Range<Int>) {
+        guard range.count >= Self.smallestShared else {
+            outbox.append(contentsOf: UnsafeRawBufferPointer(start: shared.base + range.lowerBound, count: range.count))
+            return
+        }
         seal()
         segments.append((shared, range))
         segmentBytes += range.count
