@@ -47,9 +47,15 @@ public struct HTTPHeader: Sendable, Equatable {
     /// Whether this header is `wanted`, compared as RFC 9110 says (ASCII letters without case),
     /// with no string made on the way: it is asked several times a request.
     public func hasName(_ wanted: String) -> Bool {
-        var own = name.utf8.makeIterator()
+        Self.equalIgnoringASCIICase(name.utf8, wanted)
+    }
+
+    /// Whether `bytes` spell `wanted` with ASCII letters compared without case (header names,
+    /// auth schemes).
+    public static func equalIgnoringASCIICase(_ bytes: some Collection<UInt8>, _ wanted: String) -> Bool {
+        var own = bytes.makeIterator()
         for byte in wanted.utf8 {
-            guard let mine = own.next(), Self.lowercased(mine) == Self.lowercased(byte) else { return false }
+            guard let mine = own.next(), lowercased(mine) == lowercased(byte) else { return false }
         }
         return own.next() == nil
     }

@@ -145,8 +145,7 @@ extension HTTPRequest {
     /// The token of an `Authorization: Bearer <token>` header.
     public var bearerToken: String? {
         guard let value = header("Authorization")?.utf8, let space = value.firstIndex(of: UInt8(ascii: " ")) else { return nil }
-        let scheme = value[..<space]
-        guard scheme.count == 6, HTTPHeader(String(decoding: scheme, as: UTF8.self), "").hasName("Bearer") else { return nil }
+        guard HTTPHeader.equalIgnoringASCIICase(value[..<space], "Bearer") else { return nil }
         return String(decoding: Self.trimmed(value[value.index(after: space)...]), as: UTF8.self)
     }
 

@@ -82,7 +82,7 @@ extension HTTPAPI {
         func start() {
             guard !started else { return }
             started = true
-            connection.writeHead(HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")] + APIResponse.apiHeaders))
+            connection.writeHead(HTTPResponse(status: 200, headers: APIResponse.jsonHeaders))
             pending = "{\"records\":["
         }
         var first = true

@@ -63,7 +63,7 @@ final class RecordPages {
     private func write(_ text: String) {
         if !started {
             started = true
-            exchange.connection.writeHead(HTTPResponse(status: 200, headers: [HTTPHeader("Content-Type", "application/json")] + APIResponse.apiHeaders))
+            exchange.connection.writeHead(HTTPResponse(status: 200, headers: APIResponse.jsonHeaders))
             exchange.connection.writeBody(HTTPResponse.chunk("{\"records\":[" + text))
         } else if !text.isEmpty {
             exchange.connection.writeBody(HTTPResponse.chunk(text))

@@ -88,20 +88,25 @@ final class SessionBridge: SessionTransport {
     func detach() {
         owner = nil
         waiting = FIFO()
-        guard let session else { return }
-        self.session = nil
-        if session.closeReason == nil { session.close(.eof) }
-        session.closed()
+        forgetSession()?.closed()
     }
 
     /// The connection is closed: the session (which counted its bytes until now) is gone.
     func connectionClosed() {
         owner = nil
-        guard let session else { return }
-        self.session = nil
-        if session.closeReason == nil { session.close(.eof) }
+        guard let session = forgetSession() else { return }
         failWaiting(endReason ?? .eof)
         session.closed()
+    }
+
+    /// Ends the session (EOF, unless it ended already) and lets go of it; it is gone for the
+    /// server once `closed()` is called on what this returns.
+    @discardableResult
+    private func forgetSession() -> Session? {
+        guard let session else { return nil }
+        self.session = nil
+        if session.closeReason == nil { session.close(.eof) }
+        return session
     }
 
     private func end(_ reason: CloseReason, immediately: Bool) {
