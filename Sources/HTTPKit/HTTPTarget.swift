@@ -72,12 +72,7 @@ public struct HTTPTarget: Sendable, Equatable {
     }
 
     /// `%XX` escapes turned into bytes (and `+` into a space in a query); nil when they do not
-    /// make UTF-8.
-    public static func percentDecoded(_ text: Substring, plusIsSpace: Bool) -> String? {
-        var copy = String(text)
-        return copy.withUTF8 { percentDecoded($0[...], plusIsSpace: plusIsSpace) }
-    }
-
+    /// make UTF-8. Bytes with no escape are taken as they are.
     static func percentDecoded(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, plusIsSpace: Bool) -> String? {
         guard bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
             return String(validating: bytes, as: UTF8.self)

@@ -113,6 +113,4 @@ struct ChangeDelivery {
     /// Where `bytes` are in the run's shared buffer.
     var byteRange: Range<Int> { run.byteRange(of: range) }
     var changes: ArraySlice<Change> { run.changes[range] }
-    /// Whether this is the whole run (as it is for every subscriber that keeps up).
-    var isWholeRun: Bool { range.count == run.changes.count }
 }

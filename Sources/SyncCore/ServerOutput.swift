@@ -37,15 +37,6 @@ public enum ServerOutput: Equatable, Sendable {
         }
     }
 
-    /// The tag of a reply (nil for untagged lines).
-    public var tag: String? {
-        switch self {
-        case .ok(let tag, _, _), .conflict(let tag, _, _, _): tag
-        case .error(let tag, _): tag
-        case .notices, .changes: nil
-        }
-    }
-
     /// Roughly the bytes `text` takes, without making it (the memory budget's estimate).
     public var approximateBytes: Int {
         switch self {

@@ -24,11 +24,10 @@ final class ChangeRunTests: XCTestCase {
         let (run, texts) = run(seqs: 5...8)
         let whole = run.delivery(after: 0, within: 1 << 20).0
         XCTAssertEqual(text(whole), texts.joined())
-        XCTAssertTrue(whole.isWholeRun)
+        XCTAssertEqual(whole.changes.map(\.seq), [5, 6, 7, 8], "the whole run")
         let rest = run.delivery(after: 6, within: 1 << 20).0
         XCTAssertEqual(text(rest), texts[2...].joined())
         XCTAssertEqual(rest.changes.map(\.seq), [7, 8])
-        XCTAssertFalse(rest.isWholeRun)
         XCTAssertTrue(run.delivery(after: 8, within: 1 << 20).0.bytes.isEmpty)
         XCTAssertEqual(run.lastSeq, 8)
     }
