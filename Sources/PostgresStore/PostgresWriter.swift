@@ -218,23 +218,14 @@ final class PostgresWriter {
             return .conflict(collection: collection, id: id, current: current)
         case .refused(let error):
             return .refused(error)
-        case .rebalance(let fieldsJSON):
-            return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement)
+        case .rebalance(let fieldsJSON, let lower, let upper):
+            let neighbours = Neighbours(writer: self, collection: collection, moving: id)
+            let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
+            endPositions[collection] = nil
+            return .rebalanced(writing: states) { state in record(collection, state, replacing: state) }
         case .place(let state):
             endPositions[collection] = nil
             return record(collection, state, replacing: current)
-        }
-    }
-
-    /// Gives every live record of the collection a fresh short key, in order, with the moved
-    /// record placed as asked; each re-keyed record is a change of its own (see `RecordWriter`).
-    private func rebalance(_ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement) throws(PGError) -> StoreOutcome {
-        let rows = try connection.query(
-            "SELECT id, rev, fields FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 ORDER BY position, id", [collection, id])
-        let others = rows.map { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        endPositions[collection] = nil
-        return .rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) { state in
-            record(collection, state, replacing: state)
         }
     }
 
@@ -257,6 +248,23 @@ final class PostgresWriter {
         func key(of id: String) throws(PGError) -> String? {
             guard let state = try writer.state(collection, id), case .live(let position, _) = state.body else { return nil }
             return position
+        }
+
+        func records(atOrBelow key: String, limit: Int) throws(PGError) -> [RecordState] {
+            try records("position <= $3", "position DESC, id DESC", key, limit)
+        }
+
+        func records(atOrAbove key: String, limit: Int) throws(PGError) -> [RecordState] {
+            try records("position >= $3", "position, id", key, limit)
+        }
+
+        private func records(_ condition: String, _ order: String, _ key: String, _ limit: Int) throws(PGError) -> [RecordState] {
+            let rows = try writer.connection.query(
+                "SELECT id, rev, position, fields FROM records WHERE collection = $1 AND fields IS NOT NULL AND id <> $2 AND \(condition) ORDER BY \(order) LIMIT $4",
+                [collection, moving, key, String(limit)])
+            return rows.map { row in
+                RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
+            }
         }
     }
 

@@ -138,25 +138,13 @@ public final class RecordWriter: @unchecked Sendable {
             return .conflict(collection: collection, id: id, current: current)
         case .refused(let error):
             return .refused(error)
-        case .rebalance(let fieldsJSON):
-            return try rebalance(collection, moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, placement, timestamp)
+        case .rebalance(let fieldsJSON, let lower, let upper):
+            let neighbours = Neighbours(db: db, collection: collection, moving: id)
+            let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
+            // Same fields, new key: each state replaces one of the same size.
+            return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, timestamp, replacing: state) }
         case .place(let state):
             return try record(collection, state, timestamp, replacing: current)
-        }
-    }
-
-    /// Gives every live record of the collection a fresh short key, in order, with the moved
-    /// record placed as asked; each re-keyed record is a change of its own (rev + 1), so every
-    /// client learns the new order from ordinary CHANGE lines.
-    private func rebalance(
-        _ collection: String, moving id: String, baseRev: Int64, fieldsJSON: String, _ placement: Placement, _ timestamp: Int64
-    ) throws(StoreError) -> StoreOutcome {
-        let others = try db.query(
-            "SELECT id, rev, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position, id",
-            .text(collection), .text(id)) { row in (id: row.text(0) ?? "", rev: row.integer(1), fields: row.text(2) ?? "{}") }
-        // Same fields, new key: each state replaces one of the same size.
-        return try .rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) {
-            state throws(StoreError) in try record(collection, state, timestamp, replacing: state)
         }
     }
 
@@ -179,6 +167,22 @@ public final class RecordWriter: @unchecked Sendable {
         func key(of id: String) throws(StoreError) -> String? {
             guard let state = try RecordReader.state(in: db, collection, id), case .live(let position, _) = state.body else { return nil }
             return position
+        }
+
+        func records(atOrBelow key: String, limit: Int) throws(StoreError) -> [RecordState] {
+            try records("position <= ?", "position DESC, id DESC", key, limit)
+        }
+
+        func records(atOrAbove key: String, limit: Int) throws(StoreError) -> [RecordState] {
+            try records("position >= ?", "position, id", key, limit)
+        }
+
+        private func records(_ condition: String, _ order: String, _ key: String, _ limit: Int) throws(StoreError) -> [RecordState] {
+            try db.query(
+                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? AND \(condition) ORDER BY \(order) LIMIT ?",
+                .text(collection), .text(moving), .text(key), .integer(Int64(limit))) { row in
+                RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
+            }
         }
     }
 

@@ -33,6 +33,10 @@ public protocol NeighbourLookup {
     func key(above key: String) throws(Failure) -> String?
     /// The key of the live record `id`; nil when there is none.
     func key(of id: String) throws(Failure) -> String?
+    /// Up to `limit` live records at or below `key`, nearest first (position, then id, descending).
+    func records(atOrBelow key: String, limit: Int) throws(Failure) -> [RecordState]
+    /// Up to `limit` live records at or above `key`, nearest first (position, then id, ascending).
+    func records(atOrAbove key: String, limit: Int) throws(Failure) -> [RecordState]
 }
 
 extension Placement {
@@ -68,9 +72,9 @@ public enum MovePlan: Equatable {
     case refused(ProtocolError)
     /// The record's new state, at its new key.
     case place(RecordState)
-    /// No short key is left between the neighbours: re-key the collection (`fieldsJSON`: the
-    /// moved record's fields).
-    case rebalance(fieldsJSON: String)
+    /// No short key is left between the neighbours `lower` and `upper`: re-key a few records
+    /// around the gap (`respaced`; `fieldsJSON`: the moved record's fields).
+    case rebalance(fieldsJSON: String, lower: String?, upper: String?)
 }
 
 extension Placement {
@@ -84,26 +88,9 @@ extension Placement {
             return .refused(error)
         case .between(let lower, let upper):
             guard let position = try? PositionKey.between(lower, upper), position.utf8.count <= PositionKey.maxLength else {
-                return .rebalance(fieldsJSON: fieldsJSON)
+                return .rebalance(fieldsJSON: fieldsJSON, lower: lower, upper: upper)
             }
             return .place(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)))
         }
-    }
-}
-
-extension Placement {
-    /// A re-keyed collection: every other live record (`others`, in order: id, rev, fields) gets
-    /// a fresh short key and one more rev, and the moved record goes here; the new states in
-    /// order, the moved record's last.
-    public func rekeyed(moving id: String, baseRev: Int64, fieldsJSON: String, others: [(id: String, rev: Int64, fields: String)]) -> [RecordState] {
-        var entries = others
-        let index = self.index(among: others.map(\.id))
-        entries.insert((id, baseRev, fieldsJSON), at: index)
-        let keys = PositionKey.sequence(count: entries.count)
-        var states: [RecordState] = []
-        for (entry, key) in zip(entries, keys) where RecordID(entry.id) != RecordID(id) {
-            states.append(RecordState(id: entry.id, rev: entry.rev + 1, body: .live(position: key, fieldsJSON: entry.fields)))
-        }
-        return states + [RecordState(id: id, rev: baseRev + 1, body: .live(position: keys[index], fieldsJSON: fieldsJSON))]
     }
 }

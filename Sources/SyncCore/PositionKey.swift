@@ -20,21 +20,30 @@ public enum PositionKey {
     /// The key of a first record in an empty collection.
     public static let initial = "a0"
 
-    /// Keys longer than this are not handed out: the store re-keys the collection instead
+    /// Keys longer than this are not handed out: the store re-keys a few neighbours instead
     /// (a crowded gap, e.g. many MOVEs BEFORE the same record, grows keys ~1 byte per 6 moves).
     public static let maxLength = 40
 
-    /// `count` short keys in ascending order, evenly spaced (whole integer parts), for
-    /// re-keying a collection: their length grows with log62 of the count.
-    public static func sequence(count: Int) -> [String] {
+    /// How long the keys a re-key hands out may be: half the limit, so a re-keyed gap takes
+    /// another ~120 moves before it is crowded again.
+    public static let respacedLength = maxLength / 2
+
+    /// `count` keys in ascending order strictly between `lower` and `upper` (nil: open), spread
+    /// by bisection so that their length grows with log62 of the count past the bounds'.
+    public static func spread(count: Int, between lower: String?, _ upper: String?) throws(Failure) -> [String] {
         var keys: [String] = []
         keys.reserveCapacity(count)
-        var current = Array(initial.utf8)
-        for index in 0..<count {
-            if index > 0 { current = increment(current) ?? current }
-            keys.append(String(decoding: current, as: UTF8.self))
-        }
+        try spread(count, lower, upper, into: &keys)
         return keys
+    }
+
+    private static func spread(_ count: Int, _ lower: String?, _ upper: String?, into keys: inout [String]) throws(Failure) {
+        guard count > 0 else { return }
+        let middle = try between(lower, upper)
+        let below = (count - 1) / 2
+        try spread(below, lower, middle, into: &keys)
+        keys.append(middle)
+        try spread(count - 1 - below, middle, upper, into: &keys)
     }
 
     /// A key strictly between `lower` and `upper`; nil means open on that side.

@@ -147,11 +147,9 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             case .conflict: return .conflict(collection: collection, id: id, current: current)
             case .refused(let error): return .refused(error)
             case .place(let state): return write(state, collection, &contents, now)
-            case .rebalance(let fieldsJSON):
-                let others = neighbours.live.map { (id: $0.id, rev: $0.rev, fields: $0.fieldsJSON ?? "{}") }
-                return StoreOutcome.rebalanced(writing: placement.rekeyed(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, others: others)) {
-                    state in write(state, collection, &contents, now)
-                }
+            case .rebalance(let fieldsJSON, let lower, let upper):
+                let states = LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
+                return StoreOutcome.rebalanced(writing: states) { state in write(state, collection, &contents, now) }
             }
         case .delete(let collection, let id, let baseRev):
             let current = contents.records[collection]?[id]?.state
@@ -248,5 +246,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         func key(below key: String) -> String? { live.last { $0.position! < key }?.position }
         func key(above key: String) -> String? { live.first { $0.position! > key }?.position }
         func key(of id: String) -> String? { live.first { $0.id == id }?.position }
+        func records(atOrBelow key: String, limit: Int) -> [RecordState] { Array(live.filter { $0.position! <= key }.reversed().prefix(limit)) }
+        func records(atOrAbove key: String, limit: Int) -> [RecordState] { Array(live.filter { $0.position! >= key }.prefix(limit)) }
     }
 }
