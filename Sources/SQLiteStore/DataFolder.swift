@@ -141,7 +141,8 @@ public struct DataFolder: Sendable {
         return db
     }
 
-    /// Makes the folder owner-only (0700) and its files 0600, whatever mode they were made with
+    /// Makes the folder and the folders in it owner-only (0700) and every file in them 0600
+    /// (the store, the space reserve, the quickstart's admin password…), whatever mode they were made with
     /// (a systemd StateDirectory is 0755 by default; SQLite creates files 0644 under umask 022).
     /// Returns one line per path it could not fix, for the caller to warn about.
     @discardableResult
@@ -154,9 +155,22 @@ public struct DataFolder: Sendable {
                 problems.append("cannot make \(file) mode \(String(mode, radix: 8)): \(String(cString: strerror(errno)))")
             }
         }
+        func restrictContents(of folder: String) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+                let entry = (folder as NSString).appendingPathComponent(name)
+                var info = stat()
+                guard lstat(entry, &info) == 0 else { continue }
+                switch info.st_mode & S_IFMT {
+                case S_IFREG: restrict(entry, 0o600)
+                case S_IFDIR:
+                    restrict(entry, 0o700)
+                    restrictContents(of: entry)
+                default: continue
+                }
+            }
+        }
         restrict(path, 0o700)
-        restrict(controlPath, 0o700)
-        for suffix in ["", "-wal", "-shm"] { restrict(storePath + suffix, 0o600) }
+        restrictContents(of: path)
         return problems
     }
 

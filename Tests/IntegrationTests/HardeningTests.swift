@@ -419,6 +419,10 @@ final class HardeningTests: XCTestCase {
     func testDataFilesAreOwnerOnlyWhateverTheFolderWasMadeWith() throws {
         let data = NSTemporaryDirectory() + "plistsync-modes-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        // The quickstart's admin password and the space reserve, left readable by all (issue 30).
+        for file in ["admin-password", "space-reserve"] {
+            XCTAssertTrue(FileManager.default.createFile(atPath: data + "/" + file, contents: Data("x\n".utf8), attributes: [.posixPermissions: 0o644]))
+        }
         let server = try TestServer(extraArguments: [])
         try FileManager.default.removeItem(atPath: server.dataPath)
         try FileManager.default.moveItem(atPath: data, toPath: server.dataPath)
@@ -428,8 +432,8 @@ final class HardeningTests: XCTestCase {
             ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? -1
         }
         XCTAssertEqual(mode(server.dataPath), 0o700)
-        for suffix in ["", "-wal", "-shm"] {
-            XCTAssertEqual(mode(server.dataPath + "/store.sqlite" + suffix), 0o600, suffix)
+        for file in ["store.sqlite", "store.sqlite-wal", "store.sqlite-shm", "admin-password", "space-reserve"] {
+            XCTAssertEqual(mode(server.dataPath + "/" + file), 0o600, file)
         }
     }
 

@@ -31,6 +31,31 @@ final class ReadmeTests: XCTestCase {
         XCTAssertEqual(ReadmeScript.steps("$B login --server s --user a")[1], "readme_type_password '$B login --server s --user a' || readme_failed $? '$B login --server s --user a'")
     }
 
+    /// Issue 30: the commands synopsis listed options `logout` rejects. Every option a synopsis
+    /// line gives a command is one its `--help` names.
+    func testTheSynopsisGivesEachCommandOnlyOptionsItTakes() throws {
+        let lines = try String(contentsOf: Self.repository.appendingPathComponent("README.md"), encoding: .utf8).split(separator: "\n").map(String.init)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix("plistsync serve  [") }),
+            let end = lines.firstIndex(where: { $0.hasPrefix("plistsync <command> --help") }) else { return XCTFail("no commands synopsis") }
+        var entries: [String] = []
+        for line in lines[start..<end] {
+            if line.hasPrefix("plistsync ") { entries.append(line) } else if !entries.isEmpty { entries[entries.count - 1] += " " + line }
+        }
+        // Those that take the client options, or whose synopsis is a list of verbs: `--help` of each is checked elsewhere.
+        let verbs: Set<String> = ["ls", "get", "put", "rm", "mv", "watch", "create", "grant", "rename", "drop", "devices"]
+        var checked = 0
+        for entry in entries {
+            let words = entry.split(separator: " ").map(String.init)
+            let options = Set(words.flatMap { word in word.split(whereSeparator: { "[]()|".contains($0) }) }.filter { $0.hasPrefix("--") }.map(String.init))
+            for command in words[1].split(separator: "|").map(String.init) where !verbs.contains(command) {
+                let (_, out, err) = try PlistSyncBinary.run([command, "--help"])
+                for option in options { XCTAssertTrue((out + err).contains(option), "README gives `\(command)` \(option); its --help does not name it") }
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThan(checked, 15)
+    }
+
     func testEveryShellExampleRunsAsWritten() throws {
         guard Self.portIsFree(7420) else { throw XCTSkip("127.0.0.1:7420 is in use (the README's examples use it): stop that server to run this test") }
         let clone = root + "/clone", home = root + "/home", logs = root + "/logs"
