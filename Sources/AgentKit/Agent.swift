@@ -88,8 +88,13 @@ public final class Agent {
 
     static let trimDelayMilliseconds: UInt64 = 2_000
 
+    /// Watches a collection's folder; a watch left on a folder that was removed (and perhaps
+    /// made again) is replaced.
     private func watch(_ collection: String) {
-        guard folderWatchers[collection] == nil else { return }
+        if let current = folderWatchers[collection] {
+            if current.watchesTheFolderAtItsPath { return }
+            folderWatchers.removeValue(forKey: collection)?.close()
+        }
         do {
             folderWatchers[collection] = try FolderWatcher(loop: loop, path: core.mirror.folder(collection)) { [unowned self] event in
                 if !core.folderEvent(collection, event) { folderWatchers.removeValue(forKey: collection)?.close() }

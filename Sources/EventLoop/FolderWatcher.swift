@@ -1,4 +1,5 @@
 import CLibUV
+import Glibc
 
 /// Watches one folder (not recursively: inotify is per folder) and reports which entry changed.
 ///
@@ -16,6 +17,9 @@ public final class FolderWatcher {
     }
 
     public let path: String
+    /// The folder watched (device and inode when the watch began): a folder removed and made
+    /// again under the same path is another folder, which this watch does not see.
+    private let watched: FolderIdentity?
     private let handle: UnsafeMutablePointer<uv_fs_event_t>
     private let callback: (Event) -> Void
     private var closed = false
@@ -23,6 +27,7 @@ public final class FolderWatcher {
     public init(loop: EventLoop, path: String, _ callback: @escaping (Event) -> Void) throws(LoopError) {
         self.path = path
         self.callback = callback
+        watched = FolderIdentity(path)
         handle = .allocate(capacity: 1)
         uv_fs_event_init(loop.raw, handle)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
@@ -44,6 +49,11 @@ public final class FolderWatcher {
         }
     }
 
+    /// Whether the folder at `path` is still the one this watch began on.
+    public var watchesTheFolderAtItsPath: Bool {
+        watched != nil && FolderIdentity(path) == watched
+    }
+
     public func close() {
         guard !closed else { return }
         closed = true
@@ -51,5 +61,18 @@ public final class FolderWatcher {
             let watcher = Unmanaged<FolderWatcher>.fromOpaque(handle!.pointee.data).takeRetainedValue()
             watcher.handle.deallocate()
         }
+    }
+}
+
+/// A folder's device and inode.
+private struct FolderIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(_ path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }

@@ -201,6 +201,30 @@ final class VanishedFolderTests: XCTestCase {
     }
 }
 
+/// Walking the README (issue 30): `rm -rf ~/Sync/friends` and the folder made again while the
+/// agent ran: it was downloaded again, but saves in it were never pushed (the watch was on the
+/// folder that was gone) until a restart or the hourly rescan.
+final class RemadeFolderTests: XCTestCase {
+    func testSavesInAFolderRemovedAndMadeAgainArePushed() throws {
+        let server = try TestServer.running()
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        try agent.save("friends", "ada", ["phone": .string("1")])
+        try agent.start()
+        let alice = try server.login("alice", "pw")
+        func get(_ id: String) -> String { (try? alice.expect("g GET friends \(id)", prefix: "g ")) ?? "" }
+        eventually { get("ada").hasSuffix("{\"phone\":\"1\"}") }
+        let folder = agent.directory + "/friends"
+        try FileManager.default.removeItem(atPath: folder)
+        eventually(10, agent.statusText()) { agent.statusText().contains("the folder is missing") }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        eventually { agent.fields("friends", "ada") == ["phone": .string("1")] }
+        try agent.save("friends", "ada", ["phone": .string("2")])
+        eventually(5, agent.log()) { get("ada").hasSuffix("{\"phone\":\"2\"}") }
+        try agent.save("friends", "bob", ["phone": .string("3")])
+        eventually(5, agent.log()) { get("bob").hasSuffix("{\"phone\":\"3\"}") }
+    }
+}
+
 /// vim's default save (rename to `X.plist~`, write a new `X.plist`, unlink the backup) used to
 /// push DEL + re-create in 7 of 30 saves, moving the record to the end (issue 9 item 6).
 final class EditorSaveTests: XCTestCase {
