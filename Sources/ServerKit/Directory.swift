@@ -136,6 +136,18 @@ final class Directory {
         for user in info.members.keys { byMember[user, default: []].insert(to) }
     }
 
+    /// Takes in what an account check found changed in the store.
+    func apply(_ delta: MembershipDelta) {
+        for name in delta.dropped { dropped(name) }
+        for info in delta.created {
+            created(info.name, owner: info.owner)
+            for (user, role) in info.members { granted(role, to: user, in: info.name) }
+            let known = collections[info.name]?.lastSeq ?? 0
+            collections[info.name]?.lastSeq = max(known, info.lastSeq)
+        }
+        for change in delta.roles { granted(change.role, to: change.user, in: change.collection) }
+    }
+
     func committed(_ change: Change) {
         guard let info = info(change.collection) else { return }
         collections[info.name]!.lastSeq = change.seq

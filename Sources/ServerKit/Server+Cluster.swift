@@ -108,6 +108,7 @@ extension Server {
 
     func collectionCreated(_ name: String, owner: String) {
         directory.created(name, owner: owner)
+        membershipBaseline.note(name, directory.collections[name])
         for session in sessions.values where session.user == owner {
             session.collectionChanged(name, role: .admin, seq: 0)
         }
@@ -116,6 +117,7 @@ extension Server {
     func collectionDropped(_ name: String) {
         let members = directory.members(of: name)
         directory.dropped(name)
+        membershipBaseline.note(name, nil)
         for session in sessions.values { session.collectionDropped(name, wasMember: session.user.map(members.contains) ?? false) }
         if configuration.maxBytesPerUser > 0 {
             reads.read({ store throws(StoreFailure) in try store.storedBytesByCollection() }, then: { [unowned self] result in
@@ -126,6 +128,8 @@ extension Server {
 
     func collectionRenamed(_ from: String, to: String) {
         directory.renamed(from, to: to)
+        membershipBaseline.note(from, nil)
+        membershipBaseline.note(to, directory.collections[to])
         hub.rename(from, to: to)
         hub.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to))
         let members = directory.members(of: to)
@@ -134,6 +138,7 @@ extension Server {
 
     func granted(_ role: Role?, to user: String, in collection: String) {
         directory.granted(role, to: user, in: collection)
+        membershipBaseline.note(collection, directory.collections[collection])
         let seq = directory.lastSeq(collection)
         for session in sessions.values where session.user == user {
             session.collectionChanged(collection, role: role, seq: seq)

@@ -50,6 +50,8 @@ public final class Server {
     var nextPurgeAt: UInt64 = 0
     var controlWatcher: FolderWatcher?
     var appliedAccountsEpoch: Int64 = 0
+    /// The collections and members the directory last took in from an account check.
+    let membershipBaseline: MembershipBaseline
     /// An account check is being read from the store; another was asked for meanwhile.
     var accountCheck: (running: Bool, again: Bool, force: Bool) = (false, false, false)
     /// The store's size on disk, read off the loop by housekeeping (STATS, metrics).
@@ -80,7 +82,9 @@ public final class Server {
         reads = StoreReads(loop: loop, store: store, deadlineMilliseconds: configuration.storeTimeoutMilliseconds)
         logins = LoginGate(loop: loop, reads: reads)
         committer = Committer(loop: loop, store: store, stallMilliseconds: configuration.storeTimeoutMilliseconds)
-        directory = Directory(try store.collections())
+        let collections = try store.collections()
+        directory = Directory(collections)
+        membershipBaseline = MembershipBaseline(collections)
         if configuration.maxBytesPerUser > 0 { directory.loadSizes(try store.storedBytesByCollection()) }
         serverID = try store.serverID()
         let seq = try store.currentSeq()
