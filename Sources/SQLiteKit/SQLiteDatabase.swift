@@ -163,6 +163,10 @@ final class Statement {
     deinit { sqlite3_finalize(pointer) }
 
     func bind(_ values: [SQLValue]) throws(StoreError) {
+        try Self.bind(values, to: pointer, of: database)
+    }
+
+    static func bind(_ values: [SQLValue], to pointer: OpaquePointer, of database: SQLiteDatabase) throws(StoreError) {
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let status: Int32

@@ -4,6 +4,8 @@ import SQLiteKit
 /// The server's data folder: where the store file lives, and how a connection to it is opened.
 public struct DataFolder: Sendable {
     public let path: String
+    /// Page cache and memory map of each long-lived connection (`serve --sqlite-cache-mb`, `--sqlite-mmap-mb`).
+    public var tuning = SQLiteTuning()
 
     public init(path: String) {
         self.path = path
@@ -137,7 +139,15 @@ public struct DataFolder: Sendable {
         let db = try SQLiteDatabase(path: storePath)
         // FULL: the WAL is fsynced at every commit, so an OK survives kill -9 and power loss.
         try db.execute(script: "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")
+        try tuning.apply(to: db)
         try migrate(db)
+        return db
+    }
+
+    /// Opens one more connection to the store made already, for reading only (a listing's cursor).
+    public func openReader(cacheKiB: Int) throws(StoreError) -> SQLiteDatabase {
+        let db = try SQLiteDatabase(path: storePath)
+        try db.execute(script: "PRAGMA cache_size=-\(cacheKiB); PRAGMA query_only=ON;")
         return db
     }
 

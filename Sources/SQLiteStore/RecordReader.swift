@@ -79,6 +79,16 @@ public final class RecordReader {
         }
     }
 
+    /// The live records of a collection in order, stepped a page at a time on a connection of
+    /// their own that holds one snapshot until the end (`SQLiteListing`).
+    public func listing(_ collection: String, on connection: SQLiteDatabase) throws(StoreError) -> SQLiteListing {
+        let (cursor, seq) = try SQLiteCursor.open(
+            on: connection, prelude: "SELECT value FROM meta WHERE key = 'seq'", first: { $0.integer(0) },
+            sql: "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id",
+            .text(collection))
+        return SQLiteListing(cursor: cursor, seq: seq ?? 0)
+    }
+
     /// The kept earlier versions of a record, newest first.
     public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreError) -> [RecordVersion] {
         try db.query(

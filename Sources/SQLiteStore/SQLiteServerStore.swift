@@ -52,6 +52,10 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.list(collection) }
     }
+    /// On a connection of its own (with a small page cache: a listing reads each page once).
+    public func listing(_ collection: String) throws(StoreFailure) -> any RecordListing {
+        try Self.run { () throws(StoreError) in try reader.listing(collection, on: try folder.openReader(cacheKiB: 2_048)) }
+    }
     public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
         try Self.run { () throws(StoreError) in try reader.versions(collection, id, limit: limit) }
     }

@@ -131,8 +131,7 @@ extension Session {
         ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])
         for collection in subscriptions.keys { perform(.unsubscribe(collection)) }
         subscriptions.removeAll()
-        reply = nil
-        replayNext = nil
+        nextPage = nil
         pendingRead = nil
         pendingLogin = nil
         context.sessionClosing(self)

@@ -100,17 +100,10 @@ extension Session {
             }
         case .list(let collection):
             try requireRole(.read, collection)
-            // One consistent snapshot, written out a page at a time as the client reads it.
-            ask(.list(collection: collection), tag) { [self] answer in
-                guard case .list(let (records, seq)) = answer else { return }
-                var next = 0
-                reply = { () -> ([ServerOutput], Bool) in
-                    let end = min(records.count, next + Self.replayPageSize)
-                    let page = ServerOutput.notices(records[next..<end].map { .record(collection: collection, state: $0) })
-                    next = end
-                    guard next == records.count else { return ([page], false) }
-                    return ([page, .ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq))], true)
-                }
+            // One consistent snapshot, read and written out a page at a time as the client reads it.
+            ask(.openListing(collection: collection), tag) { [self] answer in
+                guard case .listing(let handle) = answer else { return }
+                listingPage(tag, collection, handle, listed: 0)
             }
         case .versions(let collection, let id):
             try requireRole(.read, collection)
@@ -161,17 +154,31 @@ extension Session {
             }
             if !page.changes.isEmpty { send(.changes(page.changes)) }
             guard page.changes.count < Self.replayPageSize else {
-                replayNext = (tag, collection, page.changes.last!.seq)
+                nextPage = .replay(tag: tag, collection: collection, since: page.changes.last!.seq)
                 return
             }
             let through = max(page.seq, page.changes.last?.seq ?? 0)
             guard context.directory.lastSeq(collection) <= through else {
-                replayNext = (tag, collection, through)
+                nextPage = .replay(tag: tag, collection: collection, since: through)
                 return
             }
             subscriptions[collection] = through
             perform(.subscribe(collection))
             send(.ok(tag: tag, .subscribed(collection: collection, through: through)))
+        }
+    }
+
+    /// Sends the next page of a listing; the one after is read once the client has taken most
+    /// of this one (`nextPage`), so a large collection is never held whole.
+    func listingPage(_ tag: String, _ collection: String, _ handle: ListingHandle, listed: Int) {
+        ask(.listingPage(handle, limit: Self.replayPageSize), tag) { [self] answer in
+            guard case .list(let (records, seq)) = answer else { return }
+            if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
+            guard records.count < Self.replayPageSize else {
+                nextPage = .listing(tag: tag, collection: collection, handle, listed: listed + records.count)
+                return
+            }
+            send(.ok(tag: tag, .listed(collection: collection, count: listed + records.count, seq: seq)))
         }
     }
 

@@ -48,12 +48,15 @@ final class Session {
     var replySlotsHead = 0
     var writeBytesInFlight = 0
     var awaitingAsync = false
-    /// The reply in progress that is written a page at a time (LIST, SUB replay), so a client
-    /// that does not read holds at most a page beyond the output limit: each call gives the next
-    /// page and whether it was the last.
-    var reply: (() -> (output: [ServerOutput], done: Bool))?
-    /// The SUB replay's next page, read once the client has taken the last one.
-    var replayNext: (tag: String, collection: String, since: Int64)?
+    /// The next page of a SUB replay or a LIST, read once the client has taken the last one.
+    var nextPage: PendingPage?
+
+    /// A page still to read and send.
+    enum PendingPage {
+        case replay(tag: String, collection: String, since: Int64)
+        /// `listed`: records sent so far.
+        case listing(tag: String, collection: String, ListingHandle, listed: Int)
+    }
     /// What to do with the store's answer to the read in progress (`readAnswered`).
     var pendingRead: ((Result<StoreAnswer, StoreReads.Failure>) -> Void)?
     /// The AUTH waiting for its check (`loginAnswered`): its tag and the user it names.
@@ -243,14 +246,13 @@ final class Session {
         processing = true
         defer { processing = false }
         requests: while closeReason == nil {
-            if reply != nil {
-                pumpReply()
-                if reply != nil { break }
-            }
-            if let next = replayNext {
+            if let next = nextPage {
                 guard !awaitingAsync, transport.pendingOutputBytes <= outputPause else { break }
-                replayNext = nil
-                replayPage(next.tag, next.collection, since: next.since)
+                nextPage = nil
+                switch next {
+                case .replay(let tag, let collection, let since): replayPage(tag, collection, since: since)
+                case .listing(let tag, let collection, let handle, let listed): listingPage(tag, collection, handle, listed: listed)
+                }
                 continue
             }
             takeLines()
@@ -298,7 +300,7 @@ final class Session {
     }
 
     func closeIfInputDone() {
-        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, reply == nil, replayNext == nil {
+        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, nextPage == nil {
             close(.eof)
         }
     }
@@ -329,14 +331,5 @@ final class Session {
     /// Called by the server when the committer has room again after this session waited.
     func commitRoomAvailable() {
         processInbox()
-    }
-
-    /// Sends pages of the reply in progress while the client keeps up.
-    func pumpReply() {
-        while let nextPage = reply, closeReason == nil, transport.pendingOutputBytes <= outputPause {
-            let (output, done) = nextPage()
-            for part in output { send(part) }
-            if done { reply = nil }
-        }
     }
 }

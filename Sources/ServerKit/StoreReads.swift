@@ -132,6 +132,9 @@ final class StoreReads {
 enum StoreQuery: Sendable, Equatable {
     case record(collection: String, id: String)
     case list(collection: String)
+    /// Opens a listing of the collection, read a page at a time by `listingPage`.
+    case openListing(collection: String)
+    case listingPage(ListingHandle, limit: Int)
     case page(collection: String, after: RecordCursor?, limit: Int)
     case versions(collection: String, id: String, limit: Int)
     case changes(collection: String, since: Int64, limit: Int)
@@ -141,6 +144,8 @@ enum StoreQuery: Sendable, Equatable {
         switch self {
         case .record(let collection, let id): .record(try store.record(collection, id))
         case .list(let collection): .list(try store.list(collection))
+        case .openListing(let collection): .listing(ListingHandle(try store.listing(collection)))
+        case .listingPage(let handle, let limit): .list((try handle.listing.next(limit), handle.listing.seq))
         case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))
         case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
@@ -153,8 +158,20 @@ enum StoreQuery: Sendable, Equatable {
 enum StoreAnswer: Sendable {
     case record(RecordState?)
     case list((records: [RecordState], seq: Int64))
+    case listing(ListingHandle)
     /// nil: changes after the asked seq are no longer kept.
     case changes((changes: [Change], seq: Int64)?)
     case tokens([TokenInfo])
     case versions([RecordVersion])
+}
+
+/// A store's listing in progress, held by the session between its pages (compared by identity).
+struct ListingHandle: Sendable, Equatable {
+    let listing: any RecordListing
+
+    init(_ listing: any RecordListing) {
+        self.listing = listing
+    }
+
+    static func == (a: ListingHandle, b: ListingHandle) -> Bool { a.listing === b.listing }
 }

@@ -22,6 +22,9 @@ public protocol ServerStore: AnyObject, Sendable {
     func record(_ collection: String, _ id: String) throws(StoreFailure) -> RecordState?
     /// The live records in order, and the seq they are current as of.
     func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
+    /// The same, read a page at a time from one snapshot (so a large collection is never held
+    /// whole); a store without cursors reads it whole (`WholeListing`).
+    func listing(_ collection: String) throws(StoreFailure) -> any RecordListing
     /// A page of the live records in order: at most `limit` of those after `after` (from the
     /// first when nil), read by the order's index without going through the ones before, and
     /// the seq the page is current as of.
@@ -118,4 +121,38 @@ public struct StoreFailure: Error, CustomStringConvertible, Sendable {
     }
 
     public var isDiskFull: Bool { kind == .diskFull }
+}
+
+extension ServerStore {
+    public func listing(_ collection: String) throws(StoreFailure) -> any RecordListing {
+        let (records, seq) = try list(collection)
+        return WholeListing(records: records, seq: seq)
+    }
+}
+
+/// A collection's live records in order, handed out a page at a time from one snapshot of the
+/// store. Used by one thread at a time (the server's read thread); letting go of it before its
+/// end lets go of the snapshot.
+public protocol RecordListing: AnyObject, Sendable {
+    /// The seq the listing is current as of.
+    var seq: Int64 { get }
+    /// The next at most `limit` records; fewer means the listing has ended.
+    func next(_ limit: Int) throws(StoreFailure) -> [RecordState]
+}
+
+/// A listing read whole, handed out in pages.
+public final class WholeListing: RecordListing, @unchecked Sendable {
+    public let seq: Int64
+    private var records: ArraySlice<RecordState>
+
+    public init(records: [RecordState], seq: Int64) {
+        self.records = records[...]
+        self.seq = seq
+    }
+
+    public func next(_ limit: Int) -> [RecordState] {
+        let page = records.prefix(limit)
+        records = records.dropFirst(limit)
+        return Array(page)
+    }
 }

@@ -5,9 +5,9 @@ import XCTest
 final class ScaleEnvelopeTests: XCTestCase {
     /// A list of `count` records `r0000000`… with ~200-byte fields, loaded over one connection
     /// a thousand requests at a time; the seq it is current to.
-    private func loadList(_ name: String, count: Int, by client: LineClient) throws -> Int {
+    private func loadList(_ name: String, count: Int, bytes: Int = 200, by client: LineClient) throws -> Int {
         try client.expect("c CREATE \(name)", equals: "c OK CREATE \(name)")
-        let filler = String(repeating: "x", count: 200)
+        let filler = String(repeating: "x", count: bytes)
         var first = 0
         while first < count {
             let last = min(first + 1000, count)
@@ -87,5 +87,54 @@ final class ScaleEnvelopeTests: XCTestCase {
     private func keyOf(_ id: String, in client: LineClient) throws -> String {
         let reply = try client.expect("k GET big \(id)", prefix: "k OK GET big \(id) ")
         return String(reply.split(separator: " ")[6])
+    }
+
+    /// A LIST used to read the whole collection into memory before its first page went out, and
+    /// held it until the client had read it all: 4 clients listing a 1M-record collection took the
+    /// server from 131 to over 400 MiB. Now each listing is read a page at a time from a snapshot
+    /// of its own, as its client reads.
+    func testListingsOfALargeCollectionAreReadAsTheClientsReadThem() throws {
+        let server = try TestServer.running()
+        let alice = try server.login("alice", "pw")
+        let records = 50_000
+        let seq = try loadList("big", count: records, bytes: 1_000, by: alice)
+        let idle = server.residentKilobytes()
+        var readers: [LineClient] = []
+        for _ in 0..<4 {
+            let reader = try LineClient(port: server.port, receiveBufferBytes: 16_384)
+            try reader.expect("h HELLO 1", prefix: "h OK HELLO 1 ")
+            try reader.expect("a AUTH alice pw", equals: "a OK AUTH alice")
+            // Begun: its first record is here.
+            try reader.expect("l LIST big", prefix: "* RECORD big r0000000 ")
+            readers.append(reader)
+        }
+        // Changes made while the listings wait are not in them: each is one snapshot.
+        try alice.expect("p PUT big late 0 {}", prefix: "p OK PUT big late 1 ")
+        try alice.expect("d DEL big r0000001 1", prefix: "d OK DEL big r0000001 2")
+        var largest = 0
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline {
+            largest = max(largest, server.residentKilobytes())
+            usleep(50_000)
+        }
+        XCTAssertLessThan(largest - idle, 48 * 1024, "4 listings of \(records) records of 1 KB waiting: RSS \(idle) -> \(largest) KiB")
+        for reader in readers {
+            var count = 1
+            var last: String?
+            while true {
+                let line = try reader.line()
+                if line.hasPrefix("l ") {
+                    XCTAssertEqual(line, "l OK LIST big \(records) \(seq)")
+                    break
+                }
+                let id = String(line.split(separator: " ", maxSplits: 4)[3])
+                last = id
+                count += 1
+            }
+            XCTAssertEqual(count, records)
+            XCTAssertEqual(last, Self.id(records - 1))
+        }
+        try alice.expect("l LIST big LIMIT 2", prefix: "* RECORD big r0000000 ")
+        XCTAssertTrue(try alice.line().hasPrefix("* RECORD big r0000002 "), "the DEL is in a listing begun after it")
     }
 }
