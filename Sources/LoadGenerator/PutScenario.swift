@@ -11,6 +11,9 @@ public struct PutScenario {
     public var seconds: Double
     public var window: Int
     public var collection = "bench_put"
+    /// When above 0: update records `r0`…`r<n-1>` of `collection` (made by `Populate`, rev 1)
+    /// picked at random, each client its own share, instead of writing records of its own.
+    public var existingRecords = 0
 
     public init(clients: Int, seconds: Double, window: Int) {
         self.clients = clients
@@ -48,7 +51,19 @@ public struct PutScenario {
                 var head = 0
                 var revs = [Int](repeating: 0, count: window)
                 var pendingSlots: [Int] = []
+                var updateRevs: [Int: Int] = [:]
+                var random = SystemRandomNumberGenerator()
+                let share = existingRecords / clients
+                func update(_ slot: Int) {
+                    let index = clientIndex + clients * Int.random(in: 0..<share, using: &random)
+                    let rev = updateRevs[index] ?? 1
+                    let fields = "{\"name\":\"Record \(index)\",\"serial\":\"SN-\(index)\",\"value\":\(rev)}"
+                    client.send(.put(collection: collection, id: "r\(index)", baseRev: Int64(rev), fieldsJSON: fields), tag: "p")
+                    sentAt.append(EventLoop.monotonicNanoseconds())
+                    pendingSlots.append(index)
+                }
                 func put(_ slot: Int) {
+                    if share > 0 { return update(slot) }
                     // The record's fields, formatted here in canonical key order rather than
                     // by ValueJSON (1.5 µs a request, a quarter of this client's cost per
                     // acknowledgement): the client's share of the cores stays what it is when
@@ -73,14 +88,16 @@ public struct PutScenario {
                         head = 0
                     }
                     if line.count > 2, line[line.startIndex + 2] == UInt8(ascii: "O") {
-                        revs[slot] += 1
+                        if share > 0 { updateRevs[slot, default: 1] += 1 } else { revs[slot] += 1 }
                         if measuring {
                             acknowledged += 1
                             latencies.add(now - started)
                         }
                     } else {
                         errors += 1
-                        if case .error(_, .conflict, _, let current?) = received.event { revs[slot] = Int(current.rev) }
+                        if case .error(_, .conflict, _, let current?) = received.event {
+                            if share > 0 { updateRevs[slot] = Int(current.rev) } else { revs[slot] = Int(current.rev) }
+                        }
                     }
                     if measuring { put(slot) } else if head == sentAt.count { client.close() }
                 }

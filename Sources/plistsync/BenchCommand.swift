@@ -18,6 +18,8 @@ enum BenchCommand: Subcommand {
                plistsync bench connections [--count K]
                plistsync bench http [--clients N] [--seconds S]
                plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
+               plistsync bench scale [--sizes 10000,100000,1000000] [--moves N] [--users 1000,10000]
+                                     [--collections N] [--agent-sizes 10000,100000] [--server-args "ARGS"]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
 
@@ -37,6 +39,14 @@ enum BenchCommand: Subcommand {
           --elements N       (propagate --file-kind) Elements in that file (default 1000).
           --count K          (connections) Idle subscribed connections (default 10000);
                              (sse) idle event streams (default 1000).
+          --sizes A,B,…      (scale) Records in the collection measured, one server each.
+          --moves N          (scale) MOVEs into one crowded gap at each size (default 500).
+          --users A,B,…      (scale) Accounts sharing --collections N (default 10000) with 12
+                             members each, measured during 200 user adds.
+          --agent-sizes A,…  (scale) Records an agent mirrors: first sync, save -> CHANGE.
+          --server-args ARGS (scale) More options for the throwaway servers' serve.
+          --binary PATH      The plistsync the throwaway servers and agents run (default this
+                             one): an older build measured by this one's clients.
           --peer NAME        Measure that peer instead: redis, postgres, etcd (put, fanout), nats
                              (fanout) at --server; syncthing (propagate) between --folders A,B.
           --rescan HOST:PORT (propagate --peer syncthing) Ask A's Syncthing (REST API, --api-key
@@ -59,11 +69,17 @@ enum BenchCommand: Subcommand {
             arguments,
             valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id",
-                           "fingerprint", "ca"],
+                           "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data"],
             flagOptions: ["tls"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
-            throw UsageError("name one scenario: put, fanout, propagate, connections, http or sse")
+            throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse or scale")
         }
+        if let binary = options.value("binary") {
+            guard FileManager.default.isExecutableFile(atPath: binary) else { throw UsageError("--binary \(binary) is not an executable") }
+            BenchChildren.executable = URL(fileURLWithPath: binary)
+        }
+        if scenario == "scale" { return try scale(options) }
+        if scenario == "scale-prepare" { return try scalePrepare(options) }
         if let peerName = options.value("peer") {
             if peerName == "syncthing" {
                 guard scenario == "propagate" else { throw UsageError("--peer syncthing works with propagate") }
@@ -132,7 +148,7 @@ enum BenchCommand: Subcommand {
             guard let throwaway else { throw UsageError("propagate starts its own server and agents; leave out --server") }
             try propagate(throwaway, target, options)
         default:
-            throw UsageError("unknown scenario '\(scenario)': put, fanout, propagate, connections, http or sse")
+            throw UsageError("unknown scenario '\(scenario)': put, fanout, propagate, connections, http, sse or scale")
         }
     }
 }

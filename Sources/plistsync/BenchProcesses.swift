@@ -15,7 +15,7 @@ final class AgentProcess {
         if let file { try AttachedFiles.attach(file, directory: folder) }
         let passwordFile = folder + ".password"
         try "bench\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.executableURL = BenchChildren.executable
         process.arguments = ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "bench", "--password-file", passwordFile,
                              "--dir", folder, "--device", name]
         process.standardError = FileHandle.nullDevice
@@ -43,9 +43,10 @@ final class ThrowawayServer {
     private(set) var fingerprint: String?
     private let process = Process()
 
-    init(tls: Bool = false) throws {
+    /// `prepare` fills the data folder before the server starts; `arguments` go to `serve`.
+    init(tls: Bool = false, arguments: [String] = [], prepare: (String) throws -> Void = { _ in }) throws {
         folder = NSTemporaryDirectory() + "plistsync-bench-" + UUID().uuidString
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let executable = BenchChildren.executable
         let add = Process()
         add.executableURL = executable
         add.arguments = ["user", "add", "bench", "--password-stdin", "--iterations", "1000", "--data", folder]
@@ -56,10 +57,11 @@ final class ThrowawayServer {
         input.fileHandleForWriting.write(Data("bench\n".utf8))
         try input.fileHandleForWriting.close()
         add.waitUntilExit()
+        try prepare(folder)
         let portFile = folder + "/port"
         process.executableURL = executable
         process.arguments = ["serve", "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--data", folder, "--port-file", portFile, "--quiet"]
-            + (tls ? ["--tls"] : [])
+            + (tls ? ["--tls"] : []) + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         BenchChildren.track(process)
@@ -109,6 +111,9 @@ enum ProcessStats {
 /// The benchmark's child processes, ended when the benchmark is interrupted, so no server or
 /// agent outlives a Ctrl-C.
 enum BenchChildren {
+    /// The `plistsync` the throwaway servers and agents run: this one, or `bench --binary PATH`
+    /// (an older build, for a before/after in one run).
+    nonisolated(unsafe) static var executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     nonisolated(unsafe) private static var pids: [pid_t] = []
 
     static func track(_ process: Process) {
