@@ -62,7 +62,7 @@ final class AgentCore {
         status.collectionsProvider = { [state] in
             var result: [String: (seq: Int64, records: Int)] = [:]
             for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil {
-                result[name] = (seq, state.records[name]?.values.filter(\.isLive).count ?? 0)
+                result[name] = (seq, state.liveCount[name] ?? 0)
             }
             return result
         }

@@ -12,9 +12,10 @@ extension BenchCommand {
     static func scale(_ options: Arguments) throws {
         func sizes(_ name: String, _ fallback: [Int]) throws -> [Int] {
             guard let text = options.value(name) else { return fallback }
+            if text == "none" { return [] }
             let values = text.split(separator: ",").compactMap { Int($0) }
             guard values.count == text.split(separator: ",").count, values.allSatisfy({ $0 >= 10 }) else {
-                throw UsageError("--\(name) takes counts of at least 10, comma-separated")
+                throw UsageError("--\(name) takes counts of at least 10, comma-separated, or none")
             }
             return values
         }
@@ -42,12 +43,12 @@ extension BenchCommand {
         updates.existingRecords = size
         guard let updated = updates.run(against: target) else { throw RuntimeError("the updates could not connect") }
 
-        let idle = server.residentKiB()
         var reads: [String] = []
         var figures: [(name: String, value: Double, unit: String)] = [
             ("scale \(size) load", Double(size) / loadSeconds, "records/s"), ("scale \(size) random updates", updated.perSecond, "acks/s"),
         ]
-        for read in [ReadAllScenario.Read.list, .replay] {
+        for read in [ReadAllScenario.Read.replay, .list] {
+            let idle = server.residentKiB()
             var peak = idle
             let result = try ReadAllScenario(collection: collection, clients: 4, read: read).run(against: target) {
                 peak = max(peak, server.residentKiB())

@@ -11,8 +11,9 @@ final class AttachedFileTests: TwoAgentTestCase {
         XCTAssertEqual(code, 0, error)
     }
 
-    private func writeList(_ agent: TestAgent, _ file: String, _ list: [[String: Any]]) throws {
-        let data = try PropertyListSerialization.data(fromPropertyList: list, format: .xml, options: 0)
+    private func writeList(_ agent: TestAgent, _ file: String, _ list: [[String: Any]],
+                           format: PropertyListSerialization.PropertyListFormat = .xml) throws {
+        let data = try PropertyListSerialization.data(fromPropertyList: list, format: format, options: 0)
         let temp = agent.directory + "/." + file + ".saving"
         try data.write(to: URL(fileURLWithPath: temp))
         XCTAssertEqual(rename(temp, agent.directory + "/" + file), 0)
@@ -25,8 +26,8 @@ final class AttachedFileTests: TwoAgentTestCase {
 
     /// A writes `list` as `file`, both agents attach it and start, and B's file catches up.
     private func startBothAgents(on list: [[String: Any]], file: String = "contacts.plist", collection: String = "contacts",
-                                 seconds: Double = 10) throws {
-        try writeList(a, file, list)
+                                 format: PropertyListSerialization.PropertyListFormat = .xml, seconds: Double = 10) throws {
+        try writeList(a, file, list, format: format)
         try attach(a, file, collection, idKey: "name")
         try attach(b, file, collection, idKey: "name")
         try a.start()
@@ -116,6 +117,26 @@ final class AttachedFileTests: TwoAgentTestCase {
         eventually(10, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\nA order \(order(a))\nB order \(order(b))\n\(a.log())\n\(b.log())\n\(server.log())") {
             readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray
         }
+    }
+
+    /// Issue 30: two apps save the same binary list at once, A editing row 0, B editing row 2
+    /// and dragging row 1 to the top; both files used to converge on the merged fields with B's
+    /// move lost on both sides. A save that moved nothing never undoes another's move.
+    func testConcurrentSavesKeepTheMoveOfTheOneThatMoved() throws {
+        let rows: [[String: Any]] = [["name": "Ada", "phone": "1"], ["name": "Grace", "phone": "2"], ["name": "Alan", "phone": "3"]]
+        try startBothAgents(on: rows, format: .binary)
+        var onA = rows
+        onA[0]["phone"] = "1a"
+        var onB = rows
+        onB[2]["phone"] = "3b"
+        onB = [onB[1], onB[0], onB[2]]
+        try writeList(a, "contacts.plist", onA, format: .binary)
+        try writeList(b, "contacts.plist", onB, format: .binary)
+        let expected: [[String: Any]] = [["name": "Grace", "phone": "2"], ["name": "Ada", "phone": "1a"], ["name": "Alan", "phone": "3b"]]
+        eventually(15, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\n\(a.log())\n\(b.log())") {
+            readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray
+        }
+        holds(1, "settled") { readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray }
     }
 
     func testEditingOneElementOfAThousandSendsOneChange() throws {

@@ -128,6 +128,87 @@ final class ScenarioTests: XCTestCase {
         try staleSaveKeepsAMove()
     }
 
+    /// Issue 30: two apps save the same binary list at once, A editing row 0, B editing row 2
+    /// and dragging row 1 to the top: both files took the merged fields but lost B's move. A
+    /// save that moved nothing never undoes another's move, whichever reaches the server first
+    /// and wherever the other's change is when it is read (`moment`: when A's app saves).
+    private func concurrentSavesKeepTheMove(_ moment: SaveMoment, archive: Bool = false) throws {
+        kind = archive ? .archive(KeyedArchive.Shape(topKey: "Presidents")) : .plist(.binary)
+        let rows: [[String: Value]] = ["r0", "r1", "r2"].map { ["id": .string($0), "v": .string($0)] }
+        try startWithList(rows)
+        var onA = rows
+        onA[0]["v"] = .string("r0 from A")
+        var onB = rows
+        onB[2]["v"] = .string("r2 from B")
+        onB = [onB[1], onB[0], onB[2]]
+        var savedA = false
+        switch moment {
+        case .together:
+            try saveList(a, onA)
+            savedA = true
+        case .bAsAsEditArrives:
+            break
+        case .asBsChangeArrives, .asBsMoveArrives:
+            world.beforeArrival = { [self] machine, lines in
+                let marker = moment == .asBsChangeArrives ? "r2 from B" : "MOVE"
+                guard machine === a, !savedA, lines.contains(where: { String(decoding: $0, as: UTF8.self).contains(marker) || (marker == "MOVE" && String(decoding: $0, as: UTF8.self).contains("CHANGE a") && String(decoding: $0, as: UTF8.self).contains(" r1 ")) }) else { return }
+                savedA = true
+                try! saveList(a, onA)
+            }
+        }
+        if moment == .bAsAsEditArrives {
+            try saveList(a, onA)
+            savedA = true
+            var savedB = false
+            world.beforeArrival = { [self] machine, lines in
+                guard machine === b, !savedB, lines.contains(where: { String(decoding: $0, as: UTF8.self).contains("r0 from A") }) else { return }
+                savedB = true
+                try! saveList(b, onB)
+            }
+        } else {
+            try saveList(b, onB)
+        }
+        let expected = [rows[1], onA[0], onB[2]]
+        XCTAssertTrue(world.run(within: 10_000) { list(a) == expected && list(b) == expected },
+                      "A \(String(describing: list(a)))\nB \(String(describing: list(b)))\n" + a.log.joined(separator: "\n") + "\n" + b.log.joined(separator: "\n"))
+        XCTAssertTrue(savedA)
+    }
+
+    private enum SaveMoment {
+        case together
+        case asBsChangeArrives
+        case asBsMoveArrives
+        case bAsAsEditArrives
+    }
+
+    func testConcurrentSavesKeepTheMoveOfTheOneThatMoved() throws {
+        try concurrentSavesKeepTheMove(.together)
+    }
+
+    func testASaveAsTheOthersEditArrivesKeepsItsMove() throws {
+        try concurrentSavesKeepTheMove(.asBsChangeArrives)
+    }
+
+    func testASaveAsTheOthersMoveArrivesKeepsIt() throws {
+        try concurrentSavesKeepTheMove(.asBsMoveArrives)
+    }
+
+    func testAMoveSavedAsTheOthersEditArrivesIsKept() throws {
+        try concurrentSavesKeepTheMove(.bAsAsEditArrives)
+    }
+
+    func testConcurrentSavesOfAKeyedArchiveKeepTheMove() throws {
+        for moment in [SaveMoment.together, .asBsChangeArrives, .asBsMoveArrives, .bAsAsEditArrives] {
+            try tearDownAndSetUp()
+            try concurrentSavesKeepTheMove(moment, archive: true)
+        }
+    }
+
+    private func tearDownAndSetUp() throws {
+        tearDown()
+        try setUpWithError()
+    }
+
     /// A move the app itself made and takes back (a cancelled drag) is an edit like any other.
     func testAnAppThatMovesARowBackIsFollowed() throws {
         let rows: [[String: Value]] = ["r1", "r2", "r3"].map { ["id": .string($0), "v": .string($0)] }
