@@ -1,12 +1,39 @@
+import Foundation
 import SQLiteKit
+import Synchronization
 import SyncCore
 
 /// A LIST read from SQLite a page at a time: a cursor on a connection of its own, holding one
 /// read snapshot (WAL: writers go on) until the last page or until it is let go.
+///
+/// A snapshot held open keeps SQLite from recycling its write-ahead log, which then grows
+/// with every write until the snapshot ends. So a listing holds one at most
+/// `maxSnapshotSeconds`: a client still reading after that gets the rest read whole at once
+/// (as every listing was before), and at most `maxOpen` snapshots are open at a time (more
+/// listings at once are read whole).
 public final class SQLiteListing: RecordListing, @unchecked Sendable {
-    public let seq: Int64
-    private let cursor: SQLiteCursor
+    public static let maxSnapshotSeconds: TimeInterval = 30
+    public static let maxOpen = 32
+    private static let open = Atomic<Int>(0)
 
+    public let seq: Int64
+    private var cursor: SQLiteCursor?
+    private var rest: ArraySlice<RecordState> = []
+    private let opened = Date()
+
+    /// Takes one of the `maxOpen` snapshots; false when all are taken.
+    static func reserve() -> Bool {
+        if open.add(1, ordering: .relaxed).newValue <= maxOpen { return true }
+        open.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    /// A reservation whose listing could not be opened.
+    static func unreserve() {
+        open.subtract(1, ordering: .relaxed)
+    }
+
+    /// `cursor` was opened after a successful `reserve()`.
     init(cursor: SQLiteCursor, seq: Int64) {
         self.cursor = cursor
         self.seq = seq
@@ -14,9 +41,33 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
 
     public func next(_ limit: Int) throws(StoreFailure) -> [RecordState] {
         do {
-            return try cursor.next(limit) { row in RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3) }
+            if let cursor, Date().timeIntervalSince(opened) > Self.maxSnapshotSeconds {
+                rest = try cursor.next(Int.max, row: Self.decode)[...]
+                release()
+            }
+            guard let cursor else {
+                let page = rest.prefix(limit)
+                rest = rest.dropFirst(limit)
+                return Array(page)
+            }
+            let page = try cursor.next(limit, row: Self.decode)
+            if page.count < limit { release() }
+            return page
         } catch {
+            release()
             throw StoreFailure(.failed, error.description)
         }
     }
+
+    private static func decode(_ row: Row) -> RecordState {
+        RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
+    }
+
+    private func release() {
+        guard cursor != nil else { return }
+        cursor = nil
+        Self.open.subtract(1, ordering: .relaxed)
+    }
+
+    deinit { release() }
 }

@@ -52,9 +52,21 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func list(_ collection: String) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.list(collection) }
     }
-    /// On a connection of its own (with a small page cache: a listing reads each page once).
+    /// On a connection of its own (with a small page cache: a listing reads each page once),
+    /// unless `SQLiteListing.maxOpen` snapshots are open: then read whole.
     public func listing(_ collection: String) throws(StoreFailure) -> any RecordListing {
-        try Self.run { () throws(StoreError) in try reader.listing(collection, on: try folder.openReader(cacheKiB: 2_048)) }
+        guard SQLiteListing.reserve() else {
+            let (records, seq) = try list(collection)
+            return WholeListing(records: records, seq: seq)
+        }
+        return try Self.run { () throws(StoreError) in
+            do throws(StoreError) {
+                return try reader.listing(collection, on: try folder.openReader(cacheKiB: 2_048))
+            } catch {
+                SQLiteListing.unreserve()
+                throw error
+            }
+        }
     }
     public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
         try Self.run { () throws(StoreError) in try reader.versions(collection, id, limit: limit) }

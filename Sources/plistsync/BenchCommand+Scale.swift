@@ -41,11 +41,15 @@ extension BenchCommand {
         var updates = PutScenario(clients: 16, seconds: 5, window: 16)
         updates.collection = collection
         updates.existingRecords = size
+        let writtenBefore = ProcessStats.writtenBytes(server.pid)
         guard let updated = updates.run(against: target) else { throw RuntimeError("the updates could not connect") }
+        // Checkpoints may write a little of it after the run; what the run itself wrote is the figure.
+        let writtenPerUpdate = Double(ProcessStats.writtenBytes(server.pid) - writtenBefore) / Double(max(1, updated.acknowledged))
 
         var reads: [String] = []
         var figures: [(name: String, value: Double, unit: String)] = [
             ("scale \(size) load", Double(size) / loadSeconds, "records/s"), ("scale \(size) random updates", updated.perSecond, "acks/s"),
+            ("scale \(size) bytes written per update", writtenPerUpdate, "B"),
         ]
         for read in [ReadAllScenario.Read.replay, .list] {
             let idle = server.residentKiB()
@@ -63,8 +67,9 @@ extension BenchCommand {
             .run(against: target)
         figures += [("scale \(size) move p99", gap.latency.p99Milliseconds, "ms"), ("scale \(size) move max", gap.latency.maxMilliseconds, "ms"),
                     ("scale \(size) changes per move", gap.changesPerMove, "changes")]
-        print(String(format: "scale %d records: loaded %.0f/s; random updates %.0f acks/s (p99 %.2f ms); %@; RSS after %.0f MiB",
-                     size, Double(size) / loadSeconds, updated.perSecond, updated.latency.p99Milliseconds, reads.joined(separator: "; "), Double(after) / 1024))
+        print(String(format: "scale %d records: loaded %.0f/s; random updates %.0f acks/s (p99 %.2f ms, %.1f KiB written to storage each); %@; RSS after %.0f MiB",
+                     size, Double(size) / loadSeconds, updated.perSecond, updated.latency.p99Milliseconds, writtenPerUpdate / 1024,
+                     reads.joined(separator: "; "), Double(after) / 1024))
         print(String(format: "scale %d records: %d MOVEs into one gap: %@, %.2f CHANGEs per move at the subscriber, subscriber %@",
                      size, moves, gap.latency.text, gap.changesPerMove, gap.subscriberCutOff.map { "cut off (BYE \($0))" } ?? "still connected"))
         try record(figures, of: "plistsync", options)

@@ -98,6 +98,13 @@ enum ProcessStats {
         return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
     }
 
+    /// Bytes the process has caused to be written to storage so far (`write_bytes` of /proc/PID/io).
+    static func writtenBytes(_ pid: pid_t) -> Int {
+        let io = (try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)) ?? ""
+        let line = io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") } ?? ""
+        return Int(line.split(separator: " ").last ?? "0") ?? 0
+    }
+
     /// User + system clock ticks so far (fields 14 and 15 of /proc/PID/stat).
     static func cpuTicks(_ pid: pid_t) -> Int {
         let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
