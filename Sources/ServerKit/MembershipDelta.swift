@@ -104,16 +104,17 @@ final class MembershipBaseline: Sendable {
         do {
             infos = try read()
         } catch {
-            putBack(taken ?? [:])
+            // Nothing was read: the next check starts from where this one did.
+            putBack(taken ?? [:], directoryMayDiffer: whole || taken == nil)
             throw error
         }
         let next = Self.index(infos)
         let result: MembershipRead = whole || taken == nil ? .whole(infos) : .delta(MembershipDelta.between(taken!, next))
-        putBack(next)
+        putBack(next, directoryMayDiffer: false)
         return result
     }
 
-    private func putBack(_ baseline: [String: CollectionInfo]) {
+    private func putBack(_ baseline: [String: CollectionInfo], directoryMayDiffer: Bool) {
         var baseline = baseline
         let journal = state.withLock { state in
             defer { state.journal = [] }
@@ -124,6 +125,7 @@ final class MembershipBaseline: Sendable {
             for (name, info) in state.journal { baseline[name] = info }
             state.journal = []
             state.known = baseline
+            state.directoryMayDiffer = state.directoryMayDiffer || directoryMayDiffer
         }
     }
 

@@ -48,4 +48,12 @@ final class MembershipDeltaTests: XCTestCase {
         guard case .whole(let all) = next else { return XCTFail("\(next)") }
         XCTAssertEqual(all.map(\.name), ["a"])
     }
+
+    func testAFailedReadAfterALostAnswerStillHandsOverEverythingNext() throws {
+        let baseline = MembershipBaseline([])
+        baseline.lost()
+        XCTAssertThrowsError(try baseline.check { () throws(StoreFailure) -> [CollectionInfo] in throw StoreFailure(.failed, "stalled") })
+        let next = try baseline.check { () throws(StoreFailure) in [info("a", "ann", ["ann": .admin])] }
+        guard case .whole = next else { return XCTFail("\(next)") }
+    }
 }
