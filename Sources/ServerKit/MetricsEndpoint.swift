@@ -1,15 +1,19 @@
 import EventLoop
+import HTTPKit
 
-/// A small HTTP listener that answers `GET /metrics` with the server's figures in the
-/// Prometheus text format (version 0.0.4), one connection a scrape. Anything else gets 404;
-/// a request that does not end its headers within 8 KiB is cut off. At most
-/// `maxOpenConnections` are open at once (a scraper needs one): more are closed as they come,
-/// so idle connections here cannot take the descriptors the protocol's clients need.
+/// A small HTTP listener that answers `GET /metrics` (and HEAD) with the server's figures in
+/// the Prometheus text format (version 0.0.4), one connection a scrape. Requests are read by
+/// HTTPKit under the API's rules (a malformed one is answered 400, too large headers 431);
+/// another path gets 404, another method 405. A request that does not end its headers within
+/// 8 KiB or 10 s is cut off. At most `maxOpenConnections` are open at once (a scraper needs
+/// one): more are closed as they come, so idle connections here cannot take the descriptors
+/// the protocol's clients need.
 final class MetricsEndpoint {
     private var listener: TCPListener?
     private let render: () -> String
     static let maxOpenConnections = 8
     private var openConnections = 0
+    static let limits = HTTPLimits(maxHeaderBytes: 8 * 1024, maxHeaders: 64, maxBodyBytes: 0)
 
     init(loop: EventLoop, address: SocketAddress, render: @escaping () -> String) throws(LoopError) {
         self.render = render
@@ -29,7 +33,7 @@ final class MetricsEndpoint {
     private func serve(_ connection: TCPConnection) {
         guard openConnections < Self.maxOpenConnections else { return connection.close() }
         openConnections += 1
-        var request: [UInt8] = []
+        let reader = HTTPRequestReader(limits: Self.limits)
         let deadline = LoopTimer(loop: connection.loop)
         deadline.start(after: Self.requestTimeoutMilliseconds) { connection.close() }
         connection.onClose = { [unowned self] in
@@ -37,35 +41,30 @@ final class MetricsEndpoint {
             openConnections -= 1
         }
         connection.onData = { [unowned self] bytes in
-            request += bytes
-            guard let end = Self.headersEnd(request) else {
-                if request.count > 8192 { connection.close() }
+            let requests = reader.feed(bytes)
+            let answer: [UInt8]
+            if let request = requests.first {
+                answer = response(to: request).encoded(keepAlive: false, headOnly: request.method == "HEAD")
+            } else if let error = reader.error {
+                answer = HTTPResponse(status: error.status, contentType: "text/plain; charset=utf-8", text: error.description + "\n").encoded(keepAlive: false)
+            } else {
                 return
             }
-            let line = String(decoding: request[..<end].prefix { $0 != 0x0D && $0 != 0x0A }, as: UTF8.self)
-            let words = line.split(separator: " ")
-            let response: String
-            if words.count >= 2, words[0] == "GET", words[1] == "/metrics" || words[1].hasPrefix("/metrics?") {
-                let body = render()
-                response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-                    + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-            } else {
-                response = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            }
             connection.onData = nil
-            connection.write(response)
+            connection.write(answer)
             connection.closeAfterWriting()
         }
         connection.onEnd = { _ in connection.close() }
         connection.startReading()
     }
 
-    private static func headersEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4) where bytes[index] == 0x0D && bytes[index + 1] == 0x0A && bytes[index + 2] == 0x0D && bytes[index + 3] == 0x0A {
-            return index
+    private func response(to request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            return HTTPResponse(status: 405, contentType: "text/plain; charset=utf-8", text: "/metrics is read with GET\n",
+                                headers: [HTTPHeader("Allow", "GET, HEAD")])
         }
-        return nil
+        guard request.path == "/metrics" else { return HTTPResponse(status: 404) }
+        return HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8", text: render())
     }
 }
 

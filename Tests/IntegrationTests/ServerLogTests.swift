@@ -45,9 +45,9 @@ final class ServerLogTests: XCTestCase {
 
 /// Issue 11, item 5: `--metrics-listen` answers `GET /metrics` in the Prometheus text format.
 final class MetricsTests: XCTestCase {
-    private func scrape(_ port: Int, path: String = "/metrics") throws -> [String] {
+    private func scrape(_ port: Int, path: String = "/metrics", request: String? = nil) throws -> [String] {
         let client = try LineClient(port: port)
-        try client.send(bytes: Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+        try client.send(bytes: Array((request ?? "GET \(path) HTTP/1.1\r\nHost: localhost\r\n\r\n").utf8))
         var lines: [String] = []
         while let line = try client.readLine() { lines.append(line.replacingOccurrences(of: "\r", with: "")) }
         return lines
@@ -95,5 +95,21 @@ final class MetricsTests: XCTestCase {
         XCTAssertNotNil(value("plistsync_fanout_pending_bytes_max"))
         XCTAssertTrue(metrics.contains("# TYPE plistsync_changes_total counter"))
         XCTAssertEqual(try scrape(port, path: "/").first, "HTTP/1.1 404 Not Found")
+    }
+
+    /// Issue 32, item 5: the metrics port was a second, hand-written HTTP reader (the request
+    /// line's first two words, headers unread). It is served by HTTPKit now, under its rules.
+    func testTheMetricsPortReadsRequestsAsTheAPIDoes() throws {
+        let server = try TestServer.running(["--metrics-listen", "127.0.0.1:0"])
+        let line = try XCTUnwrap(server.log().split(separator: "\n").first { $0.contains("metrics on http://") })
+        let port = try XCTUnwrap(Int(line.split(separator: ":").last?.split(separator: "/").first ?? ""))
+        let head = try scrape(port, request: "HEAD /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        XCTAssertEqual(head.first, "HTTP/1.1 200 OK")
+        XCTAssertFalse(head.contains { $0.hasPrefix("plistsync_") }, "HEAD has no body: \(head)")
+        let post = try scrape(port, request: "POST /metrics HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n")
+        XCTAssertEqual(post.first, "HTTP/1.1 405 Method Not Allowed")
+        XCTAssertTrue(post.contains("Allow: GET, HEAD"), "\(post)")
+        XCTAssertEqual(try scrape(port, request: "GET /metrics HTTP/1.1\r\nHost : localhost\r\n\r\n").first, "HTTP/1.1 400 Bad Request")
+        XCTAssertEqual(try scrape(port, request: "GET /metrics?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").first, "HTTP/1.1 200 OK")
     }
 }
