@@ -90,6 +90,9 @@ def open_collection(driver, name):
     until(f"collection {name} in the picker", lambda: driver.find_elements(By.CSS_SELECTOR, f"#collection option[value='{name}']"))
     driver.execute_script("const s = document.querySelector('#collection'); s.value = arguments[0]; s.dispatchEvent(new Event('change'));", name)
     until("the live indicator", lambda: "on" in driver.find_element(By.ID, "live").get_attribute("class"))
+    # The replay's rows are drawn on the next animation frame: let it pass (a loaded CI machine
+    # delays it past the first look at the table).
+    driver.execute_async_script("const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
 
 
 def row(driver, record_id):
