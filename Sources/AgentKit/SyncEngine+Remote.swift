@@ -104,7 +104,11 @@ extension SyncEngine {
         }
         unwritten[key] = nil
         saveState { try state.set(applied, collection, id) }
-        orderDirty.insert(collection)
+        // Rewriting the order file sorts the whole collection: only for a change to what it
+        // lists (a record placed, moved, deleted, made again, or its name given to a twin), not
+        // for every edit of fields.
+        let listed = { (record: SyncedRecord?) in record.map { ($0.isLive, $0.position, $0.fileHash == SyncedRecord.nameClash) } }
+        if listed(applied) ?? (false, nil, false) != listed(entry) ?? (false, nil, false) { orderDirty.insert(collection) }
         if applied.fileHash == nil { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
         if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }

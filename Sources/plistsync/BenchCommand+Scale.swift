@@ -154,8 +154,12 @@ extension BenchCommand {
         // Settled: the agent has written its state for the last files too.
         sleep(2)
         let latency = try AgentEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40).run(against: target)
-        print(String(format: "scale agent %d records: first sync %.1f s; a save -> CHANGE at a subscriber %@", size, firstSync, latency.text))
+        let remote = try RemoteEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40).run(against: target)
+        print(String(format: "scale agent %d records: first sync %.1f s; a save -> CHANGE at a subscriber %@; a PUT -> the agent's file %@",
+                     size, firstSync, latency.text, remote.text))
         try record([("scale agent \(size) first sync", firstSync, "s"), ("scale agent \(size) save->CHANGE p50", latency.p50Milliseconds, "ms"),
-                    ("scale agent \(size) save->CHANGE max", latency.maxMilliseconds, "ms")], of: "plistsync", options)
+                    ("scale agent \(size) save->CHANGE max", latency.maxMilliseconds, "ms"),
+                    ("scale agent \(size) PUT->file p50", remote.p50Milliseconds, "ms"), ("scale agent \(size) PUT->file max", remote.maxMilliseconds, "ms")],
+                   of: "plistsync", options)
     }
 }
