@@ -101,16 +101,14 @@ public struct GapMoveScenario {
                 default: break
                 }
             }
-            client.send(.listPage(collection: collection, after: nil, limit: 1)) { line in
-                guard case .ok(_, .listed(_, _, let seq), _) = line.reply else {
-                    failure = "LIST answered \(line.text)"
+            client.subscribeFromNow(collection) { refused in
+                if let refused {
+                    failure = refused
                     return loop.stop()
                 }
-                client.send(.subscribe(collection: collection, since: seq)) { _ in
-                    target.open(on: loop) { client in
-                        mover = client
-                        startMoving()
-                    }
+                target.open(on: loop) { client in
+                    mover = client
+                    startMoving()
                 }
             }
         }

@@ -54,7 +54,7 @@ public struct PutScenario {
                 var updateRevs: [Int: Int] = [:]
                 var random = SystemRandomNumberGenerator()
                 let share = existingRecords / clients
-                func update(_ slot: Int) {
+                func update() {
                     let index = clientIndex + clients * Int.random(in: 0..<share, using: &random)
                     let rev = updateRevs[index] ?? 1
                     let fields = "{\"name\":\"Record \(index)\",\"serial\":\"SN-\(index)\",\"value\":\(rev)}"
@@ -63,7 +63,7 @@ public struct PutScenario {
                     pendingSlots.append(index)
                 }
                 func put(_ slot: Int) {
-                    if share > 0 { return update(slot) }
+                    if share > 0 { return update() }
                     // The record's fields, formatted here in canonical key order rather than
                     // by ValueJSON (1.5 µs a request, a quarter of this client's cost per
                     // acknowledgement): the client's share of the cores stays what it is when

@@ -20,7 +20,7 @@ public final class RecordReader {
 
     /// The last seq handed out.
     public func currentSeq() throws(StoreError) -> Int64 {
-        try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
+        try db.queryFirst(Self.currentSeqQuery) { $0.integer(0) } ?? 0
     }
 
     /// The seq the store was restored at (`plistsync restore`), if it was.
@@ -70,11 +70,7 @@ public final class RecordReader {
     public func list(_ collection: String) throws(StoreError) -> (records: [RecordState], seq: Int64) {
         try db.transaction { () throws(StoreError) in
             let seq = try currentSeq()
-            let records = try db.query(
-                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id",
-                .text(collection)) { row in
-                RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
-            }
+            let records = try db.query(Self.liveInOrder, .text(collection)) { row in Self.decodeLive(row) }
             return (records, seq)
         }
     }
@@ -83,10 +79,17 @@ public final class RecordReader {
     /// their own that holds one snapshot until the end (`SQLiteListing`).
     public func listing(_ collection: String, on connection: SQLiteDatabase) throws(StoreError) -> SQLiteListing {
         let (cursor, seq) = try SQLiteCursor.open(
-            on: connection, prelude: "SELECT value FROM meta WHERE key = 'seq'", first: { $0.integer(0) },
-            sql: "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id",
-            .text(collection))
+            on: connection, prelude: Self.currentSeqQuery, first: { $0.integer(0) }, sql: Self.liveInOrder, .text(collection))
         return SQLiteListing(cursor: cursor, seq: seq ?? 0)
+    }
+
+    /// A collection's live records in order (LIST), read whole or stepped by a listing.
+    static let liveInOrder = "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id"
+    static let currentSeqQuery = "SELECT value FROM meta WHERE key = 'seq'"
+
+    /// A row of `liveInOrder` (its fields are never NULL).
+    static func decodeLive(_ row: Row) -> RecordState {
+        RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
     }
 
     /// The kept earlier versions of a record, newest first.

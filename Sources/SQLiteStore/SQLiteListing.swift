@@ -42,7 +42,7 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
     public func next(_ limit: Int) throws(StoreFailure) -> [RecordState] {
         do {
             if let cursor, Date().timeIntervalSince(opened) > Self.maxSnapshotSeconds {
-                rest = try cursor.next(Int.max, row: Self.decode)[...]
+                rest = try cursor.next(Int.max, row: RecordReader.decodeLive)[...]
                 release()
             }
             guard let cursor else {
@@ -50,17 +50,13 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
                 rest = rest.dropFirst(limit)
                 return Array(page)
             }
-            let page = try cursor.next(limit, row: Self.decode)
+            let page = try cursor.next(limit, row: RecordReader.decodeLive)
             if page.count < limit { release() }
             return page
         } catch {
             release()
             throw StoreFailure(.failed, error.description)
         }
-    }
-
-    private static func decode(_ row: Row) -> RecordState {
-        RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
     }
 
     private func release() {

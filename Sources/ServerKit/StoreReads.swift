@@ -131,7 +131,6 @@ final class StoreReads {
 /// `StoreAnswer` of the same case.
 enum StoreQuery: Sendable, Equatable {
     case record(collection: String, id: String)
-    case list(collection: String)
     /// Opens a listing of the collection, read a page at a time by `listingPage`.
     case openListing(collection: String)
     case listingPage(ListingHandle, limit: Int)
@@ -143,7 +142,6 @@ enum StoreQuery: Sendable, Equatable {
     func run(on store: ServerStore) throws(StoreFailure) -> StoreAnswer {
         switch self {
         case .record(let collection, let id): .record(try store.record(collection, id))
-        case .list(let collection): .list(try store.list(collection))
         case .openListing(let collection): .listing(ListingHandle(try store.listing(collection)))
         case .listingPage(let handle, let limit): .list((try handle.listing.next(limit), handle.listing.seq))
         case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))

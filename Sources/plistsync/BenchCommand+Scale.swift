@@ -153,8 +153,9 @@ extension BenchCommand {
         let firstSync = Date().timeIntervalSince(started)
         // Settled: the agent has written its state for the last files too.
         sleep(2)
-        let latency = try AgentEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40).run(against: target)
-        let remote = try RemoteEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40).run(against: target)
+        let edits = AgentEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40)
+        let latency = try edits.savesToChanges(against: target)
+        let remote = try edits.putsToFiles(against: target)
         print(String(format: "scale agent %d records: first sync %.1f s; a save -> CHANGE at a subscriber %@; a PUT -> the agent's file %@",
                      size, firstSync, latency.text, remote.text))
         try record([("scale agent \(size) first sync", firstSync, "s"), ("scale agent \(size) save->CHANGE p50", latency.p50Milliseconds, "ms"),
