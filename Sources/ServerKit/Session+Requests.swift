@@ -145,10 +145,14 @@ extension Session {
     /// commit meanwhile come in later pages, in seq order), then subscribes with no gap: the
     /// subscription starts in the loop turn the last page arrives, from the seq that page is
     /// current as of, unless changes after that seq were broadcast while it was read (then one
-    /// more page is read).
+    /// more page is read). A collection dropped, renamed or put out of the user's reach before
+    /// the replay ends is an error after the notice that said so, never a subscription.
     func replayPage(_ tag: String, _ collection: String, since cursor: Int64) {
         ask(.changes(collection: collection, since: cursor, limit: Self.replayPageSize), tag) { [self] answer in
             guard case .changes(let found) = answer else { return }
+            // Dropped, renamed or out of reach while the page was read: the client has had the
+            // notice, and a subscription to a name that is gone would outlive it.
+            try requireRole(.read, collection)
             guard let page = found else {
                 throw ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")
             }

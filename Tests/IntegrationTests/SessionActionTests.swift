@@ -13,6 +13,9 @@ final class SessionActionTests: XCTestCase {
     /// Commits held back by the test, with what carries them out.
     private var heldCommits: [() -> Void] = []
     private var holdCommits = false
+    /// Store reads held back by the test, with what carries them out.
+    private var heldReads: [() -> Void] = []
+    private var holdReads = false
 
     override func setUpWithError() throws {
         memory = try InMemoryServer(users: [(name: "alice", password: "pw", admin: false)])
@@ -23,6 +26,8 @@ final class SessionActionTests: XCTestCase {
             actions.append(Self.describe(action))
             if case .commit = action, holdCommits {
                 heldCommits.append { carryOut(action) }
+            } else if case .read = action, holdReads {
+                heldReads.append { carryOut(action) }
             } else {
                 carryOut(action)
             }
@@ -84,6 +89,38 @@ final class SessionActionTests: XCTestCase {
             #"read changes(collection: "notes", since: 0, limit: 512)"#, "subscribe notes", "send s OK SUB notes 0", "unsubscribe notes",
             "send u OK UNSUB notes",
         ])
+    }
+
+    /// A drop (or rename) that commits while a SUB's replay page is being read: the subscriber
+    /// hears of it and its SUB is an error, not a subscription to a name that is gone (an agent
+    /// took such an OK as "the folder is missing" and overwrote what it said about the drop).
+    func testACollectionDroppedOrRenamedDuringAReplayEndsTheSUBWithAnError() throws {
+        let admin = memory.connect()
+        try admin.send("h HELLO 1")
+        try admin.send("a AUTH alice pw")
+        XCTAssertTrue(try admin.readLine()?.hasPrefix("h OK HELLO 1 ") ?? false)
+        XCTAssertEqual(try admin.readLine(), "a OK AUTH alice")
+        for (name, change, notice, error) in [
+            ("notes", "d DROP notes", "* DROPPED notes", "s ERR NOT_FOUND no collection notes"),
+            ("memos", "r RENAME memos kept", "* RENAMED memos kept", "s ERR NOT_FOUND no collection memos"),
+        ] {
+            if name != "notes" { try admin.expect("c CREATE \(name)", equals: "c OK CREATE \(name)") }
+            try admin.expect(#"p PUT \#(name) n1 0 {"text":"hi"}"#, prefix: "p OK PUT \(name) n1 1 ")
+            holdReads = true
+            try client.send("s SUB \(name) SINCE 0")
+            client.turnLoop(for: 0.05)
+            XCTAssertEqual(heldReads.count, 1, "the replay's read is held")
+            try admin.expect(change, prefix: notice)
+            XCTAssertTrue(try admin.line().hasPrefix(change.prefix(2) + "OK "))
+            XCTAssertEqual(try client.readLine(), notice)
+            holdReads = false
+            let held = heldReads
+            heldReads = []
+            held.forEach { $0() }
+            XCTAssertEqual(try client.readLine(), error)
+            try client.expect("g PING", equals: "g OK PONG")
+            XCTAssertFalse(actions.contains("subscribe \(name)"), "\(actions)")
+        }
     }
 
     func testAnUnknownVerbIsAnErrorAndOnlyQuitCloses() throws {
