@@ -148,6 +148,9 @@ public struct Row {
     }
 
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
+    /// Bytes of a text or blob column, without making a value of them.
+    public func byteCount(_ column: Int32) -> Int { Int(sqlite3_column_bytes(statement, column)) }
 }
 
 /// A prepared statement, kept for the life of its connection.

@@ -84,7 +84,7 @@ public final class RecordReader {
     }
 
     /// A collection's live records in order (LIST), read whole or stepped by a listing.
-    static let liveInOrder = "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id"
+    static let liveInOrder = "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id"
     static let currentSeqQuery = "SELECT value FROM meta WHERE key = 'seq'"
 
     /// A row of `liveInOrder` (its fields are never NULL).
@@ -111,11 +111,11 @@ public final class RecordReader {
             }
             guard let after else {
                 return (try db.query(
-                    "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL ORDER BY position, id LIMIT ?",
+                    "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id LIMIT ?",
                     .text(collection), .integer(Int64(limit)), row: decode), seq)
             }
             return (try db.query(
-                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND (position, id) > (?, ?) ORDER BY position, id LIMIT ?",
+                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL AND (position, id) > (?, ?) ORDER BY position, id LIMIT ?",
                 .text(collection), .text(after.position), .text(after.id), .integer(Int64(limit)), row: decode), seq)
         }
     }

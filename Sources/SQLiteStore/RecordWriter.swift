@@ -12,10 +12,13 @@ public final class RecordWriter: @unchecked Sendable {
     private var seq: Int64
     /// Seconds a record's fields must have lived to be kept as a version when replaced.
     private let versionMinimumAge: Int64
+    /// The statements of every record write, prepared once.
+    private let statements: RecordStatements
 
     public init(folder: DataFolder, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreError) {
         db = try folder.open()
         self.versionMinimumAge = versionMinimumAge
+        statements = try RecordStatements(db)
         seq = try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
     }
 
@@ -32,7 +35,8 @@ public final class RecordWriter: @unchecked Sendable {
                     outcomes.append(try apply(operation, timestamp: timestamp))
                 }
                 if seq != startSeq {
-                    try db.execute("UPDATE meta SET value = ? WHERE key = 'seq'", .integer(seq))
+                    try statements.saveSeq.bind(1, seq)
+                    try statements.saveSeq.run()
                 }
                 return outcomes
             }
@@ -49,11 +53,11 @@ public final class RecordWriter: @unchecked Sendable {
         case .move(let collection, let id, let baseRev, let placement):
             return try move(collection, id, baseRev, placement, timestamp)
         case .delete(let collection, let id, let baseRev):
-            let (current, writtenAt) = try stored(collection, id)
-            guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
-                return .conflict(collection: collection, id: id, current: current)
+            let current = try stored(collection, id, at: timestamp)
+            guard let rev = RevisionRules.delete(baseRev: baseRev, replacing: current?.head) else {
+                return .conflict(collection: collection, id: id, current: try state(collection, id))
             }
-            return try record(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, replacing: current, writtenAt: writtenAt)
+            return try write(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, over: current)
         case .createCollection(let name, let owner):
             let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
             if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
@@ -118,16 +122,15 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
-        let (current, writtenAt) = try stored(collection, id)
-        switch RevisionRules.put(baseRev: baseRev, over: current) {
+        let current = try stored(collection, id, at: timestamp)
+        switch RevisionRules.put(baseRev: baseRev, replacing: current?.head) {
         case .update(let rev, let position):
-            return try record(
-                collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current, writtenAt: writtenAt)
+            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, over: current)
         case .create(let rev):
             let position = try positionAtEnd(collection, excluding: id)
-            return try record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, replacing: current)
+            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, over: current)
         case .conflict:
-            return .conflict(collection: collection, id: id, current: current)
+            return .conflict(collection: collection, id: id, current: try state(collection, id))
         }
     }
 
@@ -142,9 +145,9 @@ public final class RecordWriter: @unchecked Sendable {
             let neighbours = Neighbours(db: db, collection: collection, moving: id)
             let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
             // Same fields, new key: each state replaces one of the same size.
-            return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, timestamp, replacing: state) }
+            return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, timestamp, previousBytes: state.storedFieldBytes) }
         case .place(let state):
-            return try record(collection, state, timestamp, replacing: current)
+            return try record(collection, state, timestamp, previousBytes: current?.storedFieldBytes ?? 0)
         }
     }
 
@@ -155,7 +158,7 @@ public final class RecordWriter: @unchecked Sendable {
         let moving: String
 
         private func key(_ condition: String, _ order: String, _ bound: String? = nil) throws(StoreError) -> String? {
-            let sql = "SELECT position FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? \(condition) ORDER BY \(order) LIMIT 1"
+            let sql = "SELECT position FROM records WHERE collection = ? AND position IS NOT NULL AND id != ? \(condition) ORDER BY \(order) LIMIT 1"
             if let bound { return try db.queryFirst(sql, .text(collection), .text(moving), .text(bound)) { $0.text(0) } ?? nil }
             return try db.queryFirst(sql, .text(collection), .text(moving)) { $0.text(0) } ?? nil
         }
@@ -179,7 +182,7 @@ public final class RecordWriter: @unchecked Sendable {
 
         private func records(_ condition: String, _ order: String, _ key: String, _ limit: Int) throws(StoreError) -> [RecordState] {
             try db.query(
-                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? AND \(condition) ORDER BY \(order) LIMIT ?",
+                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL AND id != ? AND \(condition) ORDER BY \(order) LIMIT ?",
                 .text(collection), .text(moving), .text(key), .integer(Int64(limit))) { row in
                 RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
             }
@@ -188,7 +191,7 @@ public final class RecordWriter: @unchecked Sendable {
 
     private func positionAtEnd(_ collection: String, excluding id: String) throws(StoreError) -> String {
         let last = try db.queryFirst(
-            "SELECT position FROM records WHERE collection = ? AND fields IS NOT NULL AND id != ? ORDER BY position DESC, id DESC LIMIT 1",
+            "SELECT position FROM records WHERE collection = ? AND position IS NOT NULL AND id != ? ORDER BY position DESC, id DESC LIMIT 1",
             .text(collection), .text(id)) { $0.text(0) } ?? nil
         return try key(between: last, nil)
     }
@@ -201,50 +204,103 @@ public final class RecordWriter: @unchecked Sendable {
         }
     }
 
-    /// The record's state and when it was written, in one read (a PUT or DEL needs both).
-    private func stored(_ collection: String, _ id: String) throws(StoreError) -> (RecordState?, Int64?) {
-        let found = try db.queryFirst(
-            "SELECT id, rev, position, fields, updated_at FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { row in
-            (RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3), row.integer(4))
+    /// What a PUT or DEL needs of the record it replaces, in one read that makes no value of its
+    /// fields unless they may be kept as a version (they lived `versionMinimumAge` by `now`).
+    private func stored(_ collection: String, _ id: String, at now: Int64) throws(StoreError) -> StoredRecord? {
+        try statements.head.bind(1, collection)
+        try statements.head.bind(2, id)
+        return try statements.head.first { row in
+            let live = !row.isNull(3)
+            let writtenAt = row.integer(2)
+            return StoredRecord(
+                head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), fieldBytes: row.byteCount(3),
+                fieldsOldEnoughToKeep: live && now - writtenAt >= versionMinimumAge ? row.text(3) : nil)
         }
-        return (found?.0, found?.1)
     }
 
     private func state(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
         try RecordReader.state(in: db, collection, id)
     }
 
-    /// Writes `state` (the next seq); the fields it replaces (`previous`, written at
-    /// `writtenAt`) are kept as a version when `RecordVersion.isKept` says so.
-    private func record(
-        _ collection: String, _ state: RecordState, _ timestamp: Int64, replacing previous: RecordState? = nil, writtenAt: Int64? = nil
-    ) throws(StoreError) -> StoreOutcome {
-        if let previous, let fields = previous.fieldsJSON,
-            RecordVersion.isKept(replacing: previous, writtenAt: writtenAt, with: state, at: timestamp, minimumAge: versionMinimumAge)
-        {
-            try db.execute(
-                "INSERT OR REPLACE INTO record_versions (collection, id, rev, fields, replaced_at) VALUES (?, ?, ?, ?, ?)",
-                .text(collection), .text(state.id), .integer(previous.rev), .text(fields), .integer(timestamp))
+    /// Writes `state` (the next seq) over the record `previous` read; its fields are kept as a
+    /// version when they lived long enough and change (`RecordVersion.isKept`'s rule).
+    private func write(_ collection: String, _ state: RecordState, _ timestamp: Int64, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
+        if let previous, let old = previous.fieldsOldEnoughToKeep, state.fieldsJSON != old {
+            try keepVersion(collection, state.id, rev: previous.head.rev, fields: old, timestamp)
         }
+        // Fields only (the record keeps its place): the order index is not touched.
+        if let position = state.position, position == previous?.head.position {
+            seq += 1
+            let update = statements.updateFields
+            try update.bind(1, collection)
+            try update.bind(2, state.id)
+            try update.bind(3, state.rev)
+            try update.bind(4, seq)
+            try update.bind(6, timestamp)
+            try update.run(bindingInPlace: state.fieldsJSON ?? "{}", at: 5)
+            return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previous!.fieldBytes))
+        }
+        return try record(collection, state, timestamp, previousBytes: previous?.fieldBytes ?? 0)
+    }
+
+    private func keepVersion(_ collection: String, _ id: String, rev: Int64, fields: String, _ timestamp: Int64) throws(StoreError) {
+        let insert = statements.keepVersion
+        try insert.bind(1, collection)
+        try insert.bind(2, id)
+        try insert.bind(3, rev)
+        try insert.bind(5, timestamp)
+        try insert.run(bindingInPlace: fields, at: 4)
+    }
+
+    /// Writes `state` whole (the next seq), in place of a record whose fields took `previousBytes`.
+    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64, previousBytes: Int) throws(StoreError) -> StoreOutcome {
         seq += 1
-        let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
-        let position: SQLValue
-        let fields: SQLValue
-        switch state.body {
-        case .live(let key, let json):
-            position = .text(key)
-            fields = .text(json)
-        case .deleted:
-            position = .null
-            fields = .null
+        let upsert = statements.upsert
+        try upsert.bind(1, collection)
+        try upsert.bind(2, state.id)
+        try upsert.bind(3, state.rev)
+        try upsert.bind(4, seq)
+        try upsert.bind(5, state.position)
+        try upsert.bind(7, timestamp)
+        if let fields = state.fieldsJSON {
+            try upsert.run(bindingInPlace: fields, at: 6)
+        } else {
+            try upsert.bind(6, nil)
+            try upsert.run()
         }
-        try db.execute(
+        return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previousBytes))
+    }
+}
+
+/// What a PUT or DEL read of the record it replaces: the revision check's part, the bytes its
+/// fields take, and the fields themselves only when they may become a version.
+private struct StoredRecord {
+    var head: RecordHead
+    var fieldBytes: Int
+    var fieldsOldEnoughToKeep: String?
+}
+
+/// The record writes' statements, prepared once for the writer's connection.
+private struct RecordStatements {
+    let head: PreparedStatement
+    let updateFields: PreparedStatement
+    let upsert: PreparedStatement
+    let keepVersion: PreparedStatement
+    let saveSeq: PreparedStatement
+
+    init(_ db: SQLiteDatabase) throws(StoreError) {
+        head = try db.prepare("SELECT rev, position, updated_at, fields FROM records WHERE collection = ?1 AND id = ?2")
+        // Sets neither position nor the columns of the order index's condition, so SQLite
+        // leaves that index alone.
+        updateFields = try db.prepare("UPDATE records SET rev = ?3, seq = ?4, fields = ?5, updated_at = ?6 WHERE collection = ?1 AND id = ?2")
+        upsert = try db.prepare(
             """
-            INSERT INTO records (collection, id, rev, seq, position, fields, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (collection, id, rev, seq, position, fields, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
                 position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
-            """,
-            .text(collection), .text(state.id), .integer(state.rev), .integer(seq), position, fields, .integer(timestamp))
-        return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: delta))
+            """)
+        keepVersion = try db.prepare(
+            "INSERT OR REPLACE INTO record_versions (collection, id, rev, fields, replaced_at) VALUES (?1, ?2, ?3, ?4, ?5)")
+        saveSeq = try db.prepare("UPDATE meta SET value = ?1 WHERE key = 'seq'")
     }
 }

@@ -76,5 +76,11 @@ enum Schema {
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX record_versions_by_age ON record_versions (replaced_at);
         """,
+        """
+        -- The order index's condition names position only (a tombstone has neither position nor
+        -- fields), so a write of fields alone leaves the index as it is.
+        DROP INDEX records_in_order;
+        CREATE INDEX records_in_order ON records (collection, position, id) WHERE position IS NOT NULL;
+        """,
     ]
 }

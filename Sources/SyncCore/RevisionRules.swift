@@ -16,21 +16,28 @@ public enum RevisionRules {
     /// from scratch (base 0) or from the tombstone's own rev (someone who saw the delete); a
     /// record never seen needs base 0.
     public static func put(baseRev: Int64, over current: RecordState?) -> Put {
-        switch current?.body {
-        case .live(let position, _)?:
-            return current!.rev == baseRev ? .update(rev: baseRev + 1, position: position) : .conflict
-        case .deleted?:
-            return baseRev == 0 || baseRev == current!.rev ? .create(rev: current!.rev + 1) : .conflict
-        case nil:
-            return baseRev == 0 ? .create(rev: 1) : .conflict
+        put(baseRev: baseRev, replacing: current?.head)
+    }
+
+    /// `put` from what the check needs of the record (a store that reads no more of it).
+    public static func put(baseRev: Int64, replacing current: RecordHead?) -> Put {
+        guard let current else { return baseRev == 0 ? .create(rev: 1) : .conflict }
+        if let position = current.position {
+            return current.rev == baseRev ? .update(rev: baseRev + 1, position: position) : .conflict
         }
+        return baseRev == 0 || baseRev == current.rev ? .create(rev: current.rev + 1) : .conflict
     }
 
     /// A DEL over `current`: the tombstone's rev, or nil (CONFLICT) when the record is not live
     /// or the base is stale. Deleting a deleted record is a conflict too: the caller learns it
     /// is gone instead of making a second tombstone.
     public static func delete(baseRev: Int64, over current: RecordState?) -> Int64? {
-        guard let current, case .live = current.body, current.rev == baseRev else { return nil }
+        delete(baseRev: baseRev, replacing: current?.head)
+    }
+
+    /// `delete` from what the check needs of the record.
+    public static func delete(baseRev: Int64, replacing current: RecordHead?) -> Int64? {
+        guard let current, current.position != nil, current.rev == baseRev else { return nil }
         return current.rev + 1
     }
 
@@ -40,4 +47,20 @@ public enum RevisionRules {
         guard let current, case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else { return nil }
         return (current.rev + 1, fieldsJSON)
     }
+}
+
+/// What a write's revision check needs of the record it would replace: its rev and, while it is
+/// live, its place (nil: a tombstone).
+public struct RecordHead: Equatable, Sendable {
+    public var rev: Int64
+    public var position: String?
+
+    public init(rev: Int64, position: String?) {
+        self.rev = rev
+        self.position = position
+    }
+}
+
+extension RecordState {
+    public var head: RecordHead { RecordHead(rev: rev, position: position) }
 }
