@@ -1,4 +1,5 @@
 import SyncCore
+import SyncProtocol
 
 /// Pure helpers for turning an edited order into moves.
 public enum OrderPlanner {

@@ -1,4 +1,5 @@
 import EventLoop
+import SyncProtocol
 import TLSKit
 import Foundation
 import SyncCore

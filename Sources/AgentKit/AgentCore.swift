@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import SyncCore
+import SyncProtocol
 
 /// The agent without its process: the mirror folder, the state file, the sync engine and the
 /// attached app files, wired to each other and driven by file events, server events and the

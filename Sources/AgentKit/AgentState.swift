@@ -3,6 +3,7 @@ import Foundation
 import PlistFormat
 import SQLiteKit
 import SyncCore
+import SyncProtocol
 
 /// What the agent knows it last agreed on with the server, kept in `DIR/.plistsync/state.sqlite`:
 /// per record the synced rev, position, fields and the hash of the file as last seen or written;

@@ -1,6 +1,7 @@
 import Foundation
 import PlistFormat
 import SyncCore
+import SyncProtocol
 
 /// The conflict copies and kept versions of a mirror folder, for `plistsync conflicts`,
 /// `resolve`, `versions` and `restore`. Works on the files only: a running agent (or the next

@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import SyncClient
 import SyncCore
+import SyncProtocol
 
 /// `bench scale`, reads: `clients` connections each read a whole collection at once (a LIST,
 /// or a SUB SINCE 0 replay), as fast as they take it in, while `sample` is called every 20 ms

@@ -1,6 +1,7 @@
 import EventLoop
 import Foundation
 import SyncCore
+import SyncProtocol
 
 /// `bench http`: requests per second for one kind of request (GET or PUT of a ~200-byte
 /// record) over the line protocol or the HTTP API, with the same record, the same number of

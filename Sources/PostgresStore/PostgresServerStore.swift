@@ -2,6 +2,7 @@ import EventLoop
 import Foundation
 import PostgresKit
 import SyncCore
+import SyncProtocol
 
 /// The server's store in PostgreSQL, shared by any number of `plistsync serve` nodes: records,
 /// accounts, grants and tokens live in the database, every node commits through the same `seq`

@@ -1,5 +1,6 @@
 import SQLiteKit
 import SyncCore
+import SyncProtocol
 
 /// The server's store in a data folder: one SQLite file (WAL), a commit connection, a read
 /// connection and the account queries, behind `ServerStore`. Opening it takes the folder's

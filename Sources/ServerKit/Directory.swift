@@ -1,4 +1,5 @@
 import SyncCore
+import SyncProtocol
 
 /// The server's in-memory view of collections and their members, for access checks on the
 /// loop thread without a query. Loaded at start (and again when the account commands change

@@ -1,4 +1,5 @@
 import SyncCore
+import SyncProtocol
 import Synchronization
 
 /// What changed in the store's collections and memberships between two reads of them: an

@@ -1,5 +1,6 @@
 import EventLoop
 import SyncCore
+import SyncProtocol
 
 /// Every store read a running server makes (a session's GET, LIST, SUB replay and token list,
 /// login lookups, account re-reads, the cluster's change log), run one at a time on a thread of

@@ -1,3 +1,5 @@
+import SyncProtocol
+
 /// What one server node tells the others sharing its store, as a short text (a PostgreSQL
 /// NOTIFY payload): changes committed up to a seq, and the collection and account events each
 /// node must apply to its own connections. `node` names the sender, so a node skips its own.

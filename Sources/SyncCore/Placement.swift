@@ -1,13 +1,5 @@
 import SyncProtocol
 
-/// Where a MOVE puts a record relative to the others.
-public enum Placement: Equatable, Sendable {
-    case first
-    case last
-    case before(String)
-    case after(String)
-}
-
 extension Placement {
     /// Where the moved record goes in `ids`, the other records in order (an anchor that is not
     /// among them counts as the start for `before`, the end for `after`).

@@ -74,27 +74,11 @@ public struct RecordVersion: Equatable, Sendable {
     }
 }
 
-/// A place in a collection's order: records sort by (position, id), both compared by their
-/// bytes; a page of a listing starts after one.
-public struct RecordCursor: Equatable, Hashable, Sendable {
-    public var position: String
-    public var id: String
-
-    public init(position: String, id: String) {
-        self.position = position
-        self.id = id
-    }
-
+extension RecordCursor {
     /// The cursor at a live record (nil for a tombstone: it has no place).
     public init?(_ state: RecordState) {
         guard let position = state.position else { return nil }
         self.init(position: position, id: state.id)
-    }
-
-    /// Whether `self` sorts before `other`, position first, then id, by bytes.
-    public func precedes(_ other: RecordCursor) -> Bool {
-        if position != other.position { return position.utf8.lexicographicallyPrecedes(other.position.utf8) }
-        return id.utf8.lexicographicallyPrecedes(other.id.utf8)
     }
 }
 

@@ -1,3 +1,5 @@
+import SyncProtocol
+
 /// The record store a server runs on: SQLite in a data folder (`SQLiteStore`) or PostgreSQL
 /// shared by several nodes (`PostgresStore`). The server never sees the engine's types or
 /// errors, and the stores never see the server: this contract is all they share.

@@ -3,6 +3,7 @@ import PostgresStore
 import SQLiteStore
 import ServerKit
 import SyncCore
+import SyncProtocol
 
 /// `plistsync user add|passwd|remove|list`: account administration on the data folder, whether
 /// or not a server is running on it.

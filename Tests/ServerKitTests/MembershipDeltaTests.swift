@@ -1,5 +1,6 @@
 @testable import ServerKit
 import SyncCore
+import SyncProtocol
 import XCTest
 
 /// Issue 30: account changes are applied to the directory as what changed, read off the loop.

@@ -1,4 +1,5 @@
 import SyncCore
+import SyncProtocol
 import XCTest
 
 /// Issue 30: a crowded gap re-keys a few neighbours, never the whole collection.

@@ -1,5 +1,6 @@
 import EventLoop
 import SyncCore
+import SyncProtocol
 
 /// What the sync engine asks of its server connection: requests with a reply each, and the
 /// server's limits. `ServerLink` over TCP when the agent runs; a link to an in-memory server in

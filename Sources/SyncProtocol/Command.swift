@@ -1,5 +1,3 @@
-import SyncProtocol
-
 /// A request the server understands, with its arguments checked and typed.
 public enum Command: Equatable, Sendable {
     case hello(version: String, clientName: String?)
@@ -254,13 +252,21 @@ public enum CommandParser {
     /// A place to list after: a position of `[0-9A-Za-z]` (any, not only a key in use) and a
     /// record id (an id, not a conflict copy's: those sort by the same rules).
     private static func cursor(_ position: String, _ id: String) throws(ProtocolError) -> RecordCursor {
-        guard !position.isEmpty, position.utf8.count <= 255, position.utf8.allSatisfy({ PositionKey.digits.contains($0) }) else {
+        guard !position.isEmpty, position.utf8.count <= 255, position.utf8.allSatisfy(Self.isPositionDigit) else {
             throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
         }
         guard !id.isEmpty, id.utf8.count <= 255, !id.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
             throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
         }
         return RecordCursor(position: position, id: id)
+    }
+
+    /// `[0-9A-Za-z]`: what position keys are made of.
+    private static func isPositionDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"): true
+        default: false
+        }
     }
 
     private static func revision(_ text: String) throws(ProtocolError) -> Int64 {

@@ -1,6 +1,5 @@
-import SyncProtocol
 import XCTest
-@testable import SyncCore
+@testable import SyncProtocol
 
 final class CommandParserTests: XCTestCase {
     private func command(_ text: String) throws -> Command {

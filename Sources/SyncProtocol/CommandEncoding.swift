@@ -1,5 +1,3 @@
-import SyncProtocol
-
 extension Command {
     /// The request as a client sends it, without tag or LF: the parser's inverse, so clients
     /// assemble no protocol text of their own (`CommandParser.parse` of `"t " + text` gives

@@ -1,5 +1,3 @@
-import SyncProtocol
-
 /// Rules for the names users choose: collections, record ids and user names (DESIGN.md §2).
 public enum Names {
     /// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`: safe as a folder name on every platform.
