@@ -19,8 +19,19 @@ public final class PreparedStatement {
     /// Binds a copy of `text` (SQLite keeps it in the parameter's buffer, reused run to run);
     /// nil binds NULL.
     public func bind(_ index: Int32, _ text: String?) throws(StoreError) {
-        guard let text else { return try check(sqlite3_bind_null(statement.pointer, index)) }
-        try check(sqlite3_bind_text(statement.pointer, index, text, -1, plistsync_sqlite_transient()))
+        guard var text else { return try check(sqlite3_bind_null(statement.pointer, index)) }
+        // Through its UTF-8 where it lies (a short string's on the stack): passing a String as
+        // a C string would copy a short one into a new array first.
+        let status = text.withUTF8 { bytes in
+            sqlite3_bind_text(statement.pointer, index, Self.address(of: bytes), Int32(bytes.count), plistsync_sqlite_transient())
+        }
+        try check(status)
+    }
+
+    /// The buffer's bytes as SQLite takes them (an empty one may have no address; a zero length
+    /// binds "" from any pointer).
+    private static func address(of bytes: UnsafeBufferPointer<UInt8>) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
     }
 
     /// Steps to the end, handing each row to `row`; the number of rows changed.
@@ -38,10 +49,8 @@ public final class PreparedStatement {
         var text = text
         let outcome = text.withUTF8 { bytes -> Result<Int, StoreError> in
             Result { () throws(StoreError) -> Int in
-                // An empty buffer may have no address; a zero length binds "" from any pointer.
-                let base = UnsafeRawPointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self)
                 // No destructor: SQLITE_STATIC, SQLite reads the bytes where they are.
-                try check(sqlite3_bind_text(statement.pointer, index, base, Int32(bytes.count), nil))
+                try check(sqlite3_bind_text(statement.pointer, index, Self.address(of: bytes), Int32(bytes.count), nil))
                 defer { sqlite3_bind_null(statement.pointer, index) }
                 return try run()
             }

@@ -90,8 +90,9 @@ final class Committer {
             var changes: [Change] = []
             switch result {
             case .success(let outcomes):
+                changes.reserveCapacity(outcomes.count)
                 for (entry, outcome) in zip(batch, outcomes) {
-                    changes.append(contentsOf: outcome.committedChanges)
+                    if case .changed(let change) = outcome { changes.append(change) } else { changes.append(contentsOf: outcome.committedChanges) }
                     entry.completion(.success(outcome))
                 }
             case .failure(let error):

@@ -81,7 +81,26 @@ public enum Reply: Equatable, Sendable {
 
     /// `tag OK <words> [payload]` with its LF; `payload` is JSON text (canonical already).
     public func line(_ tag: String, payload: String? = nil) -> String {
-        ResponseLine.ok(tag, words: payload.map { words + [$0] } ?? words)
+        if case .written(let verb, let collection, let id, let rev, let seq) = self, payload == nil {
+            // The reply of every write, made in one allocation (no array of words).
+            let quotedID = ResponseLine.argument(id)
+            var line = ""
+            line.reserveCapacity(tag.utf8.count + collection.utf8.count + quotedID.utf8.count + 48)
+            line += tag
+            line += " OK "
+            line += verb.rawValue
+            line += " "
+            line += collection
+            line += " "
+            line += quotedID
+            line += " "
+            line += String(rev)
+            line += " "
+            line += String(seq)
+            line += "\n"
+            return line
+        }
+        return ResponseLine.ok(tag, words: payload.map { words + [$0] } ?? words)
     }
 
     /// Reads the words after `OK` (JSON strings already decoded, the payload taken off).

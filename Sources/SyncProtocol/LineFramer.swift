@@ -1,3 +1,5 @@
+import Foundation
+
 /// Splits a byte stream into LF-terminated lines (a CR before the LF is dropped), refusing to
 /// buffer a line longer than the limit.
 public struct LineFramer: Sendable {
@@ -18,7 +20,16 @@ public struct LineFramer: Sendable {
     public var bufferedByteCount: Int { buffer.count - start }
 
     /// Whether a whole line is waiting to be taken.
-    public var hasCompleteLine: Bool { buffer[scanned...].contains(0x0A) }
+    public var hasCompleteLine: Bool { newline(from: scanned) != nil }
+
+    /// The index of the first LF at or after `start` (memchr: the search is most of framing).
+    private func newline(from start: Int) -> Int? {
+        guard start < buffer.count else { return nil }
+        return buffer.withUnsafeBufferPointer { bytes in
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            return memchr(base + start, 0x0A, bytes.count - start).map { UnsafeRawPointer($0) - base }
+        }
+    }
 
     /// Adds received bytes; call `nextLine()` until it returns nil afterwards.
     public mutating func append(_ bytes: some Sequence<UInt8>) {
@@ -32,10 +43,8 @@ public struct LineFramer: Sendable {
 
     /// The next complete line without its terminator, or nil when none is complete yet.
     public mutating func nextLine() throws(LineTooLong) -> ArraySlice<UInt8>? {
-        var index = scanned
-        while index < buffer.count, buffer[index] != 0x0A { index += 1 }
-        guard index < buffer.count else {
-            scanned = index
+        guard let index = newline(from: scanned) else {
+            scanned = buffer.count
             if buffer.count - start > maxLineBytes { throw LineTooLong() }
             return nil
         }

@@ -2,8 +2,8 @@
 public enum Names {
     /// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`: safe as a folder name on every platform.
     public static func isValidCollection(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard (1...64).contains(bytes.count), isAlphanumeric(bytes[0]) else { return false }
+        let bytes = name.utf8
+        guard (1...64).contains(bytes.count), let first = bytes.first, isAlphanumeric(first) else { return false }
         return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
     }
 
@@ -13,7 +13,7 @@ public enum Names {
         let bytes = id.utf8
         guard (1...200).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
         guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return false }
-        return !contains(Array(bytes), conflictMarker)
+        return !contains(bytes, conflictMarker)
     }
 
     private static let conflictMarker = Array(".sync-conflict-".utf8)
@@ -37,7 +37,7 @@ public enum Names {
     /// The id of a conflict copy: its file stem `<id>.sync-conflict-<stamp>-<device>`, at most
     /// 249 bytes (a 255-byte file name with `.plist`), otherwise the record-id rules.
     public static func isValidConflictCopyID(_ id: String) -> Bool {
-        let bytes = Array(id.utf8)
+        let bytes = id.utf8
         guard (1...249).contains(bytes.count), bytes.first != UInt8(ascii: ".") else { return false }
         guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return false }
         return contains(bytes, conflictMarker)
@@ -48,10 +48,13 @@ public enum Names {
         collection.hasSuffix(conflictsSuffix) ? isValidConflictCopyID(id) : isValidRecordID(id)
     }
 
-    private static func contains(_ bytes: [UInt8], _ part: [UInt8]) -> Bool {
-        guard bytes.count >= part.count else { return false }
-        for start in 0...(bytes.count - part.count) where bytes[start] == part[0] {
-            if bytes[start..<(start + part.count)].elementsEqual(part) { return true }
+    /// Whether `part` occurs in `bytes` (read where they are: no copy of an id a check).
+    private static func contains(_ bytes: String.UTF8View, _ part: [UInt8]) -> Bool {
+        var rest = bytes[...]
+        while let start = rest.firstIndex(of: part[0]) {
+            let candidate = rest[start...]
+            if candidate.starts(with: part) { return true }
+            rest = candidate.dropFirst()
         }
         return false
     }

@@ -114,6 +114,8 @@ public enum RequestParser {
     ) throws(ProtocolError) -> ([String], ParsedPayload?) {
         var index = start
         var arguments: [String] = []
+        // Room for the most any verb takes (LIST's six): one allocation, not one per growth.
+        arguments.reserveCapacity(6)
         var payload: ParsedPayload?
         while true {
             skipSpaces(bytes, &index)

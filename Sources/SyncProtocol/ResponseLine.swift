@@ -2,7 +2,10 @@
 public enum ResponseLine {
     /// `tag OK words...` with its LF.
     public static func ok(_ tag: String, words: [String]) -> String {
-        var line = tag + " OK"
+        var line = ""
+        line.reserveCapacity(words.reduce(tag.utf8.count + 4) { $0 + 1 + $1.utf8.count })
+        line += tag
+        line += " OK"
         for word in words {
             line += " "
             line += word

@@ -14,6 +14,17 @@ enum UTF8Text {
 
     /// Whether all of `bytes` is valid UTF-8, without building a string when it is ASCII.
     static func isValid(_ bytes: [UInt8]) -> Bool {
-        bytes.allSatisfy { $0 < 0x80 } || validate(bytes, bytes.indices) != nil
+        isASCII(bytes) || validate(bytes, bytes.indices) != nil
+    }
+
+    /// Whether no byte has its high bit set, eight bytes at a time.
+    static func isASCII(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            let words = raw.count / 8
+            var highBits: UInt64 = 0
+            for word in 0..<words { highBits |= raw.loadUnaligned(fromByteOffset: word * 8, as: UInt64.self) }
+            for index in (words * 8)..<raw.count { highBits |= UInt64(raw[index]) }
+            return highBits & 0x8080_8080_8080_8080 == 0
+        }
     }
 }
