@@ -90,9 +90,8 @@ final class MirrorFolder {
     /// A record id for a file name, or nil when the file is not a record (hidden, temp, conflict
     /// copy, not `.plist`).
     static func recordID(forFileName name: String) -> RecordID? {
-        guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~"), !name.utf8.contains(Self.conflictMarker.utf8) else {
-            return nil
-        }
+        guard name.hasSuffix(".plist"), !name.hasPrefix("."), !name.hasSuffix("~") else { return nil }
+        // The id rule leaves out conflict copies (ids holding `conflictMarker`).
         let id = String(name.dropLast(6))
         return Names.isValidRecordID(id) ? RecordID(id) : nil
     }

@@ -212,9 +212,10 @@ public final class RecordWriter: @unchecked Sendable {
         return try statements.head.first { row in
             let live = !row.isNull(3)
             let writtenAt = row.integer(2)
+            let mayBeKept = live && RecordVersion.isOldEnough(writtenAt: writtenAt, at: now, minimumAge: versionMinimumAge)
             return StoredRecord(
-                head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), fieldBytes: row.byteCount(3),
-                fieldsOldEnoughToKeep: live && now - writtenAt >= versionMinimumAge ? row.text(3) : nil)
+                head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), writtenAt: writtenAt,
+                fieldBytes: row.byteCount(3), fieldsOldEnoughToKeep: mayBeKept ? row.text(3) : nil)
         }
     }
 
@@ -223,13 +224,16 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     /// Writes `state` (the next seq) over the record `previous` read; its fields are kept as a
-    /// version when they lived long enough and change (`RecordVersion.isKept`'s rule).
+    /// version when `RecordVersion.isKept` says so.
     private func write(_ collection: String, _ state: RecordState, _ timestamp: Int64, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
-        if let previous, let old = previous.fieldsOldEnoughToKeep, state.fieldsJSON != old {
+        guard let previous else { return try record(collection, state, timestamp, previousBytes: 0) }
+        if let old = previous.fieldsOldEnoughToKeep,
+            RecordVersion.isKept(fields: old, writtenAt: previous.writtenAt, replacedBy: state, at: timestamp, minimumAge: versionMinimumAge)
+        {
             try keepVersion(collection, state.id, rev: previous.head.rev, fields: old, timestamp)
         }
         // Fields only (the record keeps its place): the order index is not touched.
-        if let position = state.position, position == previous?.head.position {
+        if let position = state.position, position == previous.head.position {
             seq += 1
             let update = statements.updateFields
             try update.bind(1, collection)
@@ -238,9 +242,9 @@ public final class RecordWriter: @unchecked Sendable {
             try update.bind(4, seq)
             try update.bind(6, timestamp)
             try update.run(bindingInPlace: state.fieldsJSON ?? "{}", at: 5)
-            return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previous!.fieldBytes))
+            return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previous.fieldBytes))
         }
-        return try record(collection, state, timestamp, previousBytes: previous?.fieldBytes ?? 0)
+        return try record(collection, state, timestamp, previousBytes: previous.fieldBytes)
     }
 
     private func keepVersion(_ collection: String, _ id: String, rev: Int64, fields: String, _ timestamp: Int64) throws(StoreError) {
@@ -276,6 +280,7 @@ public final class RecordWriter: @unchecked Sendable {
 /// fields take, and the fields themselves only when they may become a version.
 private struct StoredRecord {
     var head: RecordHead
+    var writtenAt: Int64
     var fieldBytes: Int
     var fieldsOldEnoughToKeep: String?
 }

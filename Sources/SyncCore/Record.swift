@@ -69,8 +69,19 @@ public struct RecordVersion: Equatable, Sendable {
     /// `previous` as a version: its fields were live, are gone or changed (a MOVE keeps the
     /// fields: no version), and had lived at least `minimumAge` seconds.
     public static func isKept(replacing previous: RecordState?, writtenAt: Int64?, with next: RecordState, at now: Int64, minimumAge: Int64) -> Bool {
-        guard let old = previous?.fieldsJSON, let writtenAt, now - writtenAt >= minimumAge else { return false }
+        isKept(fields: previous?.fieldsJSON, writtenAt: writtenAt, replacedBy: next, at: now, minimumAge: minimumAge)
+    }
+
+    /// `isKept` from the fields replaced (nil: a tombstone), for a store that reads them only
+    /// once `isOldEnough` says they may be kept.
+    public static func isKept(fields old: String?, writtenAt: Int64?, replacedBy next: RecordState, at now: Int64, minimumAge: Int64) -> Bool {
+        guard let old, let writtenAt, isOldEnough(writtenAt: writtenAt, at: now, minimumAge: minimumAge) else { return false }
         return next.fieldsJSON != old
+    }
+
+    /// Whether fields written at `writtenAt` have lived long enough by `now` to be kept.
+    public static func isOldEnough(writtenAt: Int64, at now: Int64, minimumAge: Int64) -> Bool {
+        now - writtenAt >= minimumAge
     }
 }
 
