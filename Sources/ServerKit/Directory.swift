@@ -38,6 +38,20 @@ final class Directory {
         collections[Names.collection(ofConflicts: name) ?? name]
     }
 
+    /// What a user may do with a name, from one lookup: the collection may not exist, or the
+    /// user may have no role on it.
+    enum Access: Equatable {
+        case noCollection
+        case noRole
+        case role(Role)
+    }
+
+    func access(of user: String, isAdmin: Bool, to collection: String) -> Access {
+        guard let info = info(collection) else { return .noCollection }
+        if isAdmin { return .role(.admin) }
+        return info.members[user].map(Access.role) ?? .noRole
+    }
+
     /// The user's role on `collection`; server admins are admin everywhere.
     func role(of user: String, isAdmin: Bool, in collection: String) -> Role? {
         guard let info = info(collection) else { return nil }

@@ -229,11 +229,11 @@ extension Session {
     }
 
     func requireRole(_ needed: Role, _ collection: String) throws(ProtocolError) {
-        guard context.directory.exists(collection) else {
-            throw ProtocolError(.notFound, "no collection \(collection)")
-        }
-        guard let role = context.directory.role(of: user!, isAdmin: isAdmin, in: collection) else {
-            throw ProtocolError(.forbidden, "\(user!) has no access to \(collection)")
+        let role: Role
+        switch context.directory.access(of: user!, isAdmin: isAdmin, to: collection) {
+        case .noCollection: throw ProtocolError(.notFound, "no collection \(collection)")
+        case .noRole: throw ProtocolError(.forbidden, "\(user!) has no access to \(collection)")
+        case .role(let granted): role = granted
         }
         guard role >= needed else {
             throw ProtocolError(.forbidden, "\(user!) has \(role.name) access to \(collection); this needs \(needed.name)")

@@ -29,7 +29,7 @@ public enum Names {
 
     /// The collection whose conflict copies `name` holds, when `name` is a companion.
     public static func collection(ofConflicts name: String) -> String? {
-        guard name.hasSuffix(conflictsSuffix) else { return nil }
+        guard isConflictsName(name) else { return nil }
         let base = String(name.dropLast(conflictsSuffix.count))
         return isValidCollection(base) ? base : nil
     }
@@ -45,7 +45,16 @@ public enum Names {
 
     /// The id rule of a collection or of a conflicts companion.
     public static func isValidID(_ id: String, in collection: String) -> Bool {
-        collection.hasSuffix(conflictsSuffix) ? isValidConflictCopyID(id) : isValidRecordID(id)
+        isConflictsName(collection) ? isValidConflictCopyID(id) : isValidRecordID(id)
+    }
+
+    /// Whether `name` ends in `conflictsSuffix`, by its bytes (every access check asks: a
+    /// `String.hasSuffix` compares characters).
+    private static func isConflictsName(_ name: String) -> Bool {
+        let bytes = name.utf8
+        let suffix = conflictsSuffix.utf8
+        guard bytes.count > suffix.count else { return false }
+        return bytes.reversed().starts(with: suffix.reversed())
     }
 
     /// Whether `part` occurs in `bytes` (read where they are: no copy of an id a check).

@@ -95,8 +95,12 @@ public enum RequestParser {
         while index < bytes.count, bytes[index] != 0x20 { index += 1 }
         let verbBytes = bytes[verbStart..<index]
         guard verbBytes.allSatisfy(isAtomByte) else { throw fail("malformed verb") }
-        // Atom bytes are ASCII, so upper-casing them byte by byte is exact.
-        let verb = String(decoding: verbBytes.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
+        // Atom bytes are ASCII, so upper-casing them byte by byte is exact (and most verbs
+        // come upper-cased already: no copy then).
+        let isLower = { (byte: UInt8) in byte >= 0x61 && byte <= 0x7A }
+        let verb = verbBytes.contains(where: isLower)
+            ? String(decoding: verbBytes.map { isLower($0) ? $0 - 0x20 : $0 }, as: UTF8.self)
+            : UTF8Text.decode(bytes, verbStart..<index)
 
         do {
             let (arguments, payload) = try readArguments(bytes, from: index, keepingCanonicalText: true)

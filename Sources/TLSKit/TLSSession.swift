@@ -46,23 +46,27 @@ public final class TLSSession: StreamSecurity {
             started = true
         }
         guard plistsync_tls_feed(raw, received, received.count) == 0 else { throw StreamSecurityError("TLS: out of memory") }
-        var plaintext: [UInt8] = []
-        // Plaintext is never longer than the records it came in (plus what OpenSSL holds back).
-        let chunk = min(16 * 1024, max(4096, received.count))
-        while true {
-            var status = 0
-            let read = Array<UInt8>(unsafeUninitializedCapacity: chunk) { buffer, count in
+        // Plaintext is never longer than the records it came in plus one OpenSSL held back
+        // from before: read into one buffer of that size, not a buffer a record.
+        var status = 0
+        var plaintext = [UInt8](unsafeUninitializedCapacity: received.count + 17 * 1024) { buffer, count in
+            count = 0
+            while count < buffer.count {
+                status = plistsync_tls_read(raw, buffer.baseAddress! + count, buffer.count - count)
+                guard status > 0 else { break }
+                count += status
+            }
+        }
+        // Filled to the brim (never seen): what is left comes a record at a time.
+        while status > 0 {
+            let more = [UInt8](unsafeUninitializedCapacity: 17 * 1024) { buffer, count in
                 status = plistsync_tls_read(raw, buffer.baseAddress!, buffer.count)
                 count = max(0, status)
             }
-            if status > 0 {
-                if plaintext.isEmpty { plaintext = read } else { plaintext += read }
-                continue
-            }
-            if status == -2 { peerFinished = true }
-            if status == -1 { throw StreamSecurityError(explained(String(cString: plistsync_tls_error(raw)))) }
-            break
+            plaintext += more
         }
+        if status == -2 { peerFinished = true }
+        if status == -1 { throw StreamSecurityError(explained(String(cString: plistsync_tls_error(raw)))) }
         if !verified, plistsync_tls_handshake_done(raw) == 1 {
             verified = true
             try checkPin()

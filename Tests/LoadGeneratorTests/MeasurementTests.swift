@@ -48,6 +48,24 @@ final class MeasurementTests: XCTestCase {
         XCTAssertEqual(total, 50)
     }
 
+    /// Every timestamp is found once whatever the chunks (a marker or its digits cut), and keys
+    /// that only end like the marker are not taken for it.
+    func testTimestampsAreFoundAcrossChunksAndDecoysAreNot() {
+        let line = #"* CHANGE c 7 r1 1 a0 {"at":99,"t":1234567,"x":"t\":5"}"# + "\n"
+        let stream = Array(String(repeating: line, count: 40).utf8)
+        for sizes in [[1], [2, 5], [3, 7, 9, 20], [4096]] {
+            var scanner = TimestampScanner()
+            var stamps: [UInt64] = []
+            var start = 0
+            for size in sizes.cycled(upTo: stream.count) where start < stream.count {
+                let end = min(stream.count, start + size)
+                scanner.scan(Array(stream[start..<end])) { stamps.append($0) }
+                start = end
+            }
+            XCTAssertEqual(stamps, Array(repeating: 1234567, count: 40), "chunks of \(sizes)")
+        }
+    }
+
     func testEtcdWatchValuesAreDecodedAcrossChunks() {
         let payload = #"{"pad":"xx","t":12345}"#
         let event = #"{"result":{"events":[{"kv":{"key":"YQ==","value":""# + Data(payload.utf8).base64EncodedString() + #""}}]}}"#
