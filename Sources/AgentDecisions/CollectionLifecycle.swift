@@ -42,9 +42,21 @@ public enum CollectionLifecycle {
         case keepFolder
     }
 
-    /// `folderMoved`: whether the folder could be renamed (asked only when there is one).
-    public static func rename(attached: Bool, hasFolder: Bool, folderMoved: () -> Bool) -> Rename {
-        if attached { return .keepAttachedFile }
-        return !hasFolder || folderMoved() ? .follow : .keepFolder
+    /// A rename's first step: decided at once, or decided by whether the folder moves.
+    public enum RenameStep: Equatable, Sendable {
+        case decided(Rename)
+        /// Rename the folder, then ask `rename(folderMoved:)`.
+        case moveFolder
+    }
+
+    /// An attached collection's folder is not touched; one with no folder has nothing to move.
+    public static func rename(attached: Bool, hasFolder: Bool) -> RenameStep {
+        if attached { return .decided(.keepAttachedFile) }
+        return hasFolder ? .moveFolder : .decided(.follow)
+    }
+
+    /// `folderMoved`: whether the folder could be renamed (not when one of the new name is here).
+    public static func rename(folderMoved: Bool) -> Rename {
+        folderMoved ? .follow : .keepFolder
     }
 }

@@ -32,10 +32,10 @@ public enum DeleteHold {
         case release
     }
 
-    /// `held`: the ids held; `stillMissing`: whether each one's file is still gone (one that
-    /// came back, by hand or a remote edit, is no longer a delete).
-    public static func look(held: Set<RecordID>, stillMissing: (RecordID) -> Bool, request: Request?, subscribed: Bool) -> Outcome {
-        let missing = held.filter(stillMissing).sorted()
+    /// `held`: the ids held; `stillMissing`: those whose file is still gone (one that came back,
+    /// by hand or a remote edit, is no longer a delete).
+    public static func look(held: Set<RecordID>, stillMissing: Set<RecordID>, request: Request?, subscribed: Bool) -> Outcome {
+        let missing = held.intersection(stillMissing).sorted()
         switch request {
         case .confirm?: return .confirm(missing)
         case .undo?: return .undo(missing)

@@ -36,7 +36,7 @@ final class AgentCore {
         try mirror.ensureFolder(mirror.stateFolder)
         mirror.removeStaleTempFiles()
         state = try AgentState(path: statePath)
-        status = AgentStatus(clock: clock, configuration: configuration, persistent: persistentStatus)
+        status = AgentStatus(clock: clock, configuration: configuration, mirror: mirror, persistent: persistentStatus)
         let remirrored = try state.noteAttached(Set(files.map(\.collection))) { [mirror] in
             Set(files.map(\.collection).filter { mirror.fileSystem.isFolder(mirror.shadowFolder($0)) })
         }

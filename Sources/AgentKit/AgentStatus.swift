@@ -6,6 +6,9 @@ import SyncProtocol
 /// times a second, only when something changed) to `DIR/.plistsync/status.json`.
 final class AgentStatus {
     private let path: String
+    /// The mirror folder's files, through which status.json is read and written (an instance
+    /// of its own: a status write is never part of the engine's batch of writes).
+    private let mirror: MirrorFolder
     private let clock: any AgentClock
     private let configuration: AgentConfiguration
     /// Whether status.json is read at start and written (not in the simulation tests).
@@ -37,26 +40,27 @@ final class AgentStatus {
     var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
     var lastError: () -> String? = { nil }
 
-    init(clock: any AgentClock, configuration: AgentConfiguration, persistent: Bool = true) {
+    init(clock: any AgentClock, configuration: AgentConfiguration, mirror: MirrorFolder, persistent: Bool = true) {
         self.clock = clock
         self.configuration = configuration
+        self.mirror = MirrorFolder(root: mirror.root, fileSystem: mirror.fileSystem)
         self.persistent = persistent
-        path = configuration.directory + "/.plistsync/status.json"
+        path = mirror.stateFolder + "/status.json"
         guard persistent else { return }
-        if let bytes = FileManager.default.contents(atPath: path), case .dictionary(let previous)? = try? ValueJSON.decode(Array(bytes)) {
+        if let bytes = mirror.fileSystem.contents(at: path), case .dictionary(let previous)? = try? ValueJSON.decode(bytes) {
             if case .date(let date)? = previous["last_sync"] { lastSync = date }
             carriedProblems = Self.strings(previous["problems"])
             carriedUnparseable = Self.strings(previous["unparseable"])
         }
-        conflictCopies = Self.conflictCopies(under: configuration.directory)
+        conflictCopies = Self.conflictCopies(under: mirror.root, in: mirror.fileSystem)
     }
 
     /// Conflict copies in the collection folders of `root` (one level: DIR/<collection>/…).
-    static func conflictCopies(under root: String) -> Set<String> {
+    static func conflictCopies(under root: String, in fileSystem: any FileSystem) -> Set<String> {
         var found: Set<String> = []
-        for folder in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] where !folder.hasPrefix(".") {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + folder)) ?? []
-            where name.contains(".sync-conflict-") && name.hasSuffix(".plist") {
+        for folder in fileSystem.names(in: root) ?? [] where !folder.hasPrefix(".") {
+            for name in fileSystem.names(in: root + "/" + folder) ?? []
+            where name.contains(MirrorFolder.conflictMarker) && name.hasSuffix(".plist") {
                 found.insert(root + "/" + folder + "/" + name)
             }
         }
@@ -135,7 +139,7 @@ final class AgentStatus {
         ]
         if let error = lastError() { document["last_error"] = .string(error) }
         if let lastSync { document["last_sync"] = .date(lastSync) }
-        conflictCopies = conflictCopies.filter { FileManager.default.fileExists(atPath: $0) }
+        conflictCopies = conflictCopies.filter { mirror.fileSystem.kind(at: $0) != .missing }
         document["conflict_copies"] = .array(conflictCopies.sorted().map(Value.string))
         write(document)
     }
@@ -148,14 +152,14 @@ final class AgentStatus {
     private func write(_ document: [String: Value]) {
         let bytes = Self.padded(ValueJSON.encode(.dictionary(document)))
         do {
-            try MirrorFolder(root: configuration.directory).writeAtomically(bytes, to: path)
+            try mirror.writeAtomically(bytes, to: path)
             cannotWriteLogged = false
         } catch {
             var compact = document
             compact["collections"] = nil
             compact["conflict_copies"] = nil
             compact["disk_full_or_unwritable"] = .string("\(error)")
-            let written = Self.overwriteInPlace(path, with: Self.padded(ValueJSON.encode(.dictionary(compact))))
+            let written = mirror.fileSystem.overwriteInPlace(path, with: Self.padded(ValueJSON.encode(.dictionary(compact))))
             if !cannotWriteLogged {
                 AgentLog.info("cannot write \(path): \(error)\(written ? "; rewrote it in place instead" : "")")
                 cannotWriteLogged = true
@@ -168,20 +172,6 @@ final class AgentStatus {
         let size = (bytes.count + blockBytes - 1) / blockBytes * blockBytes
         bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: size - bytes.count))
         return bytes
-    }
-
-    /// Writes `bytes` over the start of an existing file no shorter than them (the rest is the
-    /// padding of a longer status, spaces too); false when the file is missing or too short.
-    static func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { Glibc.close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return false }
-        var padded = bytes
-        padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: Int(info.st_size) - bytes.count))
-        let written = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
-        return written == padded.count
     }
 
     func close() {

@@ -34,8 +34,12 @@ public enum AttachedFiles {
     static func path(_ directory: String) -> String { directory + "/.plistsync/files.plist" }
 
     public static func load(directory: String) throws(AttachError) -> [AttachedFile] {
-        guard let data = FileManager.default.contents(atPath: path(directory)) else { return [] }
-        guard case .array(let items)? = try? PlistFile.decode(Array(data)).0 else { throw AttachError("\(path(directory)) is damaged") }
+        try load(directory: directory, in: PosixFileSystem())
+    }
+
+    static func load(directory: String, in fileSystem: any FileSystem) throws(AttachError) -> [AttachedFile] {
+        guard let data = fileSystem.contents(at: path(directory)) else { return [] }
+        guard case .array(let items)? = try? PlistFile.decode(data).0 else { throw AttachError("\(path(directory)) is damaged") }
         return items.compactMap { item in
             guard case .dictionary(let entry) = item, case .string(let name)? = entry["file"], case .string(let collection)? = entry["collection"],
                 case .string(let idKey)? = entry["idKey"]
@@ -95,8 +99,9 @@ public enum AttachedFiles {
             return .dictionary(entry)
         })
         do {
-            try FileManager.default.createDirectory(atPath: directory + "/.plistsync", withIntermediateDirectories: true)
-            try MirrorFolder(root: directory).writeAtomically(PlistFile.encode(value, as: .xml), to: path(directory))
+            let mirror = MirrorFolder(root: directory)
+            try mirror.ensureFolder(mirror.stateFolder)
+            try mirror.writeAtomically(PlistFile.encode(value, as: .xml), to: path(directory))
         } catch {
             throw AttachError("cannot write \(path(directory)): \(error)")
         }

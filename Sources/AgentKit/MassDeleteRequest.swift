@@ -12,17 +12,22 @@ public enum MassDeleteRequest: String {
 
     /// Leaves the request for the agent of `directory`.
     public static func write(_ request: MassDeleteRequest, directory: String, collection: String) throws {
-        let folder = folder(directory + "/.plistsync")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        clear(stateFolder: directory + "/.plistsync", collection: collection)
-        try Data().write(to: URL(fileURLWithPath: folder + "/" + collection + "." + request.rawValue))
+        let fileSystem = PosixFileSystem()
+        let stateFolder = directory + "/.plistsync"
+        try fileSystem.makeFolder(folder(stateFolder))
+        clear(stateFolder: stateFolder, collection: collection, in: fileSystem)
+        try fileSystem.writeFile(path(stateFolder, collection, request), [], durable: true)
     }
 
-    static func read(stateFolder: String, collection: String) -> MassDeleteRequest? {
-        [.undo, .confirm].first { FileManager.default.fileExists(atPath: folder(stateFolder) + "/" + collection + "." + $0.rawValue) }
+    static func read(stateFolder: String, collection: String, in fileSystem: any FileSystem) -> MassDeleteRequest? {
+        [.undo, .confirm].first { fileSystem.kind(at: path(stateFolder, collection, $0)) != .missing }
     }
 
-    static func clear(stateFolder: String, collection: String) {
-        for request in [MassDeleteRequest.confirm, .undo] { unlink(folder(stateFolder) + "/" + collection + "." + request.rawValue) }
+    static func clear(stateFolder: String, collection: String, in fileSystem: any FileSystem) {
+        for request in [MassDeleteRequest.confirm, .undo] { fileSystem.removeFile(path(stateFolder, collection, request)) }
+    }
+
+    private static func path(_ stateFolder: String, _ collection: String, _ request: MassDeleteRequest) -> String {
+        folder(stateFolder) + "/" + collection + "." + request.rawValue
     }
 }

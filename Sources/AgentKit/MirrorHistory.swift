@@ -10,9 +10,13 @@ public struct MirrorHistory {
     private let mirror: MirrorFolder
 
     public init(directory: String) {
-        mirror = MirrorFolder(root: directory)
+        self.init(directory: directory, fileSystem: PosixFileSystem())
+    }
+
+    init(directory: String, fileSystem: any FileSystem) {
+        mirror = MirrorFolder(root: directory, fileSystem: fileSystem)
         // Attached app files keep their records, and conflict copies, in shadow folders.
-        mirror.attachedCollections = Set(((try? AttachedFiles.load(directory: directory)) ?? []).map(\.collection))
+        mirror.attachedCollections = Set(((try? AttachedFiles.load(directory: directory, in: fileSystem)) ?? []).map(\.collection))
     }
 
     /// A version of a record that lost a field conflict, saved beside it.
@@ -88,22 +92,22 @@ public struct MirrorHistory {
             source = path
         }
         if let source {
-            guard let bytes = FileManager.default.contents(atPath: source) else { throw HistoryError("cannot read \(source)") }
+            guard let bytes = mirror.fileSystem.contents(at: source) else { throw HistoryError("cannot read \(source)") }
             do {
-                _ = try PlistFile.decodeRecord(Array(bytes))
+                _ = try PlistFile.decodeRecord(bytes)
             } catch {
                 throw HistoryError("\(source) is not a record (a plist dictionary): \(error)")
             }
-            try replaceRecord(collection, id, with: Array(bytes))
+            try replaceRecord(collection, id, with: bytes)
         }
-        for copy in copies { unlink(copy.path) }
+        for copy in copies { mirror.fileSystem.removeFile(copy.path) }
         return copies
     }
 
     /// Kept versions of a record, oldest first.
     public func versions(_ collection: String, _ id: String) -> [KeptVersion] {
         let folder = mirror.stateFolder + "/versions/" + collection
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        let names = mirror.fileSystem.names(in: folder) ?? []
         return names.compactMap { name -> KeptVersion? in
             // By bytes: `hasPrefix` would take a twin's versions (ids that differ only in
             // normalisation), and an id's length in characters is not its length in bytes.
@@ -123,8 +127,8 @@ public struct MirrorHistory {
         guard let version = stamp.map({ wanted in all.last { $0.stamp == wanted } }) ?? all.last else {
             throw HistoryError(stamp.map { "\(collection)/\(id) has no kept version \($0)" } ?? "\(collection)/\(id) has no kept versions")
         }
-        guard let bytes = FileManager.default.contents(atPath: version.path) else { throw HistoryError("cannot read \(version.path)") }
-        try replaceRecord(collection, id, with: Array(bytes))
+        guard let bytes = mirror.fileSystem.contents(at: version.path) else { throw HistoryError("cannot read \(version.path)") }
+        try replaceRecord(collection, id, with: bytes)
         return version
     }
 

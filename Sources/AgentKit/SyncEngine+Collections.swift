@@ -79,8 +79,11 @@ extension SyncEngine {
     func collectionRenamed(_ from: String, to: String) {
         guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
         onCollectionGone(from)
-        let decision = CollectionLifecycle.rename(attached: mirror.attachedCollections.contains(from), hasFolder: mirror.hasFolder(from),
-                                                  folderMoved: { mirror.renameCollection(from, to: to) })
+        let decision: CollectionLifecycle.Rename
+        switch CollectionLifecycle.rename(attached: mirror.attachedCollections.contains(from), hasFolder: mirror.hasFolder(from)) {
+        case .decided(let rename): decision = rename
+        case .moveFolder: decision = CollectionLifecycle.rename(folderMoved: mirror.renameCollection(from, to: to))
+        }
         if decision == .follow {
             saveState { try state.rename(from, to: to) }
             saveState { try state.rename(Names.conflictsCollection(of: from), to: Names.conflictsCollection(of: to)) }

@@ -33,15 +33,16 @@ extension SyncEngine {
 
     func checkHeldDeletes(_ collection: String) {
         guard let held = heldDeletes[collection] else { return }
-        let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection)
-        let outcome = DeleteHold.look(held: held, stillMissing: { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing },
+        let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection, in: mirror.fileSystem)
+        let stillMissing = held.filter { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing }
+        let outcome = DeleteHold.look(held: held, stillMissing: stillMissing,
                                       request: request.map { $0 == .confirm ? .confirm : .undo }, subscribed: subscribed.contains(collection))
         if case .keepHolding(let ids) = outcome {
             heldDeletes[collection] = Set(ids)
             clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
             return
         }
-        MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection)
+        MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection, in: mirror.fileSystem)
         heldDeletes[collection] = nil
         status.problems["\(collection)/"] = nil
         switch outcome {

@@ -18,11 +18,11 @@ final class CollectionLifecycleTests: XCTestCase {
     }
 
     func testARenameMovesTheFolderUnlessAnAppFileOrAFolderOfTheNewNameIsThere() {
-        var asked = false
-        XCTAssertEqual(CollectionLifecycle.rename(attached: true, hasFolder: true, folderMoved: { asked = true; return true }), .keepAttachedFile)
-        XCTAssertFalse(asked, "an attached collection's folder is not touched")
-        XCTAssertEqual(CollectionLifecycle.rename(attached: false, hasFolder: true, folderMoved: { true }), .follow)
-        XCTAssertEqual(CollectionLifecycle.rename(attached: false, hasFolder: true, folderMoved: { false }), .keepFolder)
-        XCTAssertEqual(CollectionLifecycle.rename(attached: false, hasFolder: false, folderMoved: { false }), .follow, "nothing to move")
+        XCTAssertEqual(CollectionLifecycle.rename(attached: true, hasFolder: true), .decided(.keepAttachedFile),
+                       "an attached collection's folder is not touched")
+        XCTAssertEqual(CollectionLifecycle.rename(attached: false, hasFolder: true), .moveFolder)
+        XCTAssertEqual(CollectionLifecycle.rename(attached: false, hasFolder: false), .decided(.follow), "nothing to move")
+        XCTAssertEqual(CollectionLifecycle.rename(folderMoved: true), .follow)
+        XCTAssertEqual(CollectionLifecycle.rename(folderMoved: false), .keepFolder)
     }
 }

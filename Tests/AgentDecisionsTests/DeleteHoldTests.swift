@@ -17,12 +17,12 @@ final class DeleteHoldTests: XCTestCase {
     func testALookAtHeldDeletes() {
         let held: Set<RecordID> = ["a", "b", "c"]
         let backHere: Set<RecordID> = ["b"]
-        let missing = { (id: RecordID) in !backHere.contains(id) }
+        let missing = held.subtracting(backHere)
         XCTAssertEqual(DeleteHold.look(held: held, stillMissing: missing, request: nil, subscribed: true), .keepHolding(["a", "c"]),
                        "a file that came back leaves the hold")
         XCTAssertEqual(DeleteHold.look(held: held, stillMissing: missing, request: .confirm, subscribed: true), .confirm(["a", "c"]))
         XCTAssertEqual(DeleteHold.look(held: held, stillMissing: missing, request: .undo, subscribed: true), .undo(["a", "c"]))
-        XCTAssertEqual(DeleteHold.look(held: held, stillMissing: { _ in false }, request: nil, subscribed: true), .release)
+        XCTAssertEqual(DeleteHold.look(held: held, stillMissing: [], request: nil, subscribed: true), .release)
         XCTAssertEqual(DeleteHold.look(held: held, stillMissing: missing, request: nil, subscribed: false), .release,
                        "a collection no longer mirrored holds nothing")
     }

@@ -257,15 +257,20 @@ final class ScenarioTests: XCTestCase {
         XCTAssertEqual(files(a), [Array((decomposed + ".plist").utf8): "decomposed"])
     }
 
+    /// `count` record files `c/r<N>.plist` in the machine's folder, as an app saves them.
+    private func writeRecords(_ count: Int, in machine: SimulatedMachine) throws {
+        try fs.makeFolder(machine.root + "/c")
+        for index in 0..<count {
+            try fs.writeFile(machine.root + "/c/r\(index).plist", PlistFile.encode(.dictionary(["v": .integer(Int64(index))]), as: .xml), durable: true)
+        }
+    }
+
     /// Issue 20 item 5: an empty folder's first sync reads each file it wrote once, when its
     /// file event comes (before: three times each: the write opened the missing file, its guard
     /// opened it again before the rename, and the scan after the replay read every file again).
     func testAFirstSyncReadsEachFileItWroteOnce() throws {
         let count = 600
-        try fs.makeFolder(a.root + "/c")
-        for index in 0..<count {
-            try fs.writeFile(a.root + "/c/r\(index).plist", PlistFile.encode(.dictionary(["v": .integer(Int64(index))]), as: .xml), durable: true)
-        }
+        try writeRecords(count, in: a)
         try a.start()
         XCTAssertTrue(world.run(within: 60_000) { a.core?.state.records["c"]?.values.filter { $0.rev > 0 }.count == count }, "A pushed its records")
         world.scheduler.run(until: world.scheduler.now + 2_000)
@@ -277,15 +282,33 @@ final class ScenarioTests: XCTestCase {
         XCTAssertLessThanOrEqual(recordReads, count + count / 10, "B read the \(count) record files it wrote \(recordReads) times")
     }
 
+    /// Issue 32, item 2: the agent's status file and a person's answer to a held mass delete go
+    /// through the file system the agent is given, so the simulation reaches them (the request
+    /// was read with FileManager, on the real disk, where this run never wrote it).
+    func testAHeldMassDeleteIsShownInStatusAndConfirmedThroughTheFileSystem() throws {
+        let count = 110
+        try writeRecords(count, in: a)
+        try a.start()
+        try b.start()
+        let records = { [self] (machine: SimulatedMachine) in (fs.names(in: machine.root + "/c") ?? []).filter { $0.hasSuffix(".plist") && !$0.hasPrefix(".") }.count }
+        XCTAssertTrue(world.run(within: 60_000) { records(b) == count }, "B's first sync: \(records(b))")
+        for index in 0..<count { fs.removeFile(a.root + "/c/r\(index).plist") }
+        let status = { [self] in String(decoding: fs.contents(at: a.root + "/.plistsync/status.json") ?? [], as: UTF8.self) }
+        XCTAssertTrue(world.run(within: 10_000) { status().contains("\(count) files deleted at once are held") }, "A's status: \(status())")
+        XCTAssertEqual(records(b), count, "nothing deleted on the server before it is confirmed")
+        try fs.makeFolder(a.root + "/.plistsync/deletes")
+        try fs.writeFile(a.root + "/.plistsync/deletes/c.confirm", [], durable: true)
+        XCTAssertTrue(world.run(within: 10_000) { records(b) == 0 }, "confirmed: B has \(records(b)) files left")
+        XCTAssertEqual(fs.kind(at: a.root + "/.plistsync/deletes/c.confirm"), .missing, "the request is taken away once carried out")
+    }
+
     /// Issue 30, agent at 100k: every change from the server marked the collection's order
     /// file for a rewrite, which sorts every record (58–77 ms of the agent's loop at 100k, which
     /// the next change or save waited for). An edit of fields does not touch the order: the
     /// order file is not looked at for it; a move still rewrites it.
     func testAnEditFromElsewhereLeavesTheOrderFileAloneAndAMoveRewritesIt() throws {
-        for machine in [a, b] { try fs.makeFolder(machine.root + "/c") }
-        for index in 0..<5 {
-            try fs.writeFile(a.root + "/c/r\(index).plist", PlistFile.encode(.dictionary(["v": .integer(Int64(index))]), as: .xml), durable: true)
-        }
+        try fs.makeFolder(b.root + "/c")
+        try writeRecords(5, in: a)
         try a.start()
         try b.start()
         let synced = { [self] in (fs.names(in: b.root + "/c") ?? []).filter { $0.hasSuffix(".plist") && !$0.hasPrefix(".") }.count == 5 }

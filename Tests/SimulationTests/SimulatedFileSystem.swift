@@ -179,6 +179,14 @@ final class SimulatedFileSystem: FileSystem {
         return nil
     }
 
+    func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
+        guard case .file(let old, _)? = nodes[key(path)], old.count >= bytes.count else { return false }
+        put(path, .file(bytes + Array(repeating: UInt8(ascii: " "), count: old.count - bytes.count), modified: now()))
+        let (folder, name) = Self.split(path)
+        onChange(folder, name, false)
+        return true
+    }
+
     // MARK: - For the simulation's apps and checks
 
     /// Every file under `folder`, recursively, with its path.

@@ -53,7 +53,7 @@ final class SimulatedMachine {
         configuration.debounceMilliseconds = 15
         let link = SimulatedLink(machine: self, world: world, clock: clock)
         let core = try AgentCore(configuration: configuration, files: attachedFiles, fileSystem: world.fileSystem, clock: clock, link: link,
-                                 statePath: statePath, persistentStatus: false)
+                                 statePath: statePath)
         core.onWatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = collection }
         core.onUnwatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = nil }
         self.clock = clock

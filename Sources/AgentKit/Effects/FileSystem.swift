@@ -28,6 +28,10 @@ protocol FileSystem: AnyObject {
     func removeFile(_ path: String)
     /// When the file was last modified.
     func modificationDate(_ path: String) -> Date?
+    /// Writes `bytes` over the start of an existing file no shorter than them, padding the
+    /// rest with spaces (a status file on a full disk: no new block needed); false when the
+    /// file is missing, too short or cannot be written.
+    func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool
 }
 
 /// What stands at a path.

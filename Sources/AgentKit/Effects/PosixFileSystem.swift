@@ -122,4 +122,16 @@ final class PosixFileSystem: FileSystem {
         default: .other("\(context): \(String(cString: strerror(code)))")
         }
     }
+
+    func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return false }
+        var padded = bytes
+        padded.append(contentsOf: repeatElement(UInt8(ascii: " "), count: Int(info.st_size) - bytes.count))
+        let written = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        return written == padded.count
+    }
 }
