@@ -2,7 +2,8 @@
 # Runs the whole test suite: installs missing packages, builds, and runs `swift test`
 # (unit tests, then integration tests that start real servers on 127.0.0.1), then the
 # deterministic simulation for SIMULATION_RUNS seeds in a release build (default 10,000; 0 skips
-# it; Tests/Simulation/run.sh MINUTES runs it long), then the libFuzzer harnesses for
+# it; Tests/Simulation/run.sh MINUTES runs it long) and its mutation check
+# (Tests/Simulation/mutations.sh), then the libFuzzer harnesses for
 # FUZZ_SECONDS each (default 20; 0 skips them; Tests/Fuzz/run.sh runs them long). Between them,
 # the connection tests run again under the address sanitizer (SANITIZER_TESTS=0 skips them).
 # The tests are XCTest; the last line sums them up as "N passed, N failed".
@@ -39,6 +40,8 @@ fi
 simulation_runs=${SIMULATION_RUNS:-10000}
 if [ "$simulation_runs" -gt 0 ] && [ "$#" -eq 0 ]; then
     bash Tests/Simulation/run.sh --runs "$simulation_runs" || status=1
+    # Deliberately broken builds the simulation must catch (MUTATION_RUNS seeds each).
+    bash Tests/Simulation/mutations.sh || status=1
 fi
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" -gt 0 ] && [ "$#" -eq 0 ]; then

@@ -122,7 +122,11 @@ public struct AppFileSave: Equatable, Sendable {
         let savedOrder = savedIDs.filter(common.contains)
         let newestOrder = latestOrder.filter(common.contains)
         guard versions.isEmpty || newestOrder != savedOrder || savedIDs.contains(where: { !common.contains($0) }) else { return result }
-        if !versions.isEmpty, newestOrder != savedOrder, undoesUnseen({ $0.order.filter(common.contains) }, savedOrder) {
+        var staleOrder = !versions.isEmpty && newestOrder != savedOrder && undoesUnseen({ $0.order.filter(common.contains) }, savedOrder)
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .staleSaveOrderRuleRemoved { staleOrder = false }
+        #endif
+        if staleOrder {
             result.missed = true
             result.order = keepingOrder(of: newestOrder, placing: savedIDs)
         } else {

@@ -277,6 +277,9 @@ extension SyncEngine {
             case .error(_, let code, let message, _) where code.isTemporary:
                 log("server refused \(key) for now: \(code) \(message); retrying")
                 status.problems[key.description] = "\(code) \(message); retrying"
+                #if SIMULATION_MUTATIONS
+                if Mutation.active == .refusedPushNeverRetried { break }
+                #endif
                 retryLater(key)
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")

@@ -12,12 +12,18 @@ public struct RecordID: Hashable, Comparable, Sendable, CustomStringConvertible,
     public var description: String { string }
 
     public static func == (left: RecordID, right: RecordID) -> Bool {
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .namesComparedAsStrings { return left.string == right.string }
+        #endif
         var left = left.string
         var right = right.string
         return left.withUTF8 { leftBytes in right.withUTF8 { leftBytes.count == $0.count && leftBytes.elementsEqual($0) } }
     }
 
     public func hash(into hasher: inout Hasher) {
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .namesComparedAsStrings { return hasher.combine(string) }
+        #endif
         var bytes = string
         bytes.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         hasher.combine(0xFF as UInt8)  // never a byte of UTF-8: ends the id

@@ -30,7 +30,9 @@ ulimit -n 4096 2>/dev/null || true
 # binary) with a dynamically linked one (about 14 % more server CPU per write in one same-run
 # comparison).
 mkdir -p .build
-swift build -c release --build-tests -Xswiftc -enable-testing --build-path .build/simulation > .build/simulation-build.log 2>&1 || { cat .build/simulation-build.log; exit 1; }
+# SIMULATION_MUTATIONS compiles in the deliberately broken behaviours of the mutation check
+# (Tests/Simulation/mutations.sh); none is on unless PLISTSYNC_MUTATION names it.
+swift build -c release --build-tests -Xswiftc -enable-testing -Xswiftc -DSIMULATION_MUTATIONS --build-path .build/simulation > .build/simulation-build.log 2>&1 || { cat .build/simulation-build.log; exit 1; }
 bundle=.build/simulation/release/PlistSyncPackageTests.xctest
 logs=$(mktemp -d)
 [ -n "${SIMULATION_KEEP_LOGS:-}" ] || trap 'rm -rf "$logs"' EXIT
