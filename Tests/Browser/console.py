@@ -43,6 +43,12 @@ def until(what, condition, seconds=10.0):
         time.sleep(0.02)
 
 
+def click(driver, selector, what):
+    """Clicks the element `selector` finds, finding it again if the page redrew it between the
+    look and the click (a stale element: the click was never sent)."""
+    until(what, lambda: driver.find_element(By.CSS_SELECTOR, selector).click() or True)
+
+
 class Line:
     """A line-protocol connection (PROTOCOL.md), logged in."""
 
@@ -198,7 +204,7 @@ def scenario_drag(driver, url, line_port, user, password, args):
 def scenario_revoke(driver, url, line_port, user, password, args):
     label = args[0]
     log_in(driver, url, user, password)
-    driver.find_element(By.CSS_SELECTOR, "nav a[data-view='devices']").click()
+    click(driver, "nav a[data-view='devices']", "nav a[data-view='devices']")
     button = until("the device's revoke button", lambda: driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Revoke {label}"]'))
     button.click()
     until("the device gone from the list", lambda: not driver.find_elements(By.CSS_SELECTOR, f'button[aria-label="Revoke {label}"]'))
@@ -237,11 +243,11 @@ def scenario_columns(driver, url, line_port, user, password, args):
     until("the new row", lambda: record_id in ids(driver))
     until("the new column", lambda: "email" in headers(driver))
     result("natural", ",".join(headers(driver)))
-    driver.find_element(By.ID, "columns-button").click()
+    click(driver, "#columns-button", "columns-button")
     until("the columns panel", lambda: driver.find_element(By.CSS_SELECTOR, "#columns-panel [data-column='email']"))
-    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Move column email left"]').click()
+    click(driver, 'button[aria-label="Move column email left"]', 'button[aria-label="Move column email left"]')
     until("email moved", lambda: headers(driver).index("email") == 2)
-    driver.find_element(By.CSS_SELECTOR, 'input[aria-label="Show phone"]').click()
+    click(driver, 'input[aria-label="Show phone"]', 'input[aria-label="Show phone"]')
     until("phone hidden", lambda: "phone" not in headers(driver))
     result("arranged", ",".join(headers(driver)))
     driver.refresh()
@@ -255,8 +261,10 @@ def scenario_columns(driver, url, line_port, user, password, args):
     result("filtered", ",".join(visible_ids(driver)))
     filter_box.send_keys(Keys.CONTROL, "a")
     filter_box.send_keys(Keys.BACKSPACE)
-    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Sort by name"]').click()
-    driver.find_element(By.CSS_SELECTOR, 'button[aria-label="Sort by name"]').click()
+    # Clearing the filter redraws the table, its header's sort buttons too.
+    until("the filter cleared", lambda: len(visible_ids(driver)) == len(ids(driver)) > 1)
+    click(driver, 'button[aria-label="Sort by name"]', "sorted up")
+    click(driver, 'button[aria-label="Sort by name"]', "sorted down")
     until("sorted down", lambda: visible_ids(driver)[0] == record_id)
     result("sorted", ",".join(visible_ids(driver)))
     result("drag_off", "off" in row(driver, "Ada").find_element(By.CSS_SELECTOR, "td.handle").get_attribute("class"))
@@ -267,7 +275,7 @@ def scenario_add_form(driver, url, line_port, user, password, args):
     log_in(driver, url, user, password)
     open_collection(driver, collection)
     until("the rows", lambda: len(ids(driver)) >= 3)
-    driver.find_element(By.ID, "add-record").click()
+    click(driver, "#add-record", "add-record")
     until("the form", lambda: driver.find_element(By.ID, "new-record").is_displayed())
     driver.find_element(By.ID, "new-record-id").send_keys(record_id)
     driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='name']").send_keys(name)
@@ -291,7 +299,7 @@ def scenario_conflict_all(driver, url, line_port, user, password, args):
     edit(driver, record_id, "phone", "555-MINE", before_typing=someone_else_saves)
     until("the conflict dialog", lambda: driver.find_element(By.ID, "conflict-dialog").is_displayed())
     result("others", ",".join(li.get_attribute("data-field") for li in driver.find_elements(By.CSS_SELECTOR, "#conflict-others li")))
-    driver.find_element(By.ID, "keep-mine").click()
+    click(driver, "#keep-mine", "keep-mine")
     until("my value", lambda: cell(driver, record_id, "phone").text == "555-MINE")
 
 
@@ -317,7 +325,7 @@ def scenario_undo_delete(driver, url, line_port, user, password, args):
     open_collection(driver, collection)
     until("the row", lambda: record_id in ids(driver))
     driver.execute_script("window.confirm = () => true")
-    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Delete {record_id}"]').click()
+    click(driver, f'button[aria-label="Delete {record_id}"]', f'button[aria-label="Delete {record_id}"]')
     until("the row gone", lambda: record_id not in ids(driver))
     result("gone", ",".join(ids(driver)))
     until("the undo button", lambda: driver.find_element(By.CSS_SELECTOR, "#message button")).click()
@@ -342,16 +350,16 @@ def scenario_collections(driver, url, line_port, user, password, args):
     created, renamed = args
     log_in(driver, url, user, password)
     driver.execute_script("window.confirm = () => true")
-    driver.find_element(By.ID, "create-collection").click()
+    click(driver, "#create-collection", "create-collection")
     driver.find_element(By.ID, "new-collection-name").send_keys(created + Keys.ENTER)
     until("the new collection picked", lambda: driver.find_element(By.ID, "collection").get_attribute("value") == created)
-    driver.find_element(By.ID, "rename-collection-button").click()
+    click(driver, "#rename-collection-button", "rename-collection-button")
     rename = driver.find_element(By.ID, "rename-collection-to")
     rename.send_keys(Keys.CONTROL, "a")
     rename.send_keys(renamed + Keys.ENTER)
     until("the renamed collection picked", lambda: driver.find_element(By.ID, "collection").get_attribute("value") == renamed)
     result("after_rename", ",".join(o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#collection option")))
-    driver.find_element(By.ID, "drop-collection").click()
+    click(driver, "#drop-collection", "drop-collection")
     until("the collection gone", lambda: renamed not in [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#collection option")])
     result("message", driver.find_element(By.ID, "message").text)
 
@@ -361,10 +369,10 @@ def scenario_history(driver, url, line_port, user, password, args):
     log_in(driver, url, user, password)
     open_collection(driver, collection)
     until("the row", lambda: record_id in ids(driver))
-    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="History of {record_id}"]').click()
+    click(driver, f'button[aria-label="History of {record_id}"]', f'button[aria-label="History of {record_id}"]')
     until("the history dialog", lambda: driver.find_element(By.ID, "history-dialog").is_displayed())
     result("versions", ",".join(li.get_attribute("data-rev") for li in driver.find_elements(By.CSS_SELECTOR, "#history-versions li")))
-    driver.find_element(By.CSS_SELECTOR, f'button[aria-label="Restore rev {restore_rev} of {record_id}"]').click()
+    click(driver, f'button[aria-label="Restore rev {restore_rev} of {record_id}"]', f'button[aria-label="Restore rev {restore_rev} of {record_id}"]')
     until("the restored value", lambda: driver.find_element(By.ID, "message").text.startswith("restored"))
     result("message", driver.find_element(By.ID, "message").text)
 
@@ -386,15 +394,15 @@ def scenario_screenshots(driver, url, line_port, user, password, args):
         # The records' tools open: the whole-record form, the columns panel, a filter.
         driver.execute_script("location.hash = 'records'")
         time.sleep(0.4)
-        driver.find_element(By.ID, "add-record").click()
-        driver.find_element(By.ID, "columns-button").click()
+        click(driver, "#add-record", "add-record")
+        click(driver, "#columns-button", "columns-button")
         driver.find_element(By.ID, "filter").send_keys("a")
         time.sleep(0.4)
         path = f"{folder}/console-tools-{name}.png"
         driver.save_screenshot(path)
         result("screenshot", path)
-        driver.find_element(By.CSS_SELECTOR, "#new-record [data-cancel]").click()
-        driver.find_element(By.ID, "columns-button").click()
+        click(driver, "#new-record [data-cancel]", "#new-record [data-cancel]")
+        click(driver, "#columns-button", "columns-button")
         driver.find_element(By.ID, "filter").send_keys(Keys.BACKSPACE)
 
 
