@@ -36,20 +36,22 @@ let package = Package(
             name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit", "HTTPKit"],
             // The web console's files, compiled into the binary (no files to install beside it).
             resources: [.embedInCode("Console")]),
+        // The test kit (issue 32): stand-ins the test targets share.
+        .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
-        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore"]),
+        .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "PlistSyncTesting"]),
         .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore", "SyncProtocol", "HTTPKit"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat"]),
+        .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit", "PlistFormat", "SyncProtocol"]),
         .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "HTTPKitTests", dependencies: ["HTTPKit"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "EventLoop"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "EventLoop", "PlistSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

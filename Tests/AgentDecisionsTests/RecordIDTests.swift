@@ -1,4 +1,5 @@
 import AgentDecisions
+import PlistSyncTesting
 import SyncCore
 import SyncProtocol
 import XCTest
@@ -21,7 +22,7 @@ final class RecordIDTests: XCTestCase {
         XCTAssertEqual(Placement.after(decomposed).index(among: ["a", composed, "b", decomposed, "c"]), 4)
         XCTAssertEqual(Placement.before(decomposed).index(among: [composed, decomposed]), 1)
         let states = LocalRekey.states(moving: composed, baseRev: 3, fieldsJSON: "{}", between: "a1", nil,
-                                       in: Keyed(records: [(decomposed, "a0"), ("a", "a1")]))
+                                       in: SortedNeighbours(keys: [(decomposed, "a0"), ("a", "a1")]))
         XCTAssertEqual(states.map { Array($0.id.utf8) }, [decomposed, "a", composed].map { Array($0.utf8) },
                        "the other twin is re-keyed too, and the moved one comes last")
     }
@@ -45,17 +46,4 @@ final class RecordIDTests: XCTestCase {
         XCTAssertEqual(save.removes, [])
         XCTAssertNil(save.order)
     }
-}
-
-/// Live records in key order, answering a re-key's questions.
-private struct Keyed: NeighbourLookup {
-    let records: [(id: String, key: String)]
-    private var states: [RecordState] { records.map { RecordState(id: $0.id, rev: 1, body: .live(position: $0.key, fieldsJSON: "{}")) } }
-    func firstKey() -> String? { records.first?.key }
-    func lastKey() -> String? { records.last?.key }
-    func key(below key: String) -> String? { records.last { $0.key < key }?.key }
-    func key(above key: String) -> String? { records.first { $0.key > key }?.key }
-    func key(of id: String) -> String? { records.first { RecordID($0.id) == RecordID(id) }?.key }
-    func records(atOrBelow key: String, limit: Int) -> [RecordState] { Array(states.filter { $0.position! <= key }.reversed().prefix(limit)) }
-    func records(atOrAbove key: String, limit: Int) -> [RecordState] { Array(states.filter { $0.position! >= key }.prefix(limit)) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PlistSyncTesting
 import SyncCore
 import SyncProtocol
 
@@ -134,7 +135,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             case .update(let rev, let position):
                 return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
             case .create(let rev):
-                let last = Neighbours(rows: contents.records[collection] ?? [:], moving: id).lastKey()
+                let last = SortedNeighbours((contents.records[collection] ?? [:]).values.map(\.state), moving: id).lastKey()
                 let position = try key(between: last, nil)
                 return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
             case .conflict:
@@ -142,7 +143,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
             }
         case .move(let collection, let id, let baseRev, let placement):
             let current = contents.records[collection]?[id]?.state
-            let neighbours = Neighbours(rows: contents.records[collection] ?? [:], moving: id)
+            let neighbours = SortedNeighbours((contents.records[collection] ?? [:]).values.map(\.state), moving: id)
             switch placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: neighbours) {
             case .conflict: return .conflict(collection: collection, id: id, current: current)
             case .refused(let error): return .refused(error)
@@ -228,25 +229,5 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         } catch {
             throw StoreFailure(.failed, "position keys exhausted between \(lower ?? "start") and \(upper ?? "end")")
         }
-    }
-
-    /// A MOVE's questions about the other live records, over the rows of one collection.
-    private struct Neighbours: NeighbourLookup {
-        typealias Failure = Never
-        /// The live records other than the one moving, in order.
-        let live: [RecordState]
-
-        init(rows: [String: Row], moving: String) {
-            live = rows.values.map(\.state).filter { $0.position != nil && $0.id != moving }
-                .sorted { ($0.position!, $0.id) < ($1.position!, $1.id) }
-        }
-
-        func firstKey() -> String? { live.first?.position }
-        func lastKey() -> String? { live.last?.position }
-        func key(below key: String) -> String? { live.last { $0.position! < key }?.position }
-        func key(above key: String) -> String? { live.first { $0.position! > key }?.position }
-        func key(of id: String) -> String? { live.first { $0.id == id }?.position }
-        func records(atOrBelow key: String, limit: Int) -> [RecordState] { Array(live.filter { $0.position! <= key }.reversed().prefix(limit)) }
-        func records(atOrAbove key: String, limit: Int) -> [RecordState] { Array(live.filter { $0.position! >= key }.prefix(limit)) }
     }
 }

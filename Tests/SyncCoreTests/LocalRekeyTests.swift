@@ -1,3 +1,4 @@
+import PlistSyncTesting
 import SyncCore
 import SyncProtocol
 import XCTest
@@ -5,29 +6,18 @@ import XCTest
 /// Issue 30: a crowded gap re-keys a few neighbours, never the whole collection.
 final class LocalRekeyTests: XCTestCase {
     /// A collection's live records in key order, moved and re-keyed as a store would.
-    private struct Collection: NeighbourLookup {
+    private struct Collection {
         var records: [RecordState]
-        var moving = ""
-
-        func firstKey() -> String? { others.first?.position }
-        func lastKey() -> String? { others.last?.position }
-        func key(below key: String) -> String? { others.last { $0.position! < key }?.position }
-        func key(above key: String) -> String? { others.first { $0.position! > key }?.position }
-        func key(of id: String) -> String? { others.first { $0.id == id }?.position }
-        func records(atOrBelow key: String, limit: Int) -> [RecordState] { Array(others.filter { $0.position! <= key }.reversed().prefix(limit)) }
-        func records(atOrAbove key: String, limit: Int) -> [RecordState] { Array(others.filter { $0.position! >= key }.prefix(limit)) }
-        private var others: [RecordState] { records.filter { $0.id != moving } }
 
         /// Applies a MOVE; the states it wrote.
         mutating func move(_ id: String, _ placement: Placement) throws -> [RecordState] {
-            moving = id
-            defer { moving = "" }
+            let others = SortedNeighbours(records, moving: id)
             let current = records.first { $0.id == id }!
             let written: [RecordState]
-            switch placement.plan(moving: id, of: "c", baseRev: current.rev, over: current, in: self) {
+            switch placement.plan(moving: id, of: "c", baseRev: current.rev, over: current, in: others) {
             case .place(let state): written = [state]
             case .rebalance(let fields, let lower, let upper):
-                written = LocalRekey.states(moving: id, baseRev: current.rev, fieldsJSON: fields, between: lower, upper, in: self)
+                written = LocalRekey.states(moving: id, baseRev: current.rev, fieldsJSON: fields, between: lower, upper, in: others)
             case let other: throw XCTSkip("unexpected plan \(other)")
             }
             for state in written { records.removeAll { $0.id == state.id } }

@@ -1,22 +1,10 @@
+import PlistSyncTesting
 import SyncCore
 import SyncProtocol
 import XCTest
 
 final class PlacementBoundsTests: XCTestCase {
-    /// Live records in order, key by id, as a store would answer.
-    private struct Ordered: NeighbourLookup {
-        let keys: [(id: String, key: String)]
-        func firstKey() -> String? { keys.first?.key }
-        func lastKey() -> String? { keys.last?.key }
-        func key(below key: String) -> String? { keys.last { $0.key < key }?.key }
-        func key(above key: String) -> String? { keys.first { $0.key > key }?.key }
-        func key(of id: String) -> String? { keys.first { $0.id == id }?.key }
-        func records(atOrBelow key: String, limit: Int) -> [RecordState] { Array(states.filter { $0.position! <= key }.reversed().prefix(limit)) }
-        func records(atOrAbove key: String, limit: Int) -> [RecordState] { Array(states.filter { $0.position! >= key }.prefix(limit)) }
-        private var states: [RecordState] { keys.map { RecordState(id: $0.id, rev: 1, body: .live(position: $0.key, fieldsJSON: "{}")) } }
-    }
-
-    private let others = Ordered(keys: [("a", "a0"), ("b", "a1"), ("c", "a2")])
+    private let others = SortedNeighbours(keys: [("a", "a0"), ("b", "a1"), ("c", "a2")])
 
     func testEachPlacementNamesItsNeighbours() {
         XCTAssertEqual(Placement.first.bounds(moving: "x", of: "c", in: others), .between(lower: nil, upper: "a0"))
@@ -48,7 +36,7 @@ final class PlacementBoundsTests: XCTestCase {
             case .live(let key, _) = moved.body else { return XCTFail("not placed") }
         XCTAssertEqual(moved.rev, 4)
         XCTAssertLessThan(key, "a0")
-        let crowded = Ordered(keys: [("a", "a0" + String(repeating: "0", count: PositionKey.maxLength)), ("b", "a0" + String(repeating: "0", count: PositionKey.maxLength) + "1")])
-        XCTAssertEqual(Placement.before("b").plan(moving: "x", of: "c", baseRev: 3, over: live, in: crowded), .rebalance(fieldsJSON: "{}", lower: crowded.keys[0].key, upper: crowded.keys[1].key))
+        let crowded = SortedNeighbours(keys: [("a", "a0" + String(repeating: "0", count: PositionKey.maxLength)), ("b", "a0" + String(repeating: "0", count: PositionKey.maxLength) + "1")])
+        XCTAssertEqual(Placement.before("b").plan(moving: "x", of: "c", baseRev: 3, over: live, in: crowded), .rebalance(fieldsJSON: "{}", lower: crowded.live[0].position, upper: crowded.live[1].position))
     }
 }
