@@ -233,18 +233,8 @@ public final class RecordWriter: @unchecked Sendable {
             try keepVersion(collection, state.id, rev: previous.head.rev, fields: old, timestamp)
         }
         // Fields only (the record keeps its place): the order index is not touched.
-        if let position = state.position, position == previous.head.position {
-            seq += 1
-            let update = statements.updateFields
-            try update.bind(1, collection)
-            try update.bind(2, state.id)
-            try update.bind(3, state.rev)
-            try update.bind(4, seq)
-            try update.bind(6, timestamp)
-            try update.run(bindingInPlace: state.fieldsJSON ?? "{}", at: 5)
-            return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previous.fieldBytes))
-        }
-        return try record(collection, state, timestamp, previousBytes: previous.fieldBytes)
+        let keepsPlace = state.position != nil && state.position == previous.head.position
+        return try record(collection, state, timestamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace)
     }
 
     private func keepVersion(_ collection: String, _ id: String, rev: Int64, fields: String, _ timestamp: Int64) throws(StoreError) {
@@ -256,21 +246,24 @@ public final class RecordWriter: @unchecked Sendable {
         try insert.run(bindingInPlace: fields, at: 4)
     }
 
-    /// Writes `state` whole (the next seq), in place of a record whose fields took `previousBytes`.
-    private func record(_ collection: String, _ state: RecordState, _ timestamp: Int64, previousBytes: Int) throws(StoreError) -> StoreOutcome {
+    /// Writes `state` (the next seq) in place of a record whose fields took `previousBytes`: its
+    /// fields alone when it `keepsPlace`, else the whole row.
+    private func record(
+        _ collection: String, _ state: RecordState, _ timestamp: Int64, previousBytes: Int, keepsPlace: Bool = false
+    ) throws(StoreError) -> StoreOutcome {
         seq += 1
-        let upsert = statements.upsert
-        try upsert.bind(1, collection)
-        try upsert.bind(2, state.id)
-        try upsert.bind(3, state.rev)
-        try upsert.bind(4, seq)
-        try upsert.bind(5, state.position)
-        try upsert.bind(7, timestamp)
+        let statement = keepsPlace ? statements.updateFields : statements.upsert
+        try statement.bind(1, collection)
+        try statement.bind(2, state.id)
+        try statement.bind(3, state.rev)
+        try statement.bind(4, seq)
+        try statement.bind(6, timestamp)
+        if !keepsPlace { try statement.bind(7, state.position) }
         if let fields = state.fieldsJSON {
-            try upsert.run(bindingInPlace: fields, at: 6)
+            try statement.run(bindingInPlace: fields, at: 5)
         } else {
-            try upsert.bind(6, nil)
-            try upsert.run()
+            try statement.bind(5, nil)
+            try statement.run()
         }
         return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previousBytes))
     }
@@ -296,11 +289,11 @@ private struct RecordStatements {
     init(_ db: SQLiteDatabase) throws(StoreError) {
         head = try db.prepare("SELECT rev, position, updated_at, fields FROM records WHERE collection = ?1 AND id = ?2")
         // Sets neither position nor the columns of the order index's condition, so SQLite
-        // leaves that index alone.
+        // leaves that index alone. Both take their parameters by the same numbers.
         updateFields = try db.prepare("UPDATE records SET rev = ?3, seq = ?4, fields = ?5, updated_at = ?6 WHERE collection = ?1 AND id = ?2")
         upsert = try db.prepare(
             """
-            INSERT INTO records (collection, id, rev, seq, position, fields, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            INSERT INTO records (collection, id, rev, seq, fields, updated_at, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
                 position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
             """)

@@ -54,8 +54,8 @@ final class Directory {
 
     /// The user's role on `collection`; server admins are admin everywhere.
     func role(of user: String, isAdmin: Bool, in collection: String) -> Role? {
-        guard let info = info(collection) else { return nil }
-        return isAdmin ? .admin : info.members[user]
+        if case .role(let role) = access(of: user, isAdmin: isAdmin, to: collection) { return role }
+        return nil
     }
 
     func exists(_ collection: String) -> Bool { info(collection) != nil }

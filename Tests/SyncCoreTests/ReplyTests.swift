@@ -31,6 +31,14 @@ final class ReplyTests: XCTestCase {
         }
     }
 
+    /// A write's OK is built without its words (the hot path of every write): the same line.
+    func testAWritesLineIsItsWordsLine() {
+        for reply: Reply in [.written(.put, collection: "c", id: "desk lamp", rev: 2, seq: 9), .written(.move, collection: "c~conflicts", id: "a", rev: 3, seq: 10),
+                             .written(.delete, collection: "c", id: "Zo\u{0065}\u{0308}", rev: 4, seq: 11), .written(.put, collection: "c", id: "{x", rev: 1, seq: 1)] {
+            XCTAssertEqual(reply.line("t"), ResponseLine.ok("t", words: reply.words))
+        }
+    }
+
     func testPayloadsTravelBesideTheReply() throws {
         let (record, fields) = try readBack(.record(collection: "c", id: "Ada", rev: 2, position: "a0"), payload: #"{"n":2}"#)
         XCTAssertEqual(record, .record(collection: "c", id: "Ada", rev: 2, position: "a0"))
