@@ -61,15 +61,15 @@ public struct AppFileSave: Equatable, Sendable {
         let latest = versions.last?.records
         let lastSave = versions.last(where: \.byApp)?.records
         /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
-        /// the newest value appeared in a version the agent wrote (not one the app saved), and
-        /// `wanted` is a value the file held before it, since the app's own last save (the app
-        /// saved a load made before the change). Going back from a value the app itself saved
-        /// (a cancelled edit) is an edit.
+        /// the newest value appeared in a version the agent wrote, the app has not saved it
+        /// since, and `wanted` is a value the file held before it, since the app's own last
+        /// save (the app saved a load made before the change). Going back from a value the app
+        /// itself saved (a cancelled edit, a drag back after saving the newest order) is an edit.
         func undoesUnseen<T: Equatable>(_ value: (AppFileVersion) -> T, _ wanted: T) -> Bool {
             guard var index = versions.indices.last else { return false }
             let newest = value(versions[index])
             while index > 0, value(versions[index - 1]) == newest { index -= 1 }
-            guard !versions[index].byApp else { return false }
+            guard !versions[index...].contains(where: \.byApp) else { return false }
             let since = versions[..<index].lastIndex(where: \.byApp) ?? 0
             return versions[since..<index].contains { value($0) == wanted }
         }

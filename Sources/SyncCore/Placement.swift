@@ -47,7 +47,8 @@ extension Placement {
         case .last:
             return .between(lower: try lookup.lastKey(), upper: nil)
         case .before(let anchor), .after(let anchor):
-            guard anchor != id else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
+            // Ids are compared by their bytes: twins in two normalisations are two records.
+            guard RecordID(anchor) != RecordID(id) else { return .refused(ProtocolError(.badRequest, "cannot move a record relative to itself")) }
             guard let anchorKey = try lookup.key(of: anchor) else {
                 return .refused(ProtocolError(.notFound, "no record \(ValueJSON.quoted(anchor)) in \(collection)"))
             }

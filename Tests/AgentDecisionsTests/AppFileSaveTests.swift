@@ -91,6 +91,20 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertFalse(save.missed)
     }
 
+    /// Simulation seed 51 (the order-intent check): the app saved the order the agent had
+    /// written (it loaded it), then dragged a row back to where it was before that write. The
+    /// app saw the newest order, so the drag is a move, not a stale save going back.
+    func testADragBackToAnOlderOrderAfterTheAppSavedTheNewestIsAMove() {
+        var versions = history
+        versions.append(AppFileVersion(records: versions[1].records, order: ["g", "a"], byApp: true))
+        let save = AppFileSave.read([("a", row("Ada", "2")), ("g", row("Grace", "1"))], versions: versions, latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(save.order, ["a", "g"])
+        XCTAssertFalse(save.missed)
+        // The same values, the field this time: the app saved Ada's new phone, then typed the old one.
+        let edit = AppFileSave.read([("g", row("Grace", "1")), ("a", row("Ada", "1"))], versions: versions, latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(edit.writes.map(\.fields), [row("Ada", "1")])
+    }
+
     func testARowDeletedElsewhereComesBackOnlyWhenTheAppEditedIt() {
         let versions = [AppFileVersion(records: ["a": row("Ada", "1")], order: ["a"], byApp: true),
                         AppFileVersion(records: [:], order: [], byApp: false)]

@@ -26,6 +26,10 @@ final class SimulatedFileSystem: FileSystem {
     /// event (create, delete, rename) rather than a write.
     var onChange: (_ folder: String, _ name: String, _ renamed: Bool) -> Void = { _, _, _ in }
     var now: () -> Date = { Date(timeIntervalSince1970: 0) }
+    /// Paths whose every content is kept in `versions`, oldest first (for checks that need
+    /// what a file held over time, not only now).
+    var versionedPaths: Set<String> = []
+    private(set) var versions: [String: [[UInt8]]] = [:]
 
     private static func split(_ path: String) -> (folder: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return ("/", path) }
@@ -45,10 +49,15 @@ final class SimulatedFileSystem: FileSystem {
         let (folder, name) = Self.split(path)
         let existed = nodes[key(path)] != nil
         nodes[key(path)] = node
+        keepVersion(path, node)
         let nameKey = key(folder + "/" + name)
         if children[key(folder), default: [:]][nameKey] == nil { children[key(folder), default: [:]][nameKey] = name }
         if case .folder = node, children[key(path)] == nil { children[key(path)] = [:] }
         if !existed { onChange(folder, name, true) }
+    }
+
+    private func keepVersion(_ path: String, _ node: Node) {
+        if case .file(let bytes, _) = node, versionedPaths.contains(path) { versions[path, default: []].append(bytes) }
     }
 
     private func take(_ path: String) -> Node? {
@@ -159,6 +168,7 @@ final class SimulatedFileSystem: FileSystem {
         guard let one = nodes[key(first)], let other = nodes[key(second)] else { throw .notFound }
         nodes[key(first)] = other
         nodes[key(second)] = one
+        for (path, node) in [(first, other), (second, one)] { keepVersion(path, node) }
         for path in [first, second] {
             let (folder, name) = Self.split(path)
             onChange(folder, name, true)

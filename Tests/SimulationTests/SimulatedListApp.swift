@@ -1,6 +1,7 @@
 import Foundation
 @testable import AgentKit
 import PlistFormat
+import SyncCore
 import SyncProtocol
 
 /// Apps that keep a whole list in one file (`list.plist`, an array of dictionaries, attached
@@ -13,10 +14,15 @@ final class SimulatedListApp {
     private let values: TypedValues
     /// Per machine, the list as the app last loaded (or saved) it.
     private var loaded: [String: [[String: Value]]] = [:]
+    /// Per machine, how many versions its file had had when the app's copy was loaded or saved.
+    private var loadedVersion: [String: Int] = [:]
+    /// Every drag a person made, for the order-intent check.
+    let intents = OrderIntents()
 
     init(world: SimulationWorld, values: TypedValues) {
         self.world = world
         self.values = values
+        for machine in world.machines { world.fileSystem.versionedPaths.insert(path(machine)) }
     }
 
     private var fs: SimulatedFileSystem { world.fileSystem }
@@ -47,17 +53,33 @@ final class SimulatedListApp {
         // does not reload its file when it changes).
         let roll = random(0..<100)
         let fresh = random(0..<100) < 60
-        if loaded[machine.name] == nil || fresh { loaded[machine.name] = rows(machine) }
+        if loaded[machine.name] == nil || fresh {
+            loaded[machine.name] = rows(machine)
+            loadedVersion[machine.name] = versionCount(machine)
+        }
         guard var list = loaded[machine.name] else { return }
+        let load = Self.ids(of: list)
+        // A copy older than the versions the agent remembers: it cannot tell the save is stale,
+        // and takes its whole order (as for a drag from that load).
+        let beyondHistory = versionCount(machine) - (loadedVersion[machine.name] ?? 0) > FileMirror.historyLength
         let place = "\(machine.name) a/"
         var replaced: [String] = []
         var added: [String] = []
+        var uprooted: [RecordID] = []
+        var move: OrderIntents.Move?
         if list.isEmpty || roll < 20 {
             let id = SimulatedApps.ids[random(0..<SimulatedApps.ids.count)]
             guard !list.contains(where: { $0["id"] == .string(id) }) else { return }
             let value = values.new(place + id + ".x at \(world.scheduler.now) ms")
             added.append(value)
             list.insert(["id": .string(id), "x": .string(value)], at: random(0..<(list.count + 1)))
+            uprooted = [RecordID(id)]
+            // From a stale load, an id the file has now: the agent takes the save's whole order
+            // (as for a drag from that load), so it counts as a move for the order check.
+            if rows(machine)?.contains(where: { $0["id"] == .string(id) }) == true {
+                move = OrderIntents.Move(time: world.scheduler.now, machine: machine.name, row: RecordID(id), before: nil, after: nil, load: load,
+                                         result: Self.ids(of: list), earlierOrders: [])
+            }
         } else if roll < 75 {
             let index = random(0..<list.count)
             let field = ["x", "y"][random(0..<2)]
@@ -69,10 +91,20 @@ final class SimulatedListApp {
         } else if roll < 85 {
             let row = list.remove(at: random(0..<list.count))
             for (key, value) in row where key != "id" { if case .string(let text) = value { replaced.append(text) } }
+            uprooted = Self.ids(of: [row])
         } else {
             guard list.count > 1 else { return }
             let row = list.remove(at: random(0..<list.count))
-            list.insert(row, at: random(0..<(list.count + 1)))
+            let place = random(0..<(list.count + 1))
+            list.insert(row, at: place)
+            let ids = Self.ids(of: list)
+            // A row dropped where it was is no move (from a stale load, a stale save).
+            guard ids != load else { return }
+            // A drag to an order the file held before looks the same as a save from a load made
+            // back then: the agent takes it for the latter when it wrote a newer order since.
+            let earlier = (fs.versions[path(machine)] ?? []).compactMap(Self.order(ofFile:))
+            move = OrderIntents.Move(time: world.scheduler.now, machine: machine.name, row: ids[place], before: place > 0 ? ids[place - 1] : nil,
+                                     after: place + 1 < ids.count ? ids[place + 1] : nil, load: load, result: ids, earlierOrders: earlier)
         }
         let bytes = PlistFile.encode(.array(list.map(Value.dictionary)), as: .xml)
         machine.note("app saves list.plist: \(list.map { ValueJSON.encode(fields: $0) }.joined(separator: ", "))")
@@ -94,8 +126,16 @@ final class SimulatedListApp {
             return
         }
         for value in replaced { values.replaced(value) }
+        for row in uprooted { intents.uprooted(row, at: world.scheduler.now) }
+        if let move {
+            intents.moved(move)
+        } else if beyondHistory {
+            intents.moved(OrderIntents.Move(time: world.scheduler.now, machine: machine.name, row: load.first ?? "?", before: nil, after: nil,
+                                            load: load, result: Self.ids(of: list), earlierOrders: []))
+        }
         let before = loaded[machine.name]
         loaded[machine.name] = list
+        loadedVersion[machine.name] = versionCount(machine)
         // Now and then the person undoes an edit a moment later: the app saves the list it had
         // before (a cancelled edit, sent like any edit), unless it has been saved again since.
         if let before, added.count == 1, replaced.count <= 1, random(0..<6) == 0 {
@@ -107,9 +147,24 @@ final class SimulatedListApp {
                 machine.note("app cancels its edit of list.plist: \(before.map { ValueJSON.encode(fields: $0) }.joined(separator: ", "))")
                 try? fs.rename(temp, to: path(machine))
                 values.replaced(added[0])
+                let kept = Set(Self.ids(of: before))
+                for row in Self.ids(of: list) where !kept.contains(row) { intents.uprooted(row, at: world.scheduler.now) }
                 loaded[machine.name] = before
             }
         }
+    }
+
+    private func versionCount(_ machine: SimulatedMachine) -> Int {
+        fs.versions[path(machine)]?.count ?? 0
+    }
+
+    private static func order(ofFile bytes: [UInt8]) -> [RecordID]? {
+        guard case .array(let items)? = try? PlistFile.decode(bytes).0 else { return nil }
+        return ids(of: items.compactMap { if case .dictionary(let row) = $0 { row } else { nil } })
+    }
+
+    private static func ids(of rows: [[String: Value]]) -> [RecordID] {
+        rows.compactMap { if case .string(let id)? = $0["id"] { RecordID(id) } else { nil } }
     }
 
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {

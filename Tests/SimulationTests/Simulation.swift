@@ -7,8 +7,9 @@ import SyncProtocol
 /// One seeded run: machines mirroring one collection through the real server while people
 /// edit, delete and reorder, agents crash and restart, connections drop and disks fill up;
 /// then a quiet period, and the checks: every mirror equals the server (records, order,
-/// conflict copies), and every value anyone typed still exists somewhere unless the one who
-/// replaced it saw it.
+/// conflict copies), every value anyone typed still exists somewhere unless the one who
+/// replaced it saw it, and (in runs without faults) every row dragged in a list app is still
+/// where it was put unless someone had reason to change that (`OrderIntents`).
 final class Simulation {
     let seed: UInt64
     /// Virtual milliseconds of activity, then of quiet before the checks.
@@ -120,7 +121,7 @@ final class Simulation {
         // A few thousand events make a run; far more is a loop (a push refused and retried at once).
         if report.events > Self.busyEvents { report.violations.append("\(report.events) events: something loops") }
         report.violations += try check(world, apps, folding: folding)
-        if let listApp { report.violations += try check(world, listApp, folding: folding) }
+        if let listApp { report.violations += try check(world, listApp, folding: folding, faults: faults) }
         if !report.violations.isEmpty {
             for machine in world.machines { report.logs[machine.name] = machine.log }
         }
@@ -207,10 +208,19 @@ final class Simulation {
         return violations
     }
 
-    /// Every machine's list file holds the server's records of its collection, in order.
-    private func check(_ world: SimulationWorld, _ listApp: SimulatedListApp, folding: SimulatedMachine?) throws -> [String] {
+    /// Every machine's list file holds the server's records of its collection, in order; in a
+    /// run without faults, every row a person dragged is still where they put it unless
+    /// someone had reason to change that (`OrderIntents`).
+    private func check(_ world: SimulationWorld, _ listApp: SimulatedListApp, folding: SimulatedMachine?, faults: Bool) throws -> [String] {
         let server = try serverState(world, SimulatedListApp.file.collection)
         var violations: [String] = []
+        if !faults {
+            // A folding file system holds one of two twin rows: their places are not checked.
+            let twin = { (id: RecordID) in SimulatedApps.ids.map { RecordID($0) }.contains { $0 != id && $0.foldsTogether(with: id) } }
+            for move in listApp.intents.broken(by: server.order, skipping: { folding != nil && twin($0) }) {
+                violations.append("\(move.machine) moved \(move.row) after \(move.before?.string ?? "nothing") and ahead of \(move.after?.string ?? "nothing") at \(move.time) ms; the server's order is \(server.order)")
+            }
+        }
         for machine in world.machines {
             guard let rows = listApp.rows(machine) else {
                 // An empty collection need not make the file where the app never saved one.

@@ -21,6 +21,14 @@ final class PlacementBoundsTests: XCTestCase {
                        .refused(ProtocolError(.notFound, "no record \"gone\" in list")))
     }
 
+    /// Simulation seed 7149 (the order-intent check): ids that differ only in Unicode
+    /// normalisation are two records, so a move of one after the other is a move, not a move
+    /// relative to itself (the check compared them as Swift strings, which are equal).
+    func testARecordMovesAfterItsTwinSpelledInTheOtherNormalisation() {
+        let twins = SortedNeighbours(keys: [("Zo\u{00EB}", "a0"), ("b", "a1")])
+        XCTAssertEqual(Placement.after("Zo\u{00EB}").bounds(moving: "Zoe\u{0308}", of: "c", in: twins), .between(lower: "a0", upper: "a1"))
+    }
+
     func testTheInsertionIndexFollowsTheAnchor() {
         XCTAssertEqual(Placement.first.index(among: ["a", "b"]), 0)
         XCTAssertEqual(Placement.last.index(among: ["a", "b"]), 2)
