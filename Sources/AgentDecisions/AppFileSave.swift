@@ -53,10 +53,11 @@ public struct AppFileSave: Equatable, Sendable {
     }
 
     /// Decides for `saved` (the rows as the app saved them, in its order) given `versions` (the
-    /// file as last read or written, newest last, its order `latestOrder`) and `shadow` (the
-    /// collection's records now).
+    /// file as last read or written, newest last, its order `latestOrder`), `shadow` (the
+    /// collection's records now) and `shadowOrder` (their order now, which may be ahead of the
+    /// file: a move that arrived while the app saved).
     public static func read(_ saved: [(id: RecordID, fields: Fields)], versions: [AppFileVersion], latestOrder: [RecordID],
-                            shadow: [RecordID: Fields]) -> AppFileSave {
+                            shadow: [RecordID: Fields], shadowOrder: [RecordID]? = nil) -> AppFileSave {
         var result = AppFileSave()
         let latest = versions.last?.records
         let lastSave = versions.last(where: \.byApp)?.records
@@ -126,9 +127,15 @@ public struct AppFileSave: Equatable, Sendable {
         #if SIMULATION_MUTATIONS
         if Mutation.active == .staleSaveOrderRuleRemoved { staleOrder = false }
         #endif
+        // A save that moved nothing (it only added rows) or went back to an order it never saw
+        // places its new rows into the collection's order as it is now.
+        let removed = Set(result.removes)
+        let current = shadowOrder.map { $0.filter { !removed.contains($0) } } ?? newestOrder
         if staleOrder {
             result.missed = true
-            result.order = keepingOrder(of: newestOrder, placing: savedIDs)
+            result.order = keepingOrder(of: current, placing: savedIDs)
+        } else if newestOrder == savedOrder {
+            result.order = keepingOrder(of: current, placing: savedIDs)
         } else {
             result.order = savedIDs
         }

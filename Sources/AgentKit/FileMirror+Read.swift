@@ -44,7 +44,7 @@ extension FileMirror {
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         let shadow = shadowRecords(collection)
         let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history[collection] ?? [],
-                                    latestOrder: knownOrder[collection] ?? [], shadow: shadow)
+                                    latestOrder: knownOrder[collection] ?? [], shadow: shadow, shadowOrder: shadowOrder(collection))
         // A shadow file that cannot be written (a full disk): the save is not taken as read,
         // and is read again later; remembered as read, its edits would count as seen and a
         // later stale save would drop them.

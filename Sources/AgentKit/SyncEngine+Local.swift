@@ -250,6 +250,7 @@ extension SyncEngine {
         inFlight.insert(key)
         link.send(command) { [self] event in
             inFlight.remove(key)
+            if orderEditsWaiting.contains(key.collection) { orderDirty.insert(key.collection) }
             switch event {
             case .ok(_, let reply, _):
                 guard case .written(_, _, _, let rev, _) = reply else { break }

@@ -115,15 +115,24 @@ extension SyncEngine {
         // which carries the position, not back yet) cannot be moved: the edit is read once
         // they are placed (each placement marks the order for a rewrite, which reads it).
         guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
-        orderBase[collection] = OrderBase(hash: hash, ids: desired)
-        saveState { try state.setOrderHash(hash, collection) }
         let current = currentOrder(collection)
         // Nothing to move when the file lists the rows as they stand (an order file written at
         // start, before this mirror knew the positions, is not an edit).
-        guard desired != base.ids, desired.filter(Set(current).contains) != current else { return .rewrite }
-        let moves = OrderPlanner.moves(from: base.ids, to: desired, current: current)
+        let nothingToMove = desired == base.ids || desired.filter(Set(current).contains) == current
+        let moves = nothingToMove ? [] : OrderPlanner.moves(from: base.ids, to: desired, current: current)
+        // A row whose own write is unanswered cannot be moved yet (its MOVE would carry a stale
+        // revision): the edit is read again once that write is answered (simulation seed 7067:
+        // it was skipped, and the drag lost).
+        if moves.contains(where: { inFlight.contains(RecordKey(collection: collection, id: $0.id)) }) {
+            orderEditsWaiting.insert(collection)
+            return .unchanged
+        }
+        orderEditsWaiting.remove(collection)
+        orderBase[collection] = OrderBase(hash: hash, ids: desired)
+        saveState { try state.setOrderHash(hash, collection) }
+        guard !nothingToMove else { return .rewrite }
         for (id, placement) in moves {
-            guard let entry = state.entry(collection, id), !inFlight.contains(RecordKey(collection: collection, id: id)) else { continue }
+            guard let entry = state.entry(collection, id) else { continue }
             movesInFlight[collection, default: 0] += 1
             link.send(.move(collection: collection, id: id.string, baseRev: entry.rev, placement: placement)) { [self] event in
                 movesInFlight[collection, default: 1] -= 1

@@ -39,6 +39,9 @@ final class SyncEngine {
     /// in a loop) until it changes or a change for it is applied.
     var unwritten: [RecordKey: String] = [:]
     var orderDirty: Set<String> = []
+    /// Collections whose order file holds an edit that moves a row whose own write is still in
+    /// flight: read again when that write is answered.
+    var orderEditsWaiting: Set<String> = []
     /// Collections whose folder vanished after they were mirrored here: not mirrored (and never
     /// mass-deleted) until the folder is made again, then downloaded afresh.
     var detached: Set<String> = []
@@ -133,6 +136,7 @@ final class SyncEngine {
         inFlight.removeAll()
         // Unanswered MOVEs get no reply now; the replay after the reconnect shows their effect.
         orderDirty.formUnion(movesInFlight.keys)
+        orderDirty.formUnion(orderEditsWaiting)
         movesInFlight.removeAll()
         status.connected = false
         status.changed()

@@ -115,6 +115,17 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(edited.writes.map(\.id), ["a"], "an edit beats a delete")
     }
 
+    /// Simulation seed 4614 (the order-intent check): a move from elsewhere reached the shadow
+    /// but not yet the file when the app saved the file with a row added. The save moved
+    /// nothing, so its new row is placed into the shadow's order and the move stays.
+    func testASaveThatOnlyAddsARowKeepsAMoveTheFileDoesNotShowYet() {
+        let versions = [AppFileVersion(records: ["e": row("Edsger", "1"), "g": row("Grace", "1"), "a": row("Ada", "1")], order: ["e", "g", "a"], byApp: false)]
+        let save = AppFileSave.read([("e", row("Edsger", "1")), ("g", row("Grace", "1")), ("n", row("Alan", "1")), ("a", row("Ada", "1"))],
+                                    versions: versions, latestOrder: ["e", "g", "a"], shadow: versions[0].records, shadowOrder: ["e", "a", "g"])
+        XCTAssertEqual(save.order, ["e", "a", "g", "n"], "Ada stays before Grace; Alan goes after Grace, as in the save")
+        XCTAssertEqual(save.writes.map(\.id), ["n"])
+    }
+
     func testNewRowsArePlacedAfterTheirNeighbourInTheSave() {
         XCTAssertEqual(AppFileSave.keepingOrder(of: ["g", "a"], placing: ["a", "n", "g"]), ["g", "a", "n"])
         XCTAssertEqual(AppFileSave.keepingOrder(of: ["g", "a"], placing: ["n", "a", "g"]), ["n", "g", "a"])

@@ -26,6 +26,8 @@ final class Simulation {
     struct Report {
         var violations: [String] = []
         var events = 0
+        /// The run's fault mix, for the failure report.
+        var faults = ""
         var logs: [String: [String]] = [:]
     }
 
@@ -44,10 +46,10 @@ final class Simulation {
         if let folding { world.fileSystem.normalisingRoots.insert(folding.root + "/") }
         let values = TypedValues()
         let apps = SimulatedApps(world: world, values: values)
-        let faults = random.chance(70)
+        let faults = FaultMix(random: &random)
         // Some runs take a backup of the server early and restore it later (the edits made in
         // between are in the mirrors only, and come back from them).
-        if faults, random.chance(20) {
+        if faults.backupAndRestore {
             let backupAt = UInt64.random(in: 1_000...(activeMilliseconds / 2), using: &random)
             let restoreAt = UInt64.random(in: (backupAt + 500)...activeMilliseconds, using: &random)
             var backup: String?
@@ -80,28 +82,28 @@ final class Simulation {
             time += UInt64.random(in: 10...400, using: &random)
             let machine = world.machines.randomElement(using: &random)!
             let roll = Int.random(in: 0..<100, using: &random)
+            let pick = Int.random(in: 0..<1000, using: &random)
             world.scheduler.after(time - world.scheduler.now) { [self] in
-                if let listApp, roll < 40 {
-                    listApp.act(on: machine)
-                } else if !faults || roll < 88 {
-                    apps.act(on: machine)
-                } else if roll < 92 {
+                switch faults.fault(roll: roll, pick: pick) {
+                case nil:
+                    if let listApp, pick % 100 < 40 { listApp.act(on: machine) } else { apps.act(on: machine) }
+                case .agentCrash:
                     machine.crash()
                     world.scheduler.after(UInt64.random(in: 10...3000, using: &world.scheduler.random)) { try? machine.start() }
-                } else if roll < 95 {
+                case .linkDrop:
                     machine.link?.drop()
-                } else if roll < 97 {
+                case .diskFull:
                     fillDisk(world, machine)
-                } else if roll < 98 {
+                case .serverRestart:
                     do {
                         try world.server.crashAndRestart()
                     } catch {
                         world.fail("server restart: \(error)")
                     }
-                } else if roll < 99 {
+                case .storeStall:
                     world.serverStoreStalled = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverStoreStalled = false }
-                } else {
+                case .serverDiskFull:
                     world.serverDiskFull = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverDiskFull = false }
                 }
@@ -116,12 +118,12 @@ final class Simulation {
         for machine in world.machines where !machine.isRunning { try machine.start() }
         world.scheduler.run(until: activeMilliseconds + quietMilliseconds)
 
-        var report = Report(events: world.scheduler.eventsRun)
+        var report = Report(events: world.scheduler.eventsRun, faults: faults.description)
         if let failure = world.failure { report.violations.append(failure) }
         // A few thousand events make a run; far more is a loop (a push refused and retried at once).
         if report.events > Self.busyEvents { report.violations.append("\(report.events) events: something loops") }
         report.violations += try check(world, apps, folding: folding)
-        if let listApp { report.violations += try check(world, listApp, folding: folding, faults: faults) }
+        if let listApp { report.violations += try check(world, listApp, folding: folding, faults: faults.hasFaults) }
         if !report.violations.isEmpty {
             for machine in world.machines { report.logs[machine.name] = machine.log }
         }

@@ -29,7 +29,7 @@ final class SimulationTests: XCTestCase {
             events += report.events
             guard !report.violations.isEmpty else { continue }
             failed += 1
-            var text = "seed \(seed): \(report.violations.count) violations\n  " + report.violations.prefix(20).joined(separator: "\n  ")
+            var text = "seed \(seed): \(report.violations.count) violations (\(report.faults))\n  " + report.violations.prefix(20).joined(separator: "\n  ")
             if seeds.count == 1 || failed == 1 {
                 // The lines about the record of the first violation (its id is the word after "c/").
                 // PLISTSYNC_SIMULATION_TRACE=text: every line with that text.
