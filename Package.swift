@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "HTTPKitTests", dependencies: ["HTTPKit"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "EventLoop", "PlistSyncTesting"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -361,8 +361,20 @@ final class PostgresWriter {
     }
 }
 
-/// A record's address in the store.
+/// A record's address in the store, compared by its bytes as the database compares it: ids
+/// that differ only in Unicode normalisation are two records (as Swift strings they are equal,
+/// and the writer's cache took one for the other; StoreConformanceTests).
 struct RecordKey: Hashable {
     let collection: String
     let id: String
+
+    static func == (left: RecordKey, right: RecordKey) -> Bool {
+        left.collection.utf8.elementsEqual(right.collection.utf8) && left.id.utf8.elementsEqual(right.id.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        for byte in collection.utf8 { hasher.combine(byte) }
+        hasher.combine(0xFF as UInt8)
+        for byte in id.utf8 { hasher.combine(byte) }
+    }
 }

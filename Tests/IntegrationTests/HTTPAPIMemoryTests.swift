@@ -1,4 +1,5 @@
 import Foundation
+import PlistSyncTesting
 import SyncCore
 import XCTest
 

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import PlistSyncTesting
 import SyncCore
 import XCTest
 @testable import ServerKit

@@ -1,5 +1,4 @@
 import Foundation
-import PlistSyncTesting
 import SyncCore
 import SyncProtocol
 
@@ -9,7 +8,7 @@ import SyncProtocol
 /// The transcripts replayed against it check that it answers as the real stores do. Reads and
 /// commits come from different threads; one lock guards everything, and a batch that fails
 /// leaves nothing behind.
-final class MemoryStore: ServerStore, @unchecked Sendable {
+public final class MemoryStore: ServerStore, @unchecked Sendable {
     private struct Row {
         var state: RecordState
         var seq: Int64
@@ -20,9 +19,9 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         var seq: Int64 = 0
         var purgedSeq: Int64 = 0
         var collections: [String: (owner: String, members: [String: Role])] = [:]
-        var records: [String: [String: Row]] = [:]
+        var records: [String: [RecordID: Row]] = [:]
         /// Earlier fields by collection and id, oldest first.
-        var versions: [String: [String: [RecordVersion]]] = [:]
+        var versions: [String: [RecordID: [RecordVersion]]] = [:]
         var users: [String: StoredUser] = [:]
         var tokens: [String: (info: TokenInfo, made: Int)] = [:]
         var tokensMade = 0
@@ -33,7 +32,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
     private var contents = Contents()
     private let id = UUID().uuidString.lowercased()
 
-    init(users: [StoredUser]) {
+    public init(users: [StoredUser]) {
         for user in users { contents.users[user.name] = user }
     }
 
@@ -49,11 +48,11 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         return body(contents)
     }
 
-    func serverID() -> String { id }
-    func currentSeq() -> Int64 { reading { $0.seq } }
-    func accountsEpoch() -> Int64 { reading { $0.accountsEpoch } }
+    public func serverID() -> String { id }
+    public func currentSeq() -> Int64 { reading { $0.seq } }
+    public func accountsEpoch() -> Int64 { reading { $0.accountsEpoch } }
 
-    func collections() -> [CollectionInfo] {
+    public func collections() -> [CollectionInfo] {
         reading { contents in
             contents.collections.map { name, entry in
                 let seqs = [name, Names.conflictsCollection(of: name)].compactMap { contents.records[$0]?.values.map(\.seq).max() }
@@ -62,24 +61,24 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    func storedBytesByCollection() -> [String: Int] {
+    public func storedBytesByCollection() -> [String: Int] {
         reading { contents in
             contents.records.mapValues { rows in rows.values.reduce(0) { $0 + $1.state.storedFieldBytes } }.filter { $0.value > 0 }
         }
     }
 
-    func record(_ collection: String, _ id: String) -> RecordState? {
-        reading { $0.records[collection]?[id]?.state }
+    public func record(_ collection: String, _ id: String) -> RecordState? {
+        reading { $0.records[collection]?[RecordID(id)]?.state }
     }
 
-    func list(_ collection: String) -> (records: [RecordState], seq: Int64) {
+    public func list(_ collection: String) -> (records: [RecordState], seq: Int64) {
         reading { contents in
             let live = (contents.records[collection] ?? [:]).values.map(\.state).filter { $0.position != nil }
             return (live.sorted { ($0.position!, $0.id) < ($1.position!, $1.id) }, contents.seq)
         }
     }
 
-    func page(_ collection: String, after: RecordCursor?, limit: Int) -> (records: [RecordState], seq: Int64) {
+    public func page(_ collection: String, after: RecordCursor?, limit: Int) -> (records: [RecordState], seq: Int64) {
         reading { contents in
             let live = (contents.records[collection] ?? [:]).values.map(\.state).compactMap { state in RecordCursor(state).map { ($0, state) } }
             let rest = live.filter { after?.precedes($0.0) ?? true }.sorted { $0.0.precedes($1.0) }
@@ -87,11 +86,11 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    func versions(_ collection: String, _ id: String, limit: Int) -> [RecordVersion] {
-        reading { Array(($0.versions[collection]?[id] ?? []).reversed().prefix(limit)) }
+    public func versions(_ collection: String, _ id: String, limit: Int) -> [RecordVersion] {
+        reading { Array(($0.versions[collection]?[RecordID(id)] ?? []).reversed().prefix(limit)) }
     }
 
-    func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
+    public func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
         reading { contents in
             if since > 0, since < contents.purgedSeq { return nil }
             let rows = (contents.records[collection] ?? [:]).values.filter { $0.seq > since }.sorted { $0.seq < $1.seq }.prefix(limit)
@@ -99,17 +98,17 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    func user(named name: String) -> StoredUser? { reading { $0.users[name] } }
-    func tokenOwner(hash: String) -> String? { reading { $0.tokens[hash]?.info.user } }
-    func tokenExists(hash: String) -> Bool { tokenOwner(hash: hash) != nil }
+    public func user(named name: String) -> StoredUser? { reading { $0.users[name] } }
+    public func tokenOwner(hash: String) -> String? { reading { $0.tokens[hash]?.info.user } }
+    public func tokenExists(hash: String) -> Bool { tokenOwner(hash: hash) != nil }
 
-    func tokens(of user: String?) -> [TokenInfo] {
+    public func tokens(of user: String?) -> [TokenInfo] {
         reading { contents in
             contents.tokens.values.filter { user == nil || $0.info.user == user }.sorted { $0.made < $1.made }.map(\.info)
         }
     }
 
-    func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
+    public func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
         let now = Int64(Date().timeIntervalSince1970)
         return try locked { contents throws(StoreFailure) in
             var batch = contents
@@ -120,17 +119,17 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
-    var location: String { "memory" }
-    func sizeBytes() -> Int64 { 0 }
-    var accountChanges: AccountChangeSignal? { nil }
-    var spaceReserve: SpaceReserve? { nil }
+    public var location: String { "memory" }
+    public func sizeBytes() -> Int64 { 0 }
+    public var accountChanges: AccountChangeSignal? { nil }
+    public var spaceReserve: SpaceReserve? { nil }
 
     // MARK: - Writes
 
     private static func apply(_ operation: StoreOperation, to contents: inout Contents, now: Int64) throws(StoreFailure) -> StoreOutcome {
         switch operation {
         case .put(let collection, let id, let baseRev, let fieldsJSON):
-            let current = contents.records[collection]?[id]?.state
+            let current = contents.records[collection]?[RecordID(id)]?.state
             switch RevisionRules.put(baseRev: baseRev, over: current) {
             case .update(let rev, let position):
                 return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
@@ -142,7 +141,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
                 return .conflict(collection: collection, id: id, current: current)
             }
         case .move(let collection, let id, let baseRev, let placement):
-            let current = contents.records[collection]?[id]?.state
+            let current = contents.records[collection]?[RecordID(id)]?.state
             let neighbours = SortedNeighbours((contents.records[collection] ?? [:]).values.map(\.state), moving: id)
             switch placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: neighbours) {
             case .conflict: return .conflict(collection: collection, id: id, current: current)
@@ -153,7 +152,7 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
                 return StoreOutcome.rebalanced(writing: states) { state in write(state, collection, &contents, now) }
             }
         case .delete(let collection, let id, let baseRev):
-            let current = contents.records[collection]?[id]?.state
+            let current = contents.records[collection]?[RecordID(id)]?.state
             guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
                 return .conflict(collection: collection, id: id, current: current)
             }
@@ -211,14 +210,14 @@ final class MemoryStore: ServerStore, @unchecked Sendable {
 
     private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ now: Int64) -> StoreOutcome {
         contents.seq += 1
-        let previous = contents.records[collection]?[state.id]?.state
+        let previous = contents.records[collection]?[RecordID(state.id)]?.state
         // Every replaced state is kept here (a minimum age of 0): tests see versions at once.
-        let row = contents.records[collection]?[state.id]
+        let row = contents.records[collection]?[RecordID(state.id)]
         if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, writtenAt: row?.updatedAt, with: state, at: now, minimumAge: 0) {
-            contents.versions[collection, default: [:]][state.id, default: []].removeAll { $0.rev == previous.rev }
-            contents.versions[collection, default: [:]][state.id, default: []].append(RecordVersion(rev: previous.rev, fieldsJSON: fields, replacedAt: now))
+            contents.versions[collection, default: [:]][RecordID(state.id), default: []].removeAll { $0.rev == previous.rev }
+            contents.versions[collection, default: [:]][RecordID(state.id), default: []].append(RecordVersion(rev: previous.rev, fieldsJSON: fields, replacedAt: now))
         }
-        contents.records[collection, default: [:]][state.id] = Row(state: state, seq: contents.seq, updatedAt: now)
+        contents.records[collection, default: [:]][RecordID(state.id)] = Row(state: state, seq: contents.seq, updatedAt: now)
         let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
         return .changed(Change(collection: collection, seq: contents.seq, state: state, storedBytesDelta: delta))
     }
