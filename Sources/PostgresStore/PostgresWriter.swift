@@ -369,12 +369,11 @@ struct RecordKey: Hashable {
     let id: String
 
     static func == (left: RecordKey, right: RecordKey) -> Bool {
-        left.collection.utf8.elementsEqual(right.collection.utf8) && left.id.utf8.elementsEqual(right.id.utf8)
+        RecordID(left.collection) == RecordID(right.collection) && RecordID(left.id) == RecordID(right.id)
     }
 
     func hash(into hasher: inout Hasher) {
-        for byte in collection.utf8 { hasher.combine(byte) }
-        hasher.combine(0xFF as UInt8)
-        for byte in id.utf8 { hasher.combine(byte) }
+        hasher.combine(RecordID(collection))
+        hasher.combine(RecordID(id))
     }
 }

@@ -12,6 +12,7 @@ import XCTest
 /// same way over the memory store the in-memory tests run on, a real SQLite file and a real
 /// PostgreSQL database. A store that answers differently fails here, not in a session test.
 final class StoreConformanceTests: XCTestCase {
+    /// The loops the PostgreSQL stores were made for, kept for as long as the test runs.
     private var loops: [EventLoop] = []
 
     /// Each store, fresh, with users `alice` (who owns the collections made here) and `bob`.
@@ -98,7 +99,7 @@ final class StoreConformanceTests: XCTestCase {
         }
     }
 
-    func testABatchWithAFailingStepCommitsNothingAfterOthersAreAnswered() throws {
+    func testAConflictInABatchIsAnAnswerAndTheRestCommits() throws {
         try eachStore { store in
             let outcomes = try store.commit([.put(collection: "c", id: "x", baseRev: 0, fieldsJSON: "{}"),
                                              .put(collection: "c", id: "x", baseRev: 0, fieldsJSON: "{}")])
