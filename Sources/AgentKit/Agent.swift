@@ -11,8 +11,9 @@ public final class Agent {
     private let configuration: AgentConfiguration
     private let loop: EventLoop
     private let clock: LoopClock
-    private let link: ServerLink
-    private let core: AgentCore
+    /// Made last in `init`, with this agent as their listener and host (never nil after `init`).
+    private var link: ServerLink!
+    private var core: AgentCore!
     private var rootWatcher: FolderWatcher?
     private var folderWatchers: [String: FolderWatcher] = [:]
     private var signals: [SignalWatcher] = []
@@ -40,31 +41,15 @@ public final class Agent {
         } catch {
             throw AgentError.badAttachments(error.description)
         }
-        link = ServerLink(loop: loop, configuration: configuration)
-        core = try AgentCore(configuration: configuration, files: files, fileSystem: fileSystem, clock: clock, link: link,
+        link = ServerLink(loop: loop, configuration: configuration, listener: self)
+        core = try AgentCore(configuration: configuration, files: files, fileSystem: fileSystem, clock: clock, link: link, host: self,
                              statePath: stateFolder + "/state.sqlite")
     }
 
     /// Runs until SIGINT or SIGTERM.
     public func run() throws {
-        let log: (String) -> Void = { AgentLog.info($0) }
-        link.log = log
-        link.onServerID = { [core] id, restoredSeq in core.serverID(id, restoredSeq: restoredSeq) }
-        link.onReady = { [core] in core.connected() }
-        link.onLost = { [core] in core.disconnected() }
-        link.onEvent = { [core] event in core.received(event) }
-        link.onBatch = { [core] starting in core.batch(starting: starting) }
-        core.onWatch = { [unowned self] collection in watch(collection) }
-        core.onUnwatch = { [unowned self] collection in folderWatchers.removeValue(forKey: collection)?.close() }
-        core.onBatchWritten = { [trimTimer] in
-            // Memory a burst of work freed goes back to the system once the agent is quiet (the
-            // allocator keeps freed pages; an idle agent would hold its busiest moment's heap).
-            trimTimer.start(after: Self.trimDelayMilliseconds) { plistsync_malloc_trim() }
-        }
-        core.status.lastError = { [link] in link.lastError }
-        link.onErrorChanged = { [core] in core.status.changed() }
-        rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [core] event in core.rootEvent(event) }
-        core.start(log: log)
+        rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [core] event in core?.rootEvent(event) }
+        core.start()
         for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
             signals.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in stop() })
         }
@@ -90,7 +75,7 @@ public final class Agent {
 
     /// Watches a collection's folder; a watch left on a folder that was removed (and perhaps
     /// made again) is replaced.
-    private func watch(_ collection: String) {
+    func watch(_ collection: String) {
         if let current = folderWatchers[collection] {
             if current.watchesTheFolderAtItsPath { return }
             folderWatchers.removeValue(forKey: collection)?.close()
@@ -101,6 +86,34 @@ public final class Agent {
             }
         } catch {
             AgentLog.info("cannot watch \(core.mirror.folder(collection)): \(error); relying on rescans")
+        }
+    }
+}
+
+extension Agent: AgentHost, LinkListener {
+    func unwatch(_ collection: String) {
+        folderWatchers.removeValue(forKey: collection)?.close()
+    }
+
+    func batchWritten() {
+        // Memory a burst of work freed goes back to the system once the agent is quiet (the
+        // allocator keeps freed pages; an idle agent would hold its busiest moment's heap).
+        trimTimer.start(after: Self.trimDelayMilliseconds) { plistsync_malloc_trim() }
+    }
+
+    func log(_ line: String) {
+        AgentLog.info(line)
+    }
+
+    func link(_ notice: LinkNotice) {
+        switch notice {
+        case .serverID(let id, let restoredSeq): core.serverID(id, restoredSeq: restoredSeq)
+        case .ready: core.connected()
+        case .lost: core.disconnected()
+        case .event(let event): core.received(event)
+        case .batch(let starting): core.batch(starting: starting)
+        case .errorChanged: core.status.linkErrorChanged(link.lastError)
+        case .log(let line): log(line)
         }
     }
 }

@@ -13,30 +13,28 @@ final class AgentCore {
     let mirror: MirrorFolder
     let state: AgentState
     let status: AgentStatus
-    let engine: SyncEngine
-    private let fileMirror: FileMirror
+    /// The host running this core (`Agent`, or a simulated machine), given at init.
+    private unowned let host: any AgentHost
+    /// Made last in `init`, with this core as their outlet (never nil after `init`).
+    private(set) var engine: SyncEngine!
+    private var fileMirror: FileMirror!
     /// Record files (an empty id: the collection's order file) due to be looked at, with when.
     private var dueFiles: [RecordKey: UInt64] = [:]
     /// When the next look at due files is armed for.
     private var dueArmedAt: UInt64?
     private var rescanArmed = false
-    /// A collection folder to watch, or to stop watching (the host owns the watchers).
-    var onWatch: (String) -> Void = { _ in }
-    var onUnwatch: (String) -> Void = { _ in }
-    /// A batch was written (its files in place, its state committed).
-    var onBatchWritten: () -> Void = {}
-
     /// Opens the state in `statePath` (a SQLite file); the attached app files come from
     /// `DIR/.plistsync/files.plist` (`files`).
     init(configuration: AgentConfiguration, files: [AttachedFile], fileSystem: any FileSystem, clock: any AgentClock,
-         link: any ServerRequests, statePath: String, persistentStatus: Bool = true) throws {
+         link: any ServerRequests, host: any AgentHost, statePath: String, persistentStatus: Bool = true) throws {
         self.configuration = configuration
         self.clock = clock
+        self.host = host
         mirror = MirrorFolder(root: configuration.directory, fileSystem: fileSystem, now: { [clock] in clock.now })
         try mirror.ensureFolder(mirror.stateFolder)
         mirror.removeStaleTempFiles()
         state = try AgentState(path: statePath)
-        status = AgentStatus(clock: clock, configuration: configuration, mirror: mirror, persistent: persistentStatus)
+        status = AgentStatus(clock: clock, configuration: configuration, mirror: mirror, state: state, persistent: persistentStatus)
         let remirrored = try state.noteAttached(Set(files.map(\.collection))) { [mirror] in
             Set(files.map(\.collection).filter { mirror.fileSystem.isFolder(mirror.shadowFolder($0)) })
         }
@@ -44,31 +42,15 @@ final class AgentCore {
             let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
             AgentLog.info("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
         }
-        fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock, device: configuration.device)
-        engine = SyncEngine(configuration: configuration, link: link, clock: clock, state: state, mirror: mirror, status: status)
+        fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock, device: configuration.device, outlet: self)
+        engine = SyncEngine(configuration: configuration, link: link, clock: clock, state: state, mirror: mirror, status: status, outlet: self)
     }
 
-    /// Wires the parts and reads what changed while the agent was stopped; the link is
-    /// started by the host afterwards.
-    func start(log: @escaping (String) -> Void) {
-        engine.log = log
-        fileMirror.log = log
-        engine.onCollectionFolder = { [unowned self] collection in onWatch(collection) }
-        engine.onCollectionGone = { [unowned self] collection in onUnwatch(collection) }
-        engine.fileEventPending = { [unowned self] key in dueFiles[key] != nil }
-        fileMirror.onRecord = { [unowned engine] collection, id in engine.fileChanged(collection, id) }
-        fileMirror.onOrder = { [unowned engine] collection in engine.orderFileChanged(collection) }
-        engine.onOrderFileWritten = { [unowned fileMirror] collection in fileMirror.shadowsChanged(collection) }
+    /// Reads what changed while the agent was stopped; the link is started by the host afterwards.
+    func start() {
         fileMirror.readAll()
-        status.collectionsProvider = { [state] in
-            var result: [String: (seq: Int64, records: Int)] = [:]
-            for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil {
-                result[name] = (seq, state.liveCount[name] ?? 0)
-            }
-            return result
-        }
         for collection in state.lastSeq.keys where Names.collection(ofConflicts: collection) == nil && mirror.hasFolder(collection) {
-            onWatch(collection)
+            host.watch(collection)
         }
         mirror.pruneVersions(olderThan: configuration.keepVersionsDays)
         armRescan()
@@ -109,7 +91,7 @@ final class AgentCore {
             fileMirror.shadowsChanged()
             mirror.endWrites()
             engine.saveState { try state.endBatch() }
-            if mirror.batchDepth == 0 { onBatchWritten() }
+            if mirror.batchDepth == 0 { host.batchWritten() }
         }
     }
 
@@ -208,4 +190,37 @@ final class AgentCore {
             armRescan()
         }
     }
+}
+
+extension AgentCore: EngineOutlet, FileMirrorOutlet {
+    func engine(_ notice: EngineNotice) {
+        switch notice {
+        case .watchFolder(let collection): host.watch(collection)
+        case .folderGone(let collection): host.unwatch(collection)
+        case .orderFileWritten(let collection): fileMirror.shadowsChanged(collection)
+        }
+    }
+
+    func isFileEventPending(_ key: RecordKey) -> Bool {
+        dueFiles[key] != nil
+    }
+
+    func shadowChanged(_ collection: String, _ id: RecordID?) {
+        if let id { engine.fileChanged(collection, id) } else { engine.orderFileChanged(collection) }
+    }
+
+    func log(_ line: String) {
+        host.log(line)
+    }
+}
+
+/// What runs an `AgentCore`: owns the folder watchers and the log, and hears when a batch is
+/// written. Given to the core at init.
+protocol AgentHost: AnyObject {
+    /// Watch a collection's folder (events go to `AgentCore.folderEvent`).
+    func watch(_ collection: String)
+    func unwatch(_ collection: String)
+    /// A batch was written (its files in place, its state committed).
+    func batchWritten()
+    func log(_ line: String)
 }

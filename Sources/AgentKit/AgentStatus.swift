@@ -37,11 +37,14 @@ final class AgentStatus {
     /// is scanned again (a restart while the server is unreachable must not hide them).
     private var carriedProblems: [String: String] = [:]
     private var carriedUnparseable: [String: String] = [:]
-    var collectionsProvider: () -> [String: (seq: Int64, records: Int)] = { [:] }
-    var lastError: () -> String? = { nil }
+    /// The synced state, for each collection's seq and record count.
+    private let state: AgentState
+    /// Why the server link's last attempt failed (`linkErrorChanged`).
+    private var lastError: String?
 
-    init(clock: any AgentClock, configuration: AgentConfiguration, mirror: MirrorFolder, persistent: Bool = true) {
+    init(clock: any AgentClock, configuration: AgentConfiguration, mirror: MirrorFolder, state: AgentState, persistent: Bool = true) {
         self.clock = clock
+        self.state = state
         self.configuration = configuration
         self.mirror = MirrorFolder(root: mirror.root, fileSystem: mirror.fileSystem)
         self.persistent = persistent
@@ -115,12 +118,18 @@ final class AgentStatus {
         }
     }
 
+    /// The server link's last error changed (nil: it works again).
+    func linkErrorChanged(_ error: String?) {
+        lastError = error
+        changed()
+    }
+
     func writeNow() {
         guard dirty, persistent else { return }
         dirty = false
         var collections: [String: Value] = [:]
-        for (name, info) in collectionsProvider() {
-            collections[name] = .dictionary(["seq": .integer(info.seq), "records": .integer(Int64(info.records))])
+        for (name, seq) in state.lastSeq where Names.collection(ofConflicts: name) == nil {
+            collections[name] = .dictionary(["seq": .integer(seq), "records": .integer(Int64(state.liveCount[name] ?? 0))])
         }
         var document: [String: Value] = [
             "pid": .integer(Int64(getpid())),
@@ -137,7 +146,7 @@ final class AgentStatus {
             "unparseable": .dictionary(carriedUnparseable.merging(unparseable) { _, now in now }.mapValues(Value.string)),
             "problems": .dictionary(carriedProblems.merging(problems) { _, now in now }.mapValues(Value.string)),
         ]
-        if let error = lastError() { document["last_error"] = .string(error) }
+        if let error = lastError { document["last_error"] = .string(error) }
         if let lastSync { document["last_sync"] = .date(lastSync) }
         conflictCopies = conflictCopies.filter { mirror.fileSystem.kind(at: $0) != .missing }
         document["conflict_copies"] = .array(conflictCopies.sorted().map(Value.string))

@@ -25,11 +25,11 @@ extension FileMirror {
         guard let bytes = mirror.read(path(file)) else {
             // A file the app removed is written again from the collection, never read as
             // "delete every record".
-            if knownHash[collection] != nil { knownHash[collection] = nil }
+            if history.knownHash(collection) != nil { history.forgetHash(collection) }
             return rebuild(file)
         }
         let hash = ContentHash.of(bytes)
-        guard hash != knownHash[collection] else { return }
+        guard hash != history.knownHash(collection) else { return }
         let entries: [CollectionFile.Entry]
         do {
             let (read, kind) = try CollectionFile.entries(bytes, idKey: file.idKey, newID: { UUID().uuidString })
@@ -43,8 +43,8 @@ extension FileMirror {
         status.unparseable[file.name] = nil
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         let shadow = shadowRecords(collection)
-        let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history[collection] ?? [],
-                                    latestOrder: knownOrder[collection] ?? [], shadow: shadow, shadowOrder: shadowOrder(collection))
+        let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history.versions(collection),
+                                    latestOrder: history.knownOrder(collection) ?? [], shadow: shadow, shadowOrder: shadowOrder(collection))
         // A shadow file that cannot be written (a full disk): the save is not taken as read,
         // and is read again later; remembered as read, its edits would count as seen and a
         // later stale save would drop them.
@@ -61,7 +61,7 @@ extension FileMirror {
                     log("\(file.name): the row \(write.id) cannot be kept beside \(other) on this file system; kept as \(copy)")
                     status.noteConflict(copy)
                     if let copyID = MirrorFolder.conflictCopyID(forFileName: (copy as NSString).lastPathComponent) {
-                        onRecord(Names.conflictsCollection(of: collection), copyID)
+                        shadowChanged(Names.conflictsCollection(of: collection), copyID)
                     }
                     keptAsCopies.insert(write.id)
                 } catch {
@@ -78,12 +78,12 @@ extension FileMirror {
                 unwritten = true
                 continue
             }
-            onRecord(collection, write.id)
+            shadowChanged(collection, write.id)
         }
         for id in save.removes where mirror.clashingName(collection, id) == nil {
             if save.keepRemoved.contains(id) { mirror.keepVersion(collection, id) }
             mirror.remove(mirror.recordPath(collection, id))
-            onRecord(collection, id)
+            shadowChanged(collection, id)
         }
         // A row this file system cannot hold beside a twin's shadow file (kept as a conflict
         // copy now or before) is not in the shadow: an order naming it would wait for its
@@ -95,7 +95,7 @@ extension FileMirror {
             if mirror.read(mirror.orderPath(collection)) != order {
                 do {
                     try mirror.writeAtomically(order, to: mirror.orderPath(collection))
-                    onOrder(collection)
+                    shadowChanged(collection, nil)
                 } catch {
                     log("cannot write \(mirror.orderPath(collection)): \(error)")
                     unwritten = true
@@ -107,8 +107,8 @@ extension FileMirror {
         // Found at start showing exactly the shadow, it is most likely the agent's own last
         // write: the app is not taken to have seen its rows (a later save lacking one is then
         // read as a load from before it, not as a delete).
-        let records = Self.records(entries)
-        remember(collection, entries, bytes, byApp: !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shadowOrder(collection)))
+        let records = AppFileHistory.records(entries)
+        history.remember(collection, entries, bytes, byApp: !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shadowOrder(collection)))
         // Whatever the file does not show of the shadow (a change the save missed, one that
         // arrived while the app saved, one a crash kept from the history) is written into it:
         // the file is rebuilt whenever it differs from the shadow after a read.
@@ -127,25 +127,5 @@ extension FileMirror {
         var spellings: [String: Int] = [:]
         for id in Set(ids).union(shadow) { spellings[id.string.lowercased(), default: 0] += 1 }
         return Set(ids.filter { spellings[$0.string.lowercased(), default: 0] > 1 && mirror.clashingName(collection, $0) != nil })
-    }
-
-    static let readRetryMilliseconds: UInt64 = 2_000
-
-    /// The app file could not be written (a full disk): written again soon, like a change that
-    /// could not be applied.
-    func rebuildAgainLater(_ file: AttachedFile) {
-        guard rebuildRetries.insert(file.name).inserted else { return }
-        clock.after(Self.readRetryMilliseconds) { [self] in
-            rebuildRetries.remove(file.name)
-            shadowsChanged(file.collection)
-        }
-    }
-
-    func readAgainLater(_ file: AttachedFile) {
-        guard readRetries.insert(file.name).inserted else { return }
-        clock.after(Self.readRetryMilliseconds) { [self] in
-            readRetries.remove(file.name)
-            read(file)
-        }
     }
 }

@@ -17,55 +17,40 @@ final class FileMirror {
     let mirror: MirrorFolder
     let files: [AttachedFile]
     let status: AgentStatus
-    /// Per collection, the hash of the app file as last read or written here.
-    var knownHash: [String: String] = [:]
-    /// Per collection, the last versions of the app file read or written here (newest last, at
-    /// most `historyLength`), and the newest one's order: a save is compared with the newest,
-    /// and going back to a value from before a version the agent wrote undoes nothing the app
-    /// saw (it loaded the file before that change).
-    var history: [String: [Version]] = [:]
-
-    /// One version of an app file, as remembered.
-    typealias Version = AppFileVersion
-    var knownOrder: [String: [RecordID]] = [:]
-    static let historyLength = 8
-    /// Per collection, how the app file is written.
+    /// What the app files held when last read or written here.
+    let history: AppFileHistory
+    /// Per collection, how the app file is written (as it was last read; written only by `read`).
     var kinds: [String: CollectionFile.Kind] = [:]
-    var rebuildScheduled = false
+    private var rebuildScheduled = false
     /// The shadows' records, read once and then only where `MirrorFolder` saw a write.
-    var shadowCache: [String: [RecordID: Fields]] = [:]
-    var shadowOrders: [String: [RecordID]] = [:]
+    private var shadowCache: [String: [RecordID: Fields]] = [:]
+    private var shadowOrders: [String: [RecordID]] = [:]
     /// Collections whose shadow changed since their app file was last rebuilt or read.
-    var dirty: Set<String> = []
-    static let historySaveDelayMilliseconds: UInt64 = 1000
-    static let historySaveMaxDelayMilliseconds: UInt64 = 10_000
-    /// Per collection, versions remembered so far (a save waits until no newer one came), and
-    /// since when (milliseconds) a version waits to be saved (present: a save is due).
-    var historyVersionCount: [String: Int] = [:]
-    var historyUnsavedSince: [String: UInt64] = [:]
-    /// A record file or the order file of a shadow was changed here: the engine reconciles it.
-    var onRecord: (String, RecordID) -> Void = { _, _ in }
-    var onOrder: (String) -> Void = { _ in }
-    var log: (String) -> Void = { _ in }
+    private(set) var dirty: Set<String> = []
+    /// Told when a record file or the order file of a shadow was changed here (the engine
+    /// reconciles it).
+    private unowned let outlet: any FileMirrorOutlet
 
     /// App files whose last save is read again soon (it could not be split into the shadow), and
     /// those written again soon (a full disk).
-    var readRetries: Set<String> = []
-    var rebuildRetries: Set<String> = []
+    private var readRetries: Set<String> = []
+    private var rebuildRetries: Set<String> = []
     let clock: any AgentClock
     /// This machine's name in the conflict copies it makes.
     let device: String
 
-    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus, clock: any AgentClock, device: String) {
+    init(mirror: MirrorFolder, files: [AttachedFile], status: AgentStatus, clock: any AgentClock, device: String, outlet: any FileMirrorOutlet) {
+        self.outlet = outlet
         self.mirror = mirror
         self.clock = clock
         self.device = device
         self.files = files
         self.status = status
+        history = AppFileHistory(mirror: mirror, clock: clock)
         mirror.attachedCollections = Set(files.map(\.collection))
         for file in files {
             try? mirror.ensureFolder(mirror.shadowFolder(file.collection))
-            loadHistory(file.collection)
+            history.load(file.collection)
         }
     }
 
@@ -138,23 +123,23 @@ final class FileMirror {
         let collection = file.collection
         let records = shadowRecords(collection)
         let ids = Set(records.keys)
-        guard !ids.isEmpty || knownHash[collection] != nil else { return }
+        guard !ids.isEmpty || history.knownHash(collection) != nil else { return }
         var order = shadowOrder(collection).filter(ids.contains)
         var seen = Set(order)
         order += ids.filter { seen.insert($0).inserted }.sorted()
         // The file as last read or written holds exactly this: nothing to encode or write.
-        if knownHash[collection] != nil, knownOrder[collection] == order, history[collection]?.last?.records == records { return }
+        if history.knownHash(collection) != nil, history.knownOrder(collection) == order, history.versions(collection).last?.records == records { return }
         let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id.string, fields: $0) } }
         let kind = kinds[collection] ?? file.defaultKind
         let bytes = CollectionFile.encode(entries, idKey: file.idKey, as: kind)
         let hash = ContentHash.of(bytes)
         let target = path(file)
-        guard hash != knownHash[collection] else { return }
-        guard mirror.read(target).map(ContentHash.of) != hash else { return remember(collection, entries, bytes, byApp: false) }
-        let expected = knownHash[collection]
+        guard hash != history.knownHash(collection) else { return }
+        guard mirror.read(target).map(ContentHash.of) != hash else { return history.remember(collection, entries, bytes, byApp: false) }
+        let expected = history.knownHash(collection)
         do {
             try mirror.writeAtomically(bytes, to: target, guard: .init(expectedHash: expected))
-            remember(collection, entries, bytes, byApp: false)
+            history.remember(collection, entries, bytes, byApp: false)
         } catch MirrorError.superseded {
             // The app saved meanwhile: read that first; the file is then rebuilt with what the
             // save did not show (the shadow is still newer than the file).
@@ -165,4 +150,47 @@ final class FileMirror {
             rebuildAgainLater(file)
         }
     }
+
+    static let readRetryMilliseconds: UInt64 = 2_000
+
+    /// The app file could not be written (a full disk): written again soon, like a change that
+    /// could not be applied.
+    func rebuildAgainLater(_ file: AttachedFile) {
+        guard rebuildRetries.insert(file.name).inserted else { return }
+        clock.after(Self.readRetryMilliseconds) { [self] in
+            rebuildRetries.remove(file.name)
+            shadowsChanged(file.collection)
+        }
+    }
+
+    func readAgainLater(_ file: AttachedFile) {
+        guard readRetries.insert(file.name).inserted else { return }
+        clock.after(Self.readRetryMilliseconds) { [self] in
+            readRetries.remove(file.name)
+            read(file)
+        }
+    }
+
+    /// Saves the histories still waiting (the agent is stopping).
+    func flush() {
+        history.flush()
+    }
+}
+
+extension FileMirror {
+    func log(_ line: String) {
+        outlet.log(line)
+    }
+
+    /// A shadow's record file (an id) or order file (nil) was written from the app's file.
+    func shadowChanged(_ collection: String, _ id: RecordID?) {
+        outlet.shadowChanged(collection, id)
+    }
+}
+
+/// What a `FileMirror` tells the agent around it.
+protocol FileMirrorOutlet: AnyObject {
+    /// A shadow's record file (an id) or order file (nil) was written: the engine reconciles it.
+    func shadowChanged(_ collection: String, _ id: RecordID?)
+    func log(_ line: String)
 }

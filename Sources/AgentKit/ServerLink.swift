@@ -8,7 +8,7 @@ import SyncProtocol
 /// and reconnects with exponential backoff and full jitter when the connection is lost.
 ///
 /// Requests go out on a `ClientConnection` with their reply callback; untagged lines go to
-/// `onEvent`. Loop-thread object.
+/// the listener as `LinkNotice.event`. Loop-thread object.
 final class ServerLink: ServerRequests {
     private let loop: EventLoop
     private let configuration: AgentConfiguration
@@ -23,32 +23,24 @@ final class ServerLink: ServerRequests {
     private var keepalive: LoopTimer?
     private var stopped = false
 
-    /// Called once per connection, after login.
-    var onReady: () -> Void = {}
-    /// Called when a ready connection is lost.
-    var onLost: () -> Void = {}
-    /// The server's store id from HELLO, before login completes.
-    var onServerID: (_ id: String, _ restoredSeq: Int64?) -> Void = { _, _ in }
-    /// Untagged lines: changes, collections, BYE.
-    var onEvent: (ServerEvent) -> Void = { _ in }
-    /// Called before and after each batch of received lines, so their effects can share a
-    /// transaction.
-    var onBatch: (_ starting: Bool) -> Void = { _ in }
-    /// Log lines for the operator.
-    var log: (String) -> Void = { _ in }
+    /// Told what happens on the connection (given at init).
+    private unowned let listener: any LinkListener
+
+    private func log(_ line: String) {
+        listener.link(.log(line))
+    }
     private(set) var isReady = false
     /// Why the last attempt failed, for `status`. A new reason is logged once and the status
-    /// rewritten (`onErrorChanged`): a refused certificate must not hide behind an older error.
+    /// rewritten (`LinkNotice.errorChanged`): a refused certificate must not hide behind an older error.
     private(set) var lastError: String? {
         didSet {
             guard lastError != oldValue else { return }
             if let lastError, lastError != loggedError { log(lastError) }
             loggedError = lastError ?? loggedError
-            onErrorChanged()
+            listener.link(.errorChanged)
         }
     }
     private var loggedError: String?
-    var onErrorChanged: () -> Void = {}
     /// The server's limits from HELLO (the defaults until it says otherwise): a record or line
     /// over them is never sent, since the server would answer with BYE TOO_LARGE.
     private(set) var maxRecordBytes = Limits.standard.maxRecordBytes
@@ -65,7 +57,8 @@ final class ServerLink: ServerRequests {
     private var credentialWatch: LoopTimer?
     static let credentialPollMilliseconds: UInt64 = 1_000
 
-    init(loop: EventLoop, configuration: AgentConfiguration) {
+    init(loop: EventLoop, configuration: AgentConfiguration, listener: any LinkListener) {
+        self.listener = listener
         self.loop = loop
         self.configuration = configuration
         credential = configuration.credential
@@ -126,7 +119,7 @@ final class ServerLink: ServerRequests {
 
     private func attach(_ client: ClientConnection) {
         connection = client
-        client.onBatch = { [self] starting in onBatch(starting) }
+        client.onBatch = { [self] starting in listener.link(.batch(starting: starting)) }
         client.onUntagged = { [self] line in untagged(line) }
         client.onClosed = { [self] failure in
             // A refused certificate or handshake is the reason the user needs to see.
@@ -136,7 +129,8 @@ final class ServerLink: ServerRequests {
         client.logIn(client: "plistsync-agent", with: credential.login(user: configuration.user), onHello: { [self] event in
             guard case .ok(_, let reply, let limits?) = event else { return }
             if case .hello(_, let serverID) = reply {
-                onServerID(serverID, { if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil } }())
+                let restoredSeq: Int64? = if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil }
+                listener.link(.serverID(serverID, restoredSeq: restoredSeq))
             }
             if case .integer(let value)? = limits["max_record_bytes"], value > 0 { maxRecordBytes = Int(value) }
             if case .integer(let value)? = limits["max_line_bytes"], value > 0 { maxLineBytes = Int(value) }
@@ -156,7 +150,7 @@ final class ServerLink: ServerRequests {
             readySince = loop.nowMilliseconds
             startKeepalive()
             log("connected to \(server) as \(configuration.user)")
-            onReady()
+            listener.link(.ready)
         }
     }
 
@@ -169,7 +163,7 @@ final class ServerLink: ServerRequests {
             log("server closed the connection: \(reason)")
             if reason == .revoked { refuseCredential() }
         }
-        onEvent(event)
+        listener.link(.event(event))
     }
 
     private func lost(_ client: ClientConnection) {
@@ -182,7 +176,7 @@ final class ServerLink: ServerRequests {
         if wasReady, loop.nowMilliseconds - readySince >= Self.stableSessionMilliseconds { attempts = 0 }
         if wasReady {
             log("disconnected from \(server)")
-            onLost()
+            listener.link(.lost)
         }
         if !credentialRefused { scheduleReconnect() }
     }
@@ -273,4 +267,27 @@ final class ServerLink: ServerRequests {
             send(.ping)
         }
     }
+}
+
+/// What happens on the agent's server connection, as told to its `LinkListener`.
+enum LinkNotice {
+    /// The server's store id from HELLO, before login completes.
+    case serverID(String, restoredSeq: Int64?)
+    /// Logged in (once per connection).
+    case ready
+    /// A ready connection was lost.
+    case lost
+    /// An untagged line: a change, a collection, BYE.
+    case event(ServerEvent)
+    /// Before and after each batch of received lines, so their effects can share a transaction.
+    case batch(starting: Bool)
+    /// `lastError` changed (the status shows it).
+    case errorChanged
+    /// A line for the operator.
+    case log(String)
+}
+
+/// Hears what happens on a `ServerLink`; given to it at init.
+protocol LinkListener: AnyObject {
+    func link(_ notice: LinkNotice)
 }

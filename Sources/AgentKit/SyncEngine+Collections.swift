@@ -13,9 +13,9 @@ extension SyncEngine {
             return detach(collection)
         }
         try? mirror.ensureFolder(mirror.folder(collection))
-        onCollectionFolder(collection)
+        tell(.watchFolder(collection))
         subscribe(collection)
-        if sharesConflicts { subscribe(Names.conflictsCollection(of: collection)) }
+        if subscriptions.sharesConflicts { subscribe(Names.conflictsCollection(of: collection)) }
     }
 
     /// The collection a name stands for (itself, or the one whose conflicts companion it is).
@@ -34,10 +34,10 @@ extension SyncEngine {
     /// The folder of a mirrored collection is gone (deleted, moved away): stop mirroring it here
     /// and say so, like Syncthing with a missing folder marker; never read it as "delete all".
     func detach(_ collection: String) {
-        guard !detached.contains(collection) else { return }
-        detached.insert(collection)
-        pendingDeletes[collection] = nil
-        for name in [collection, Names.conflictsCollection(of: collection)] where subscribed.remove(name) != nil {
+        guard subscriptions.detach(collection) else { return }
+        settlingDeletes.drop(collection)
+        notePending()
+        for name in [collection, Names.conflictsCollection(of: collection)] where subscriptions.unsubscribe(name) {
             link.send(.unsubscribe(collection: name))
         }
         status.problems["\(collection)/"] =
@@ -55,14 +55,13 @@ extension SyncEngine {
     /// (what people typed stays on disk) and what was known of it is forgotten.
     func collectionDropped(_ name: String, while when: String = "by its admin") {
         guard Names.isValidCollection(name), allowed(name) else { return }
-        collections[name] = nil
-        detached.remove(name)
-        pendingDeletes[name] = nil
+        subscriptions.dropped(name)
+        settlingDeletes.drop(name)
+        notePending()
         for collection in [name, Names.conflictsCollection(of: name)] {
-            subscribed.remove(collection)
             saveState { try state.forget(collection) }
         }
-        onCollectionGone(name)
+        tell(.folderGone(name))
         if mirror.attachedCollections.contains(name) {
             status.problems["\(name)/"] = "deleted on the server \(when); the app's file is left as it is"
         } else if let archived = mirror.archive(name) {
@@ -78,7 +77,7 @@ extension SyncEngine {
     /// connection starts over so every subscription is made under the new name.
     func collectionRenamed(_ from: String, to: String) {
         guard Names.isValidCollection(from), Names.isValidCollection(to), allowed(from) else { return }
-        onCollectionGone(from)
+        tell(.folderGone(from))
         let decision: CollectionLifecycle.Rename
         switch CollectionLifecycle.rename(attached: mirror.attachedCollections.contains(from), hasFolder: mirror.hasFolder(from)) {
         case .decided(let rename): decision = rename
@@ -98,32 +97,33 @@ extension SyncEngine {
                 : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
             log("\(from) was renamed \(to) on the server: \(status.problems["\(from)/"] ?? "")")
         }
-        collections[from] = nil
+        subscriptions.setRole(from, nil)
         link.restart()
     }
 
     /// The folder of a detached collection is back: forget what was known and download it all.
     func reattach(_ collection: String) {
-        guard detached.remove(collection) != nil else { return }
+        guard subscriptions.reattach(collection) else { return }
         saveState { try state.forget(collection) }
         saveState { try state.forget(Names.conflictsCollection(of: collection)) }
-        orderBase[collection] = nil
+        order.forget(collection)
         status.problems["\(collection)/"] = nil
         log("the folder of \(collection) is back: downloading it afresh")
-        if collections[collection] != nil { startMirroring(collection) } else { create(collection) }
+        if subscriptions.role(collection) != nil { startMirroring(collection) } else { create(collection) }
     }
 
     /// A folder the user made becomes a collection.
     func create(_ collection: String) {
-        if detached.contains(collection) { return reattach(collection) }
-        guard link.isReady, knowsCollections, allowed(collection), collections[collection] == nil, !creating.contains(collection) else { return }
-        creating.insert(collection)
+        if subscriptions.isDetached(collection) { return reattach(collection) }
+        guard link.isReady, subscriptions.knowsCollections, allowed(collection), subscriptions.role(collection) == nil,
+            subscriptions.startCreating(collection)
+        else { return }
         link.send(.create(collection: collection)) { [self] event in
-            creating.remove(collection)
+            subscriptions.createAnswered(collection)
             switch event {
             case .ok:
                 log("created collection \(collection) from its folder")
-                collections[collection] = .admin
+                subscriptions.setRole(collection, .admin)
                 startMirroring(collection)
             case .error(_, let code, let message, _):
                 log("cannot create collection \(collection): \(code) \(message)")
@@ -135,50 +135,46 @@ extension SyncEngine {
     }
 
     func subscribe(_ collection: String) {
-        guard link.isReady, !subscribed.contains(collection), !subscribing.contains(collection) else { return }
-        subscribing.insert(collection)
         // While rebasing on a restored store every replay is whole: the rebase ends only with
         // one that wrote every change (a retry or a restart must not end it halfway).
         let since = state.isRebasing(collection) ? 0 : state.lastSeq[collection] ?? 0
-        if failedApplySeq[collection] != nil { retryFromFailures[collection] = applyFailures[collection, default: 0] }
-        if since == 0 { replaySeen[collection] = [] }
-        writtenInReplay[collection] = []
+        guard link.isReady, subscriptions.startSubscribing(collection, full: since == 0) else { return }
+        failedApplies.replayStarting(collection)
         let isCompanion = Names.collection(ofConflicts: collection) != nil
         // At start the order file is compared with the synced order: an edit made while the
         // agent was stopped is read after the replay, like any other.
-        if !isCompanion, orderBase[collection] == nil {
-            orderBase[collection] = OrderBase(hash: state.orderHash[collection], ids: currentOrder(collection))
+        if !isCompanion, order.base(collection) == nil {
+            order.setBase(collection, OrderBase(hash: state.orderHash[collection], ids: currentOrder(collection)))
         }
         link.send(.subscribe(collection: collection, since: since)) { [self] event in
-            subscribing.remove(collection)
-            let written = writtenInReplay.removeValue(forKey: collection) ?? []
+            let written = subscriptions.subscribeAnswered(collection)
             switch event {
             case .ok(_, let reply, _):
-                subscribed.insert(collection)
+                let seen = subscriptions.subscribeSucceeded(collection)
                 failedApplyReplayEnded(collection)
-                if failedApplySeq[collection] == nil, case .subscribed(_, let seq) = reply, seq > state.lastSeq[collection] ?? 0 {
+                if !failedApplies.hasFailed(collection), case .subscribed(_, let seq) = reply, seq > state.lastSeq[collection] ?? 0 {
                     saveState { try state.setLastSeq(seq, collection) }
                 }
-                if let seen = replaySeen.removeValue(forKey: collection) { forgetRecords(in: collection, except: seen) }
+                if let seen { forgetRecords(in: collection, except: seen) }
                 status.noteSynced()
                 scan(collection, skipping: written)
                 readOrderEdits(collection)
-                orderDirty.insert(collection)
+                order.markDirty(collection)
                 batchEnded()
             case .error(_, .expired, _, _):
                 log("\(collection): changes since \(since) are no longer kept; resyncing in full")
                 saveState { try state.setLastSeq(0, collection) }
                 subscribe(collection)
             case .error(_, .badRequest, _, _) where isCompanion:
-                sharesConflicts = false
+                subscriptions.conflictsNotShared()
                 log("the server does not keep conflict copies (\(collection)); they stay on the machine that made them")
             case .error(_, let code, let message, _) where code.isTemporary:
                 // The server cannot answer for now (its store stalled, it is busy): the
                 // collection would get no changes until the next login, so ask again.
                 log("cannot subscribe to \(collection) for now: \(code) \(message); retrying in a second")
-                clock.after(Self.firstRetryMilliseconds) { [self] in
+                clock.after(PushQueue.firstRetryMilliseconds) { [self] in
                     let base = baseCollection(collection)
-                    guard collections[base] != nil, !detached.contains(base) else { return }
+                    guard subscriptions.role(base) != nil, !subscriptions.isDetached(base) else { return }
                     subscribe(collection)
                 }
             case .error(_, let code, let message, _):
@@ -197,12 +193,12 @@ extension SyncEngine {
             for id in (state.records[collection] ?? [:]).keys where !seen.contains(id) {
                 // A change that could not be written here is gone with the record: the file
                 // it would have replaced is this mirror's to send.
-                unwritten[RecordKey(collection: collection, id: id)] = nil
+                pushes.noteUnwritten(RecordKey(collection: collection, id: id), hash: nil)
                 saveState { try state.set(nil, collection, id) }
             }
             // A change of the replay that could not be written is judged on its retry against
             // the rev synced before the restore, which is newer: it would be taken for old news.
-            if failedApplySeq[collection] == nil { saveState { try state.endRebase(collection) } }
+            if !failedApplies.hasFailed(collection) { saveState { try state.endRebase(collection) } }
             return
         }
         for (id, entry) in state.records[collection] ?? [:] where !seen.contains(id) {

@@ -12,7 +12,7 @@ extension SyncEngine {
 
     /// Reconciles every file and every known record of a collection (but those `skipping`).
     func scan(_ collection: String, skipping written: Set<RecordID> = []) {
-        guard subscribed.contains(collection) else { return }
+        guard subscriptions.isSubscribed(collection) else { return }
         // A vanished folder is not read as "delete everything".
         guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
         status.problems["\(baseCollection(collection))/"] = nil
@@ -26,10 +26,10 @@ extension SyncEngine {
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).
     func scanAll() {
         for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted()
-        where knowsCollections && (collections[folder] == nil || detached.contains(folder)) {
+        where subscriptions.knowsCollections && (subscriptions.role(folder) == nil || subscriptions.isDetached(folder)) {
             create(folder)
         }
-        for collection in subscribed { scan(collection) }
+        for collection in subscriptions.subscribed { scan(collection) }
     }
 
     /// A file event for one record (nil id: rescan the collection).
@@ -58,10 +58,8 @@ extension SyncEngine {
         case .file: file = mirror.read(path).map(LocalFile.file) ?? .missing
         }
         // The file is back (an editor's save renames it away, then writes it anew): not a delete.
-        if file != .missing, pendingDeletes[collection]?.remove(id) != nil, pendingDeletes[collection]?.isEmpty == true {
-            pendingDeletes[collection] = nil
-        }
-        guard subscribed.contains(collection), !inFlight.contains(key), !retrying.contains(key) else { return }
+        if file != .missing, settlingDeletes.back(key) { notePending() }
+        guard subscriptions.isSubscribed(collection), !pushes.isBusy(key) else { return }
         // A file at its path may be a twin's (a folding file system): then its own is gone
         // (a delete), or it never had one here. A record waiting for a twin's name waits
         // while the twin still holds it.
@@ -78,10 +76,10 @@ extension SyncEngine {
             return
         }
         if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
-        if file.bytes != nil, refused[key] == Self.refusedDelete { refused[key] = nil }
+        if file.bytes != nil, pushes.refusedHash(key) == Self.refusedDelete { pushes.refuse(key, hash: nil) }
         let change = LocalChange.decide(
             collection: collection, id: id, file: file, synced: state.entry(collection, id),
-            refusedHashes: Set([refused[key], unwritten[key]].compactMap { $0 }),
+            refusedHashes: Set([pushes.refusedHash(key), pushes.unwrittenHash(key)].compactMap { $0 }),
             deleteRefused: deleteIsHeldBack(key),
             maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
         if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
@@ -100,16 +98,16 @@ extension SyncEngine {
             } else if synced == nil {
                 // A new file gone before its create went through: an order edit that waited for
                 // its placement is read now.
-                orderDirty.insert(collection)
+                order.markDirty(collection)
             }
         case .unchanged:
             break
         case .writeSynced:
             status.problems[nameClashProblemKey(key)] = nil
-            orderDirty.insert(collection)
+            order.markDirty(collection)
             if !restoreDeletedFile(collection, id) {
                 // A full disk: tried again, like a change that could not be written.
-                clock.after(Self.applyRetryMilliseconds) { [self] in
+                clock.after(ApplyRetries.retryMilliseconds) { [self] in
                     reconcile(collection, id)
                     batchEnded()
                 }
@@ -125,9 +123,9 @@ extension SyncEngine {
             entry.format = format
             saveState { try state.set(entry, collection, id) }
         case .tooLarge(let size, let hash):
-            if refused[key] != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
+            if pushes.refusedHash(key) != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
             status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
-            refused[key] = hash
+            pushes.refuse(key, hash: hash)
             status.changed()
         case .push(let command, let hash, let json, let format):
             push(key, command, hash: hash, fieldsJSON: json, format: format)
@@ -136,9 +134,7 @@ extension SyncEngine {
 
     /// A change could not be written: keep the last seq before it and replay from there soon.
     func applyFailed(_ collection: String, seq: Int64) {
-        let first = failedApplySeq[collection] == nil
-        failedApplySeq[collection] = min(failedApplySeq[collection] ?? seq, seq)
-        applyFailures[collection, default: 0] += 1
+        let first = failedApplies.failed(collection, seq: seq)
         if (state.lastSeq[collection] ?? 0) >= seq { saveState { try state.setLastSeq(seq - 1, collection) } }
         if first { retryFailedApply(collection) }
     }
@@ -147,9 +143,8 @@ extension SyncEngine {
     /// only by a replay that ends with no new one: until then the last seq never passes it
     /// (a live change applied meanwhile must not carry it past, or a restart skips the change).
     func retryFailedApply(_ collection: String) {
-        clock.after(Self.applyRetryMilliseconds) { [self] in
-            guard failedApplySeq[collection] != nil, subscribed.contains(collection) else { return }
-            subscribed.remove(collection)
+        clock.after(ApplyRetries.retryMilliseconds) { [self] in
+            guard failedApplies.hasFailed(collection), subscriptions.unsubscribe(collection) else { return }
             subscribe(collection)
         }
     }
@@ -157,12 +152,7 @@ extension SyncEngine {
     /// The replay of a collection with failed changes has ended (a retry, or a new subscription
     /// after a reconnect: either replays from before the first failure).
     func failedApplyReplayEnded(_ collection: String) {
-        guard let baseline = retryFromFailures.removeValue(forKey: collection) else { return }
-        if applyFailures[collection, default: 0] == baseline {
-            failedApplySeq[collection] = nil
-        } else if failedApplySeq[collection] != nil {
-            retryFailedApply(collection)
-        }
+        if failedApplies.replayEnded(collection) { retryFailedApply(collection) }
     }
 
     /// The synced state of a record whose file is gone, when that is a delete to push: it was
@@ -176,24 +166,22 @@ extension SyncEngine {
     /// Whether a missing file of this record must not go up as a delete: the server refused
     /// that delete, or a change from it waits to be written there.
     func deleteIsHeldBack(_ key: RecordKey) -> Bool {
-        refused[key] == Self.refusedDelete || unwritten[key] == Self.unwrittenOverMissingFile
+        pushes.refusedHash(key) == Self.refusedDelete || pushes.unwrittenHash(key) == Self.unwrittenOverMissingFile
     }
 
     /// Waits a moment before a missing file becomes a DEL: when its whole folder is going away,
     /// the folder is gone by then and the collection is detached instead.
     func deleteWhenSettled(_ key: RecordKey) {
-        let first = pendingDeletes[key.collection]?.isEmpty ?? true
-        pendingDeletes[key.collection, default: []].insert(key.id)
-        guard first else { return }
-        // A timer from an earlier round whose files all came back must not act on this one.
-        pendingDeleteRound[key.collection, default: 0] += 1
-        let round = pendingDeleteRound[key.collection]
-        clock.after(Self.deleteSettleMilliseconds) { [self] in
-            guard pendingDeleteRound[key.collection] == round, let ids = pendingDeletes.removeValue(forKey: key.collection) else { return }
+        let round = settlingDeletes.missing(key)
+        notePending()
+        guard let round else { return }
+        clock.after(DeleteSettler.settleMilliseconds) { [self] in
+            guard let ids = settlingDeletes.settle(key.collection, round: round) else { return }
+            notePending()
             guard mirror.hasFolder(key.collection) else { return detach(baseCollection(key.collection)) }
             let ready = stillDeleted(key.collection, ids)
             guard !ready.isEmpty else { return }
-            if heldDeletes[key.collection] != nil || isMassDelete(key.collection, adding: ready.count) {
+            if massDeletes.isHolding(key.collection) || isMassDelete(key.collection, adding: ready.count) {
                 hold(key.collection, ready)
             } else {
                 pushDeletes(key.collection, ready)
@@ -209,12 +197,12 @@ extension SyncEngine {
             let path = mirror.recordPath(collection, id)
             // A twin's file at its path (a folding file system) is not its own.
             let gone = mirror.kind(at: path) == .missing && mirror.read(path) == nil || mirror.clashingName(collection, id) != nil
-            return subscribed.contains(collection) && !inFlight.contains(key) && !retrying.contains(key) && gone && deletableEntry(key) != nil
+            return subscriptions.isSubscribed(collection) && !pushes.isBusy(key) && gone && deletableEntry(key) != nil
         }
     }
 
     func pushDeletes(_ collection: String, _ ids: [RecordID]) {
-        recentDeletes[collection, default: []].append(contentsOf: Array(repeating: clock.now.timeIntervalSinceReferenceDate, count: ids.count))
+        massDeletes.pushed(collection, count: ids.count, now: clock.now.timeIntervalSinceReferenceDate)
         for id in ids {
             let key = RecordKey(collection: collection, id: id)
             guard let entry = deletableEntry(key) else { continue }
@@ -225,21 +213,18 @@ extension SyncEngine {
     /// Local changes not yet on the server, for `status`: pushes in flight or waiting for a
     /// retry, and deletes waiting to settle.
     func notePending() {
-        let pending = inFlight.count + retrying.count + pendingDeletes.values.reduce(0) { $0 + $1.count }
+        let pending = pushes.pendingCount + settlingDeletes.pendingCount
         guard status.pending != pending else { return }
         status.pending = pending
         status.changed()
     }
 
-    static let firstRetryMilliseconds: UInt64 = 1_000
-    static let lastRetryMilliseconds: UInt64 = 60_000
-
     func retryLater(_ key: RecordKey) {
-        let delay = min((retryDelay[key] ?? Self.firstRetryMilliseconds / 2) * 2, Self.lastRetryMilliseconds)
-        retryDelay[key] = delay
-        retrying.insert(key)
+        let delay = pushes.retryDelayStarting(key)
+        notePending()
         clock.after(delay) { [self] in
-            retrying.remove(key)
+            pushes.retryDue(key)
+            notePending()
             reconcile(key.collection, key.id)
             batchEnded()
         }
@@ -247,10 +232,12 @@ extension SyncEngine {
 
     func push(_ key: RecordKey, _ command: Command, hash: String?, fieldsJSON: String?, format: PlistFile.Format) {
         guard link.isReady else { return }
-        inFlight.insert(key)
+        pushes.sent(key)
+        notePending()
         link.send(command) { [self] event in
-            inFlight.remove(key)
-            if orderEditsWaiting.contains(key.collection) { orderDirty.insert(key.collection) }
+            pushes.answered(key)
+            notePending()
+            order.writeAnswered(key.collection)
             switch event {
             case .ok(_, let reply, _):
                 guard case .written(_, _, _, let rev, _) = reply else { break }
@@ -264,12 +251,11 @@ extension SyncEngine {
                     // Deleted here: the echo of this change carries nothing new, so the order
                     // file drops the row now.
                     entry.position = nil
-                    orderDirty.insert(key.collection)
+                    order.markDirty(key.collection)
                 }
                 saveState { try state.set(entry, key.collection, key.id) }
                 if fieldsJSON == nil { reviveTwins(of: key) }
-                refused[key] = nil
-                retryDelay[key] = nil
+                pushes.succeeded(key)
                 status.problems[key.description] = nil
                 status.notePushed()
                 status.noteSynced()
@@ -285,7 +271,7 @@ extension SyncEngine {
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")
                 status.problems[key.description] = "\(code) \(message)"
-                refused[key] = hash ?? Self.refusedDelete
+                pushes.refuse(key, hash: hash ?? Self.refusedDelete)
             default:
                 break
             }

@@ -14,16 +14,14 @@ extension SyncEngine {
 
     /// Whether pushing `count` more deletes would pass `confirmDeletesOver` within the window.
     func isMassDelete(_ collection: String, adding count: Int) -> Bool {
-        DeleteHold.isMassDelete(recent: &recentDeletes[collection, default: []], adding: count, now: clock.now.timeIntervalSinceReferenceDate,
-                                limit: configuration.confirmDeletesOver, window: configuration.massDeleteWindowSeconds)
+        massDeletes.isMassDelete(collection, adding: count, now: clock.now.timeIntervalSinceReferenceDate,
+                                 limit: configuration.confirmDeletesOver, window: configuration.massDeleteWindowSeconds)
     }
 
     /// Holds deletes until a person confirms or undoes them with `plistsync deletes`, which
     /// leaves a request file in `DIR/.plistsync/deletes/` that is looked for every 500 ms.
     func hold(_ collection: String, _ ids: [RecordID]) {
-        let first = heldDeletes[collection] == nil
-        heldDeletes[collection, default: []].formUnion(ids)
-        let count = heldDeletes[collection]!.count
+        let (first, count) = massDeletes.hold(collection, ids)
         status.problems["\(collection)/"] =
             "\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back"
         status.changed()
@@ -32,18 +30,18 @@ extension SyncEngine {
     }
 
     func checkHeldDeletes(_ collection: String) {
-        guard let held = heldDeletes[collection] else { return }
+        guard let held = massDeletes.held(collection) else { return }
         let request = MassDeleteRequest.read(stateFolder: mirror.stateFolder, collection: collection, in: mirror.fileSystem)
         let stillMissing = held.filter { mirror.kind(at: mirror.recordPath(collection, $0)) == .missing }
         let outcome = DeleteHold.look(held: held, stillMissing: stillMissing,
-                                      request: request.map { $0 == .confirm ? .confirm : .undo }, subscribed: subscribed.contains(collection))
+                                      request: request.map { $0 == .confirm ? .confirm : .undo }, subscribed: subscriptions.isSubscribed(collection))
         if case .keepHolding(let ids) = outcome {
-            heldDeletes[collection] = Set(ids)
+            massDeletes.keepHolding(collection, ids)
             clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) }
             return
         }
         MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection, in: mirror.fileSystem)
-        heldDeletes[collection] = nil
+        massDeletes.release(collection)
         status.problems["\(collection)/"] = nil
         switch outcome {
         case .confirm(let ids):

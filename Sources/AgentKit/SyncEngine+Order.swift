@@ -21,50 +21,42 @@ extension SyncEngine {
     /// still in flight (the positions would show the old order for a moment).
     func writeOrderFile(_ collection: String) {
         // Offline, an edit could not be turned into MOVEs: it waits for the next subscription.
-        guard Names.collection(ofConflicts: collection) == nil, subscribed.contains(collection) else { return }
+        guard Names.collection(ofConflicts: collection) == nil, subscriptions.isSubscribed(collection) else { return }
         // A file that does not parse is left for the person fixing it.
         guard readOrderEdits(collection) != .unreadable else { return }
-        guard (movesInFlight[collection] ?? 0) == 0 else { return }
-        let order = currentOrder(collection)
-        let bytes = PlistFile.encode(order.plistArray, as: .xml)
+        guard !order.hasMovesInFlight(collection) else { return }
+        let ids = currentOrder(collection)
+        let bytes = PlistFile.encode(ids.plistArray, as: .xml)
         let hash = ContentHash.of(bytes)
-        guard orderBase[collection]?.hash != hash else { return }
+        guard order.base(collection)?.hash != hash else { return }
         let path = mirror.orderPath(collection)
         // The file as last written or read here: anything else on disk is an unread edit.
-        let expected = orderBase[collection]?.hash
+        let expected = order.base(collection)?.hash
         if mirror.read(path).map(ContentHash.of) != hash {
             do {
                 try mirror.writeAtomically(bytes, to: path, guard: .init(expectedHash: expected))
-                onOrderFileWritten(collection)
+                tell(.orderFileWritten(collection))
             } catch MirrorError.superseded {
                 // Saved by someone just now: read that edit; the file is written after its moves.
-                if readOrderEdits(collection) == .rewrite { orderDirty.insert(collection) }
+                if readOrderEdits(collection) == .rewrite { order.markDirty(collection) }
                 return
             } catch {
                 log("cannot write the order of \(collection): \(error)")
                 return retryOrderFile(collection)
             }
         }
-        orderBase[collection] = OrderBase(hash: hash, ids: order)
+        order.setBase(collection, OrderBase(hash: hash, ids: ids))
         saveState { try state.setOrderHash(hash, collection) }
     }
 
     /// Writes the order file again later (a full disk): like a change that could not be applied,
-    /// it is retried every `applyRetryMilliseconds` until it is written.
+    /// it is retried every `ApplyRetries.retryMilliseconds` until it is written.
     func retryOrderFile(_ collection: String) {
-        guard orderRetries.insert(collection).inserted else { return }
-        clock.after(Self.applyRetryMilliseconds) { [self] in
-            orderRetries.remove(collection)
-            orderDirty.insert(collection)
+        guard order.claimRetry(collection) else { return }
+        clock.after(ApplyRetries.retryMilliseconds) { [self] in
+            order.retryDue(collection)
             batchEnded()
         }
-    }
-
-    /// The order file as the agent last wrote or read it: what a user's edit started from.
-    struct OrderBase {
-        /// Hash of the file's bytes; nil when only the ids are known (the order at start).
-        var hash: String?
-        var ids: [RecordID]
     }
 
     /// What the order file holds: missing, not an array of ids, or the ids.
@@ -83,7 +75,7 @@ extension SyncEngine {
     /// The order file changed on disk (or may have, e.g. while the agent was stopped): turn the
     /// user's reordering into MOVEs.
     func orderFileChanged(_ collection: String) {
-        guard subscribed.contains(collection) else { return }
+        guard subscriptions.isSubscribed(collection) else { return }
         readOrderEdits(collection)
     }
 
@@ -93,13 +85,13 @@ extension SyncEngine {
     /// A file that does not parse is reported and left alone until it changes.
     @discardableResult
     func readOrderEdits(_ collection: String) -> OrderFileReading {
-        guard let base = orderBase[collection], subscribed.contains(collection) else { return .unchanged }
+        guard let base = order.base(collection), subscriptions.isSubscribed(collection) else { return .unchanged }
         let problemKey = "\(collection).order.plist"
         let hash: String
         let desired: [RecordID]
         switch readOrderFile(collection) {
         case .missing:
-            orderBase[collection]?.hash = nil
+            order.forgetBaseHash(collection)
             saveState { try state.setOrderHash(nil, collection) }
             return base.hash != nil ? .rewrite : .unchanged
         case .unreadable:
@@ -123,19 +115,19 @@ extension SyncEngine {
         // A row whose own write is unanswered cannot be moved yet (its MOVE would carry a stale
         // revision): the edit is read again once that write is answered (simulation seed 7067:
         // it was skipped, and the drag lost).
-        if moves.contains(where: { inFlight.contains(RecordKey(collection: collection, id: $0.id)) }) {
-            orderEditsWaiting.insert(collection)
+        if moves.contains(where: { pushes.isInFlight(RecordKey(collection: collection, id: $0.id)) }) {
+            order.editWaits(collection)
             return .unchanged
         }
-        orderEditsWaiting.remove(collection)
-        orderBase[collection] = OrderBase(hash: hash, ids: desired)
+        order.editRead(collection)
+        order.setBase(collection, OrderBase(hash: hash, ids: desired))
         saveState { try state.setOrderHash(hash, collection) }
         guard !nothingToMove else { return .rewrite }
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id) else { continue }
-            movesInFlight[collection, default: 0] += 1
+            order.moveSent(collection)
             link.send(.move(collection: collection, id: id.string, baseRev: entry.rev, placement: placement)) { [self] event in
-                movesInFlight[collection, default: 1] -= 1
+                order.moveAnswered(collection)
                 if case .ok(_, .written(_, _, _, let rev, _), _) = event, var moved = state.entry(collection, id) {
                     moved.rev = rev
                     saveState { try state.set(moved, collection, id) }
@@ -143,11 +135,10 @@ extension SyncEngine {
                     log("cannot move \(collection)/\(id): \(code) \(message)")
                     if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }
                 }
-                orderDirty.insert(collection)
                 batchEnded()
             }
         }
-        orderDirty.insert(collection)
+        order.markDirty(collection)
         return .rewrite
     }
 

@@ -33,15 +33,15 @@ extension SyncEngine {
         case .rebase(let rebased):
             // A change of the old store that could not be written here is gone with it: the
             // file is this mirror's to send again.
-            unwritten[key] = nil
+            pushes.noteUnwritten(key, hash: nil)
             saveState { try state.set(rebased, collection, id) }
-            orderDirty.insert(collection)
+            order.markDirty(collection)
             return true
         case .nothingNew(let moved):
-            unwritten[key] = nil
+            pushes.noteUnwritten(key, hash: nil)
             if let moved {
                 saveState { try state.set(moved, collection, id) }
-                orderDirty.insert(collection)
+                order.markDirty(collection)
             }
             return true
         case .waitForSave:
@@ -74,7 +74,7 @@ extension SyncEngine {
             case .take(let fields, let keepFile):
                 if keepFile { mirror.keepVersion(collection, id) }
                 applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
-                writtenInReplay[collection]?.insert(id)
+                subscriptions.wroteInReplay(collection, id)
             case .remove:
                 mirror.keepVersion(collection, id)
                 try mirror.remove(path, guard: writeGuard)
@@ -87,7 +87,7 @@ extension SyncEngine {
                 try merge(collection, id, local: local, base: entry, remote: remoteFields, format: next.format, path: path, guard: writeGuard)
             case .restore(let fields):
                 applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
-                writtenInReplay[collection]?.insert(id)
+                subscriptions.wroteInReplay(collection, id)
                 log("\(collection)/\(id): edited on the server after it was deleted here; the record is back")
             case .keepEdit:
                 log("\(collection)/\(id): deleted on the server while edited here; keeping the edit")
@@ -99,16 +99,16 @@ extension SyncEngine {
         } catch {
             log("cannot write \(path): \(error)")
             status.problems[key.description] = "cannot write: \(error)"
-            unwritten[key] = fileHash ?? Self.unwrittenOverMissingFile
+            pushes.noteUnwritten(key, hash: fileHash ?? Self.unwrittenOverMissingFile)
             return false
         }
-        unwritten[key] = nil
+        pushes.noteUnwritten(key, hash: nil)
         saveState { try state.set(applied, collection, id) }
         // Rewriting the order file sorts the whole collection: only for a change to what it
         // lists (a record placed, moved, deleted, made again, or its name given to a twin), not
         // for every edit of fields.
         let listed = { (record: SyncedRecord?) in record.map { ($0.isLive, $0.position, $0.fileHash == SyncedRecord.nameClash) } }
-        if listed(applied) ?? (false, nil, false) != listed(entry) ?? (false, nil, false) { orderDirty.insert(collection) }
+        if listed(applied) ?? (false, nil, false) != listed(entry) ?? (false, nil, false) { order.markDirty(collection) }
         if applied.fileHash == nil { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
         if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }

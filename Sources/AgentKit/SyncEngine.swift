@@ -16,87 +16,38 @@ final class SyncEngine {
     let mirror: MirrorFolder
     let status: AgentStatus
 
-    /// Collections the user may read, with their role.
-    var collections: [String: Role] = [:]
-    /// Whether `collections` holds the answer to this connection's COLLECTIONS (until then a
-    /// folder without a collection is not made one).
-    var knowsCollections = false
-    var subscribed: Set<String> = []
-    var subscribing: Set<String> = []
-    /// Whether a collection's replay is streaming in (a SUB not yet answered).
-    var isReplaying: Bool { !subscribing.isEmpty }
-    var creating: Set<String> = []
-    /// Ids seen in a full (SINCE 0) replay, to forget records the server no longer has.
-    var replaySeen: [String: Set<RecordID>] = [:]
-    /// Ids whose files a replay wrote as the server has them: the scan at its end need not read
-    /// them again (a save made since sends its own file event).
-    var writtenInReplay: [String: Set<RecordID>] = [:]
-    var inFlight: Set<RecordKey> = [] { didSet { notePending() } }
-    /// Hash of a file the server refused (FORBIDDEN, TOO_LARGE): not retried until it changes.
-    var refused: [RecordKey: String] = [:]
-    /// Hash of a file a change from the server could not be written over (a full disk): not
-    /// pushed (the server would answer CONFLICT with that change, and the same write would fail
-    /// in a loop) until it changes or a change for it is applied.
-    var unwritten: [RecordKey: String] = [:]
-    var orderDirty: Set<String> = []
-    /// Collections whose order file holds an edit that moves a row whose own write is still in
-    /// flight: read again when that write is answered.
-    var orderEditsWaiting: Set<String> = []
-    /// Collections whose folder vanished after they were mirrored here: not mirrored (and never
-    /// mass-deleted) until the folder is made again, then downloaded afresh.
-    var detached: Set<String> = []
-    /// Record files found missing, pushed as DEL only after `deleteSettleMilliseconds` if the
-    /// file is still gone and its folder still there (`rm -rf` of a folder removes files first);
-    /// a file that comes back (an editor's save renames it away first) leaves the list.
-    var pendingDeletes: [String: Set<RecordID>] = [:] { didSet { notePending() } }
-    /// Per collection, which round of pending deletes the scheduled check belongs to.
-    var pendingDeleteRound: [String: Int] = [:]
-    static let deleteSettleMilliseconds: UInt64 = 500
-    /// Per collection, the first seq whose change could not be written here (full disk, a folder
-    /// in the way): the last seq is not advanced past it, and the collection is replayed from
-    /// there every `applyRetryMilliseconds` until the write succeeds.
-    var failedApplySeq: [String: Int64] = [:]
-    /// Per collection, how many changes failed to apply so far, and that count when a retry
-    /// replay started (a replay that adds none clears the failure).
-    var applyFailures: [String: Int] = [:]
-    var retryFromFailures: [String: Int] = [:]
-    static let applyRetryMilliseconds: UInt64 = 2_000
-    /// Called after an order file was rewritten (an attached app file follows it).
-    var onOrderFileWritten: (String) -> Void = { _ in }
-    /// Called when a collection folder should be watched.
-    var onCollectionFolder: (String) -> Void = { _ in }
-    /// Called when a collection's folder is no longer this collection's (dropped, renamed).
-    var onCollectionGone: (String) -> Void = { _ in }
-    /// Whether a file event for the record is waiting to be handled (its file is looked at then,
-    /// so a scan need not read it now).
-    var fileEventPending: (RecordKey) -> Bool = { _ in false }
-    var log: (String) -> Void = { _ in }
-
-    /// Whether the server keeps conflict copies in companion collections (`<c>~conflicts`), so
-    /// every mirror receives them; a server that refuses them leaves copies local only.
-    var sharesConflicts = true
-    /// Per collection, when each recent delete was pushed (for the mass-delete window).
-    var recentDeletes: [String: [Double]] = [:]
-    /// Deletes held for confirmation, per collection.
-    var heldDeletes: [String: Set<RecordID>] = [:]
-    /// Pushes refused for now (a full disk on the server), each tried again after its delay,
-    /// which doubles from `firstRetryMilliseconds` up to `lastRetryMilliseconds`.
-    var retrying: Set<RecordKey> = [] { didSet { notePending() } }
-    var retryDelay: [RecordKey: UInt64] = [:]
-    /// Collections whose order file waits for a retry.
-    var orderRetries: Set<String> = []
-    var orderBase: [String: OrderBase] = [:]
-    /// MOVEs sent and not yet answered, per collection.
-    var movesInFlight: [String: Int] = [:]
+    /// The agent around the engine (`AgentCore`), told what the engine did through `EngineNotice`.
+    private unowned let outlet: any EngineOutlet
+    let subscriptions = Subscriptions()
+    let pushes = PushQueue()
+    let settlingDeletes = DeleteSettler()
+    let failedApplies = ApplyRetries()
+    let order = OrderKeeper()
+    let massDeletes = MassDeleteGuard()
 
     init(configuration: AgentConfiguration, link: any ServerRequests, clock: any AgentClock, state: AgentState, mirror: MirrorFolder,
-         status: AgentStatus) {
+         status: AgentStatus, outlet: any EngineOutlet) {
         self.configuration = configuration
         self.link = link
         self.clock = clock
         self.state = state
         self.mirror = mirror
         self.status = status
+        self.outlet = outlet
+    }
+
+    func log(_ line: String) {
+        outlet.log(line)
+    }
+
+    func tell(_ notice: EngineNotice) {
+        outlet.engine(notice)
+    }
+
+    /// Whether a file event for the record is waiting to be handled (its file is looked at then,
+    /// so a scan need not read it now).
+    func fileEventPending(_ key: RecordKey) -> Bool {
+        outlet.isFileEventPending(key)
     }
 
     func allowed(_ collection: String) -> Bool {
@@ -107,20 +58,15 @@ final class SyncEngine {
 
     /// A fresh login: learn the collections, create the ones the user made as folders, subscribe.
     func connected() {
-        subscribed.removeAll()
-        subscribing.removeAll()
-        creating.removeAll()
-        inFlight.removeAll()
-        // What the server has now is learned afresh (a collection may have been dropped, or the
-        // store restored, while this agent was away).
-        collections.removeAll()
-        knowsCollections = false
+        subscriptions.connectionStarted()
+        pushes.connectionLost()
+        notePending()
         status.connected = true
         status.server = link.server
         link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
-            knowsCollections = true
-            for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where collections[folder] == nil && allowed(folder) {
+            subscriptions.collectionsListed()
+            for folder in mirror.collectionFolders() + mirror.attachedCollections.sorted() where subscriptions.role(folder) == nil && allowed(folder) {
                 switch CollectionLifecycle.unlisted(wasMirrored: wasMirrored(folder), rebasing: state.isRebasing(folder)) {
                 case .droppedWhileAway: collectionDropped(folder, while: "while this agent was away (deleted, renamed, or your access removed)")
                 case .create: create(folder)
@@ -130,14 +76,10 @@ final class SyncEngine {
     }
 
     func disconnected() {
-        subscribed.removeAll()
-        subscribing.removeAll()
-        creating.removeAll()
-        inFlight.removeAll()
-        // Unanswered MOVEs get no reply now; the replay after the reconnect shows their effect.
-        orderDirty.formUnion(movesInFlight.keys)
-        orderDirty.formUnion(orderEditsWaiting)
-        movesInFlight.removeAll()
+        subscriptions.connectionLost()
+        pushes.connectionLost()
+        notePending()
+        order.connectionLost()
         status.connected = false
         status.changed()
     }
@@ -153,23 +95,21 @@ final class SyncEngine {
             guard Names.isValidCollection(name) else { return log("ignoring a collection with an unsafe name from the server: \(ValueJSON.quoted(name))") }
             guard allowed(name) else { return }
             if let role {
-                collections[name] = role
+                subscriptions.setRole(name, role)
                 startMirroring(name)
             } else {
-                collections[name] = nil
-                subscribed.remove(name)
-                subscribed.remove(Names.conflictsCollection(of: name))
+                subscriptions.accessRemoved(name)
                 log("access to \(name) was removed; its folder is left as it is")
             }
         case .change(let collection, let seq, let id, let remote):
-            guard subscribed.contains(collection) || subscribing.contains(collection) else { return }
+            guard subscriptions.receives(collection) else { return }
             guard Names.isValidID(id, in: collection), remote.position.map(PositionKey.isValid) ?? true else {
                 status.problems["\(collection)/\(id.prefix(80))"] = "the server sent a change with an unsafe id or position; ignored"
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
-            replaySeen[collection]?.insert(RecordID(id))
+            subscriptions.seen(collection, RecordID(id))
             if applyRemote(collection, RecordID(id), remote, seq: seq) {
-                if failedApplySeq[collection] == nil, seq > state.lastSeq[collection] ?? 0 { saveState { try state.setLastSeq(seq, collection) } }
+                if !failedApplies.hasFailed(collection), seq > state.lastSeq[collection] ?? 0 { saveState { try state.setLastSeq(seq, collection) } }
                 status.noteApplied()
                 status.noteSynced()
             } else {
@@ -189,20 +129,34 @@ final class SyncEngine {
     }
 
     private func scheduleOrderFiles() {
-        guard !orderDirty.isEmpty, !orderFlushScheduled else { return }
-        orderFlushScheduled = true
+        guard order.claimFlush() else { return }
         clock.after(Self.orderFileDelayMilliseconds) { [self] in
-            orderFlushScheduled = false
+            order.flushStarted()
             // Each rewrite lists the collection's folder: while a replay streams in, the order
             // files wait for its end instead of being rewritten every few milliseconds.
-            guard !isReplaying else { return scheduleOrderFiles() }
-            let due = orderDirty
-            orderDirty.removeAll()
-            for collection in due { writeOrderFile(collection) }
-            if !orderDirty.isEmpty { batchEnded() }
+            guard !subscriptions.isReplaying else { return scheduleOrderFiles() }
+            for collection in order.takeDirty() { writeOrderFile(collection) }
+            if order.hasDirty { batchEnded() }
         }
     }
 
     static let orderFileDelayMilliseconds: UInt64 = 30
-    var orderFlushScheduled = false
+}
+
+/// What the engine tells the agent around it.
+enum EngineNotice {
+    /// A collection's folder is mirrored: watch it.
+    case watchFolder(String)
+    /// A collection's folder is no longer this collection's (dropped, renamed): stop watching it.
+    case folderGone(String)
+    /// A collection's order file was rewritten (an attached app file follows it).
+    case orderFileWritten(String)
+}
+
+/// The agent around a `SyncEngine`, given to it at init.
+protocol EngineOutlet: AnyObject {
+    func engine(_ notice: EngineNotice)
+    /// Whether a file event for the record waits to be handled.
+    func isFileEventPending(_ key: RecordKey) -> Bool
+    func log(_ line: String)
 }

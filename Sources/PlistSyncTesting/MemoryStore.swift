@@ -74,7 +74,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
     public func list(_ collection: String) -> (records: [RecordState], seq: Int64) {
         reading { contents in
             let live = (contents.records[collection] ?? [:]).values.map(\.state).filter { $0.position != nil }
-            return (live.sorted { ($0.position!, $0.id) < ($1.position!, $1.id) }, contents.seq)
+            return (live.sorted { ($0.position!, RecordID($0.id)) < ($1.position!, RecordID($1.id)) }, contents.seq)
         }
     }
 

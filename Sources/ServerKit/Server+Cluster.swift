@@ -8,15 +8,8 @@ import TLSKit
 /// store heard through its cluster channel, ordered into one feed.
 extension Server {
     func committed(_ changes: [Change]) {
-        changesTotal += changes.count
+        counters.committed(changes.count, nowMilliseconds: loop.nowMilliseconds)
         for change in changes { directory.committed(change) }
-        let second = loop.nowMilliseconds / 1000
-        if recentChanges.last?.second == second {
-            recentChanges[recentChanges.count - 1].count += changes.count
-        } else {
-            recentChanges.append((second, changes.count))
-            if recentChanges.count > 16 { recentChanges.removeFirst() }
-        }
         hub.broadcast(changes)
     }
 
@@ -38,14 +31,13 @@ extension Server {
     /// held back, and broadcasts everything now in order; one read at a time, the next as soon
     /// as one lands.
     func fillFeedGaps() {
-        guard store.cluster != nil, !readingChangeLog, let missing = feed?.missing else { return }
-        readingChangeLog = true
+        guard store.cluster != nil, let missing = feed?.missing, clusterReads.claimChangeLogRead() else { return }
         reads.read({ store throws(StoreFailure) -> [Change]? in
             // nil (the log no longer has them) must stay nil: the feed skips past them then.
             guard let cluster = store.cluster else { return [] }
             return try cluster.loggedChanges(missing)
         }, then: { [unowned self] result in
-            readingChangeLog = false
+            clusterReads.changeLogRead()
             switch result {
             case .failure(let failure):
                 // The next event or the housekeeping tick tries again.
@@ -96,10 +88,9 @@ extension Server {
 
     /// Learns the store's latest seq and delivers what this node has not seen.
     func catchUpWithStore() {
-        guard feed != nil, !readingCurrentSeq else { return }
-        readingCurrentSeq = true
+        guard feed != nil, clusterReads.claimCurrentSeqRead() else { return }
         reads.read({ store throws(StoreFailure) in try store.currentSeq() }, then: { [unowned self] result in
-            readingCurrentSeq = false
+            clusterReads.currentSeqRead()
             guard case .success(let seq) = result else { return }
             feed?.committed(through: seq)
             fillFeedGaps()

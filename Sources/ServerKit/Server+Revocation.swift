@@ -19,13 +19,8 @@ extension Server {
     /// command. What it needs is read, and compared with the last read, off the loop in one go
     /// (`AccountsSnapshot`); a check asked for meanwhile runs after it.
     func checkAccounts(force: Bool = false) {
-        guard !accountCheck.running else {
-            accountCheck.again = true
-            accountCheck.force = accountCheck.force || force
-            return
-        }
-        accountCheck = (true, false, false)
-        let applied = appliedAccountsEpoch
+        guard accountChecks.begin(force: force) else { return }
+        let applied = accountChecks.appliedEpoch
         var names = Set<String>()
         var tokens = Set<String>()
         for session in sessions.values where session.closeReason == nil {
@@ -42,8 +37,7 @@ extension Server {
     }
 
     private func accountsRead(_ result: Result<AccountsSnapshot?, StoreReads.Failure>) {
-        let next = accountCheck
-        accountCheck = (false, false, false)
+        let next = accountChecks.end()
         defer { if next.again { checkAccounts(force: next.force) } }
         switch result {
         case .success(let snapshot?): apply(snapshot)
@@ -55,7 +49,7 @@ extension Server {
 
     /// One check runs at a time, so the epoch it compared against is still the applied one.
     private func apply(_ snapshot: AccountsSnapshot) {
-        appliedAccountsEpoch = snapshot.epoch
+        accountChecks.applied(snapshot.epoch)
         let affected: Set<String>? = if case .delta(let delta) = snapshot.memberships { delta.affectedUsers } else { nil }
         var recheck: [Session] = []
         for session in sessions.values {

@@ -9,16 +9,8 @@ extension Server {
     /// Stops accepting, lets in-flight commits finish and answer, says `* BYE SHUTDOWN` to every
     /// client, and lets the loop end.
     public func shutdown() {
-        guard !shuttingDown else { return }
-        shuttingDown = true
+        guard handles.stopAccepting() else { return }
         ServerLog.info("shutting down")
-        listener?.close()
-        listener = nil
-        plaintextListener?.close()
-        plaintextListener = nil
-        metrics?.close()
-        metrics = nil
-        http?.close()
         for session in sessions.values { session.stopReading() }
         if committer.isIdle { finishShutdown() }
     }
@@ -29,10 +21,10 @@ extension Server {
             closeHandles()
         } else {
             // Clients that do not read their last bytes are cut off after a grace period.
-            graceTimer = LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
-                graceTimer = nil
+            handles.graceStarted(LoopTimer.once(on: loop, after: configuration.shutdownGraceSeconds * 1000) { [unowned self] in
+                handles.graceEnded()
                 for session in sessions.values { session.abort() }
-            }
+            })
         }
     }
 
@@ -40,15 +32,6 @@ extension Server {
         logins.close()
         reads.close()
         store.cluster?.stopListening()
-        controlWatcher?.close()
-        controlWatcher = nil
-        graceTimer?.close()
-        graceTimer = nil
-        housekeeping?.close()
-        housekeeping = nil
-        for watcher in signalWatchers { watcher.close() }
-        signalWatchers.removeAll()
-        onStopped?()
-        onStopped = nil
+        handles.closeAll()
     }
 }

@@ -22,7 +22,7 @@ import SyncProtocol
 /// reading the socket pauses while that many do; writes are not handed to the committer beyond
 /// `maxWritesInFlight` / `maxWriteBytesInFlight` per connection or while the committer's own
 /// queue is full. Before login every bound is far smaller (`preAuth…`); across connections the
-/// server keeps one budget (`Server+MemoryBudget`).
+/// server keeps one budget (`MemoryBudget`).
 final class Session {
     unowned let context: SessionContext
     let transport: SessionTransport

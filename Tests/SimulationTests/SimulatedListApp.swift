@@ -61,7 +61,7 @@ final class SimulatedListApp {
         let load = Self.ids(of: list)
         // A copy older than the versions the agent remembers: it cannot tell the save is stale,
         // and takes its whole order (as for a drag from that load).
-        let beyondHistory = versionCount(machine) - (loadedVersion[machine.name] ?? 0) > FileMirror.historyLength
+        let beyondHistory = versionCount(machine) - (loadedVersion[machine.name] ?? 0) > AppFileHistory.length
         let place = "\(machine.name) a/"
         var replaced: [String] = []
         var added: [String] = []

@@ -53,14 +53,12 @@ final class SimulatedMachine {
         configuration.debounceMilliseconds = 15
         let link = SimulatedLink(machine: self, world: world, clock: clock)
         let core = try AgentCore(configuration: configuration, files: attachedFiles, fileSystem: world.fileSystem, clock: clock, link: link,
-                                 statePath: statePath)
-        core.onWatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = collection }
-        core.onUnwatch = { [unowned self, unowned core] collection in watched[core.mirror.folder(collection)] = nil }
+                                 host: self, statePath: statePath)
         self.clock = clock
         self.link = link
         self.core = core
         note("started")
-        core.start(log: { [unowned self] line in note(line) })
+        core.start()
         link.connect()
     }
 
@@ -88,6 +86,24 @@ final class SimulatedMachine {
             guard let self, let core, self.core === core else { return }
             if folder == root { core.rootEvent(event) } else if let collection, watched[folder] == collection { core.folderEvent(collection, event) }
         }
+    }
+}
+
+extension SimulatedMachine: AgentHost {
+    func watch(_ collection: String) {
+        guard let core else { return }
+        watched[core.mirror.folder(collection)] = collection
+    }
+
+    func unwatch(_ collection: String) {
+        guard let core else { return }
+        watched[core.mirror.folder(collection)] = nil
+    }
+
+    func batchWritten() {}
+
+    func log(_ line: String) {
+        note(line)
     }
 }
 

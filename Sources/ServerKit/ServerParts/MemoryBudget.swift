@@ -1,3 +1,5 @@
+import EventLoop
+
 /// One budget for the bytes all connections hold (`ServerConfiguration.maxBufferedBytes`): each
 /// connection's own bounds keep it small, this keeps their sum bounded whatever their number.
 /// Sends add to an estimate (drains are not counted, so it only errs high); when the estimate
@@ -5,24 +7,41 @@
 /// included, and if they hold more than the budget it takes bytes back from those that hold
 /// them: connections already closing are let go at once, then live ones not logged in, then
 /// the largest live holders. A connection that holds next to nothing is never shed for it.
-extension Server {
+final class MemoryBudget {
     /// A logged-in connection holding less than this is not shed for memory: closing it would
     /// give back next to nothing (an idle client, a writer waiting for its OK).
     static let minimumSheddableBytes = 64 << 10
 
-    func noteQueued(_ bytes: Int) {
-        bufferedEstimate += bytes
-        if bufferedEstimate > configuration.maxBufferedBytes, loop.nowMilliseconds >= budgetRecountAt { enforceMemoryBudget() }
+    private let budget: Int
+    /// Bytes handed to connections since the last exact count.
+    private var estimate = 0
+    /// Connections closed to stay within the budget, for the metrics.
+    private(set) var shedTotal = 0
+    /// When a count that could not get under the budget (connections already closing hold the
+    /// bytes) may be done again.
+    private var recountAt: UInt64 = 0
+    /// Set while connections are being closed (their BYE lines count as sends).
+    private var enforcing = false
+
+    init(maxBufferedBytes: Int) {
+        budget = maxBufferedBytes
     }
 
-    func enforceMemoryBudget() {
-        guard !enforcingBudget else { return }
-        enforcingBudget = true
-        defer { enforcingBudget = false }
-        let holders = sessions.values.map { (session: $0, bytes: $0.bufferedBytes) }
+    /// Bytes were handed to a connection: true when the connections should be counted now.
+    func noteQueued(_ bytes: Int, now: UInt64) -> Bool {
+        estimate += bytes
+        return estimate > budget && now >= recountAt
+    }
+
+    /// Counts what `sessions` hold and sheds connections until they hold at most three
+    /// quarters of the budget.
+    func enforce(on sessions: some Collection<Session>, now: UInt64) {
+        guard !enforcing else { return }
+        enforcing = true
+        defer { enforcing = false }
+        let holders = sessions.map { (session: $0, bytes: $0.bufferedBytes) }
         var total = holders.reduce(0) { $0 + $1.bytes }
-        bufferedEstimate = total
-        let budget = configuration.maxBufferedBytes
+        estimate = total
         guard total > budget else { return }
         // One pass frees a quarter of the budget, so a steady overload does not recount on
         // every send.
@@ -42,9 +61,9 @@ extension Server {
             ServerLog.info("closing \(candidate.session.user ?? "a connection not logged in") at \(candidate.session.address): connections hold more than --max-buffered-bytes \(budget) (this one \(candidate.bytes))")
             candidate.session.shed(candidate.session.user == nil ? .busy : .slow)
         }
-        bufferedEstimate = total
+        estimate = total
         // Still over (what is left is held by connections too small to shed): not recounted on
         // every send meanwhile.
-        budgetRecountAt = total > target ? loop.nowMilliseconds + 100 : 0
+        recountAt = total > target ? now + 100 : 0
     }
 }
