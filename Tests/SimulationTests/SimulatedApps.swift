@@ -95,6 +95,7 @@ final class SimulatedApps {
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
         guard (try? fs.overwrite(target, with: bytes)) == nil else {
             saving.remove(RecordID(target))
+            values.saveEnded(target)
             return
         }
         world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }
@@ -135,6 +136,7 @@ final class SimulatedApps {
                 outcome(started)
                 guard started else { return machine.note("app could not save: disk full") }
                 saving.insert(RecordID(target))
+                values.saveStarted(target, bytes)
                 world.scheduler.after(UInt64.random(in: 1...60, using: &world.scheduler.random)) { [self] in finishInPlace(target, bytes) }
             } else if style == 2 {
                 outcome(saveRenamingAway(fields, to: path(machine, id), by: machine))
@@ -190,5 +192,17 @@ final class TypedValues {
     /// The save with this value failed and the person was told: it does not count as typed.
     func unsaved(_ value: String) {
         typed[value] = nil
+    }
+
+    /// Documents an app is writing in place (half written on disk), by path: until the save
+    /// ends, what they hold is in the app's hands.
+    private(set) var savesUnderWay: [String: [UInt8]] = [:]
+
+    func saveStarted(_ path: String, _ bytes: [UInt8]) {
+        savesUnderWay[path] = bytes
+    }
+
+    func saveEnded(_ path: String) {
+        savesUnderWay[path] = nil
     }
 }

@@ -113,6 +113,7 @@ final class SimulatedListApp {
             saved = (try? fs.overwrite(path(machine), with: Array(bytes.prefix(bytes.count / 2)))) != nil
             if saved {
                 saving.insert(path(machine))
+                values.saveStarted(path(machine), bytes)
                 world.scheduler.after(UInt64(random(1..<60))) { [self] in finishInPlace(path(machine), bytes) }
             }
         } else {
@@ -170,6 +171,7 @@ final class SimulatedListApp {
     private func finishInPlace(_ target: String, _ bytes: [UInt8]) {
         guard (try? fs.overwrite(target, with: bytes)) == nil else {
             saving.remove(target)
+            values.saveEnded(target)
             return
         }
         world.scheduler.after(50) { [self] in finishInPlace(target, bytes) }

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import SQLiteKit
 import SQLiteStore
 @testable import ServerKit
 import SyncCore
@@ -45,6 +46,14 @@ final class SimulatedServer {
         configuration.idleTimeoutSeconds = 0
         self.configuration = configuration
         server = try Server(configuration: configuration, store: store, loop: loop)
+    }
+
+    /// The fields (canonical JSON) of every live record the store holds now, in every
+    /// collection, read from its file by a connection of its own: what is committed, whatever
+    /// the server is doing (stalled, refusing writes).
+    func storedFields() throws -> [String] {
+        let database = try SQLiteDatabase(path: DataFolder(path: dataFolder).storePath)
+        return try database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
     }
 
     /// `plistsync backup` while serving: the path of a consistent copy of the store.

@@ -21,6 +21,8 @@ final class Simulation {
     }
 
     static let busyEvents = 50_000
+    /// How often (virtual milliseconds) the safety invariants are checked during a run.
+    static let safetyCheckMilliseconds: UInt64 = 1_000
 
     /// What a run found.
     struct Report {
@@ -75,6 +77,12 @@ final class Simulation {
         try world.fileSystem.makeFolder(first.root + "/" + apps.collection)
         apps.act(on: first)
         for machine in world.machines { try machine.start() }
+
+        // Safety is checked throughout, not only once all is quiet: a value lost for a moment
+        // and found again later (a file rewritten from a stale state, then merged back) is
+        // still a moment in which a crash would have lost it.
+        let checker = SafetyChecks(world: world, values: values)
+        checker.schedule(every: Self.safetyCheckMilliseconds, until: activeMilliseconds + quietMilliseconds)
 
         // People act every few hundred milliseconds; faults strike now and then.
         var time: UInt64 = 0
@@ -198,10 +206,10 @@ final class Simulation {
         }
         // Every value typed exists somewhere, unless the one who replaced it saw it.
         var present: Set<String> = []
-        for fields in allOnServer.records.values.map(Value.dictionary) + allCopies.records.values.map(Value.dictionary) { collectStrings(fields, into: &present) }
+        for fields in allOnServer.records.values.map(Value.dictionary) + allCopies.records.values.map(Value.dictionary) { Self.collectStrings(fields, into: &present) }
         for machine in world.machines {
             for (_, bytes) in world.fileSystem.files(under: machine.root) {
-                if let value = try? PlistFile.decode(bytes).0 { collectStrings(value, into: &present) }
+                if let value = try? PlistFile.decode(bytes).0 { Self.collectStrings(value, into: &present) }
             }
         }
         for (value, place) in apps.values.typed.sorted(by: { $0.key < $1.key }) where !apps.values.replacedOnPurpose.contains(value) && !present.contains(value) {
@@ -257,11 +265,11 @@ final class Simulation {
         fields.map { ValueJSON.encode(fields: $0) } ?? "missing"
     }
 
-    private func collectStrings(_ value: Value, into set: inout Set<String>) {
+    static func collectStrings(_ value: Value, into set: inout Set<String>) {
         switch value {
         case .string(let text): set.insert(text)
-        case .array(let items): for item in items { collectStrings(item, into: &set) }
-        case .dictionary(let members): for member in members.values { collectStrings(member, into: &set) }
+        case .array(let items): for item in items { Self.collectStrings(item, into: &set) }
+        case .dictionary(let members): for member in members.values { Self.collectStrings(member, into: &set) }
         default: break
         }
     }
