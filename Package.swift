@@ -37,7 +37,7 @@ let package = Package(
             // The web console's files, compiled into the binary (no files to install beside it).
             resources: [.embedInCode("Console")]),
         // The test kit (issue 32): stand-ins the test targets share.
-        .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol"]),
+        .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol", "AgentKit", "ServerKit", "EventLoop"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
 
@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
         .testTarget(name: "AgentKitTests", dependencies: ["AgentKit", "PlistFormat", "SyncProtocol"]),
-        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat"]),
+        .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "HTTPKitTests", dependencies: ["HTTPKit"]),
         .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),

@@ -59,7 +59,13 @@ extension SyncEngine {
         }
         // The file is back (an editor's save renames it away, then writes it anew): not a delete.
         if file != .missing, settlingDeletes.back(key) { notePending() }
-        guard subscriptions.isSubscribed(collection), !pushes.isBusy(key) else { return }
+        guard subscriptions.isSubscribed(collection), !pushes.isBusy(key) else {
+            // Saved again after the replay wrote it: the scan that ends the replay reads it.
+            if !subscriptions.isSubscribed(collection), file.bytes.map(ContentHash.of) != state.entry(collection, id)?.fileHash {
+                subscriptions.changedInReplay(collection, id)
+            }
+            return
+        }
         // A file at its path may be a twin's (a folding file system): then its own is gone
         // (a delete), or it never had one here. A record waiting for a twin's name waits
         // while the twin still holds it.

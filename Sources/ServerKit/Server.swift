@@ -157,7 +157,7 @@ public final class Server {
 
     func accept(_ connection: TCPConnection, tls: TLSContext?) {
         guard admit(connection, tls: tls, refusal: { $0 == .tlsRequired ? Self.plaintextRefusal : Array(ServerNotice.bye($0).line.utf8) }) else { return }
-        open(TCPSessionTransport(connection))
+        open(ByteSessionTransport(connection))
     }
 
     /// Starts TLS on a new connection and lets it in unless the server is shutting down or at

@@ -5,8 +5,9 @@ import SyncCore
 import XCTest
 @testable import ServerKit
 
-/// A server with no listener whose sessions talk over buffers: a request goes straight into a
-/// session's input, and its actions are read back as lines. The store is a `MemoryStore`: no
+/// A server with no listener whose sessions talk over the test kit's in-memory byte
+/// connection: a request goes straight into a session's input, and its replies are read back
+/// as lines. The store is a `MemoryStore`: no
 /// socket and no file, so a transcript replayed here and over TCP checks that the protocol
 /// lives in the session, not in the connection or the store.
 final class InMemoryServer {
@@ -34,61 +35,30 @@ final class InMemoryServer {
     }
 
     func connect() -> BufferClient {
-        let transport = BufferTransport(loop: loop)
-        let session = server.open(transport)
-        return BufferClient(transport: transport, session: session, loop: loop)
+        let connection = MemoryByteConnection(loop: loop)
+        let session = server.open(ByteSessionTransport(connection))
+        return BufferClient(connection: connection, session: session, loop: loop)
     }
 }
 
-/// A session's connection made of two buffers: what the session sent, and whether it closed.
-final class BufferTransport: SessionTransport {
-    private let loop: EventLoop
-    fileprivate weak var session: Session?
-    fileprivate var output: [UInt8] = []
-    fileprivate private(set) var isClosed = false
-
-    init(loop: EventLoop) {
-        self.loop = loop
-    }
-
-    var peerHost: String? { "memory" }
-    /// Bytes the client has not taken: none unless a test says so (a client that stopped reading).
-    var pendingOutputBytes = 0
-
-    func attach(_ session: Session) {
-        self.session = session
-    }
-
-    func perform(_ action: SessionAction) {
-        switch action {
-        case .send(let sent): output += Array(sent.text.utf8)
-        case .deliver(let delivery): output += delivery.bytes
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
-        case .close, .closeNow:
-            guard !isClosed else { return }
-            isClosed = true
-            loop.atEndOfTurn { [weak self] in self?.session?.closed() }
-        }
-    }
-}
-
-/// The client end of a `BufferTransport`: sends request lines into the session and reads its
-/// replies, turning the loop while a commit or a login is being worked out.
+/// A line-protocol client of a server in memory, on the test kit's `MemoryByteConnection`:
+/// sends request lines into the session and reads its replies, turning the loop while a commit
+/// or a login is being worked out.
 final class BufferClient: TranscriptConnection {
-    private let transport: BufferTransport
+    private let connection: MemoryByteConnection
     private let loop: EventLoop
     /// The session behind this client (its `perform` can be wrapped to watch its actions).
     private(set) weak var session: Session?
 
     /// Makes the client look as if it had `bytes` unread (the memory budget counts them).
     func holdUnread(_ bytes: Int) {
-        transport.pendingOutputBytes = bytes
+        connection.pendingOutputBytes = bytes
     }
 
-    var isClosed: Bool { transport.isClosed }
+    var isClosed: Bool { connection.isClosed }
 
-    fileprivate init(transport: BufferTransport, session: Session, loop: EventLoop) {
-        self.transport = transport
+    fileprivate init(connection: MemoryByteConnection, session: Session, loop: EventLoop) {
+        self.connection = connection
         self.session = session
         self.loop = loop
     }
@@ -103,19 +73,19 @@ final class BufferClient: TranscriptConnection {
     }
 
     func send(_ line: String) throws {
-        transport.session?.received(Array((line + "\n").utf8))
+        connection.receive(Array((line + "\n").utf8))
     }
 
     /// The next line, nil once the session closed with nothing more to read (or after 10 s).
     func readLine() throws -> String? {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if let newline = transport.output.firstIndex(of: 0x0A) {
-                let line = String(decoding: transport.output[..<newline], as: UTF8.self)
-                transport.output.removeFirst(newline + 1)
+            if let newline = connection.output.firstIndex(of: 0x0A) {
+                let line = String(decoding: connection.output[..<newline], as: UTF8.self)
+                connection.output.removeFirst(newline + 1)
                 return line
             }
-            if transport.isClosed { return nil }
+            if connection.isClosed { return nil }
             loop.runOnce(wait: false)
             usleep(100)
         }

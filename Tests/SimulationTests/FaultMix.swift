@@ -1,3 +1,5 @@
+import PlistSyncTesting
+
 /// The faults one seeded run suffers, and how often: each run draws its own mix, so some runs
 /// hammer one kind of fault (a server that restarts every few seconds, a disk that is always
 /// full) and others mix several, rather than every run getting the same thin spread.
@@ -9,6 +11,10 @@ struct FaultMix: CustomStringConvertible {
         case serverRestart = "server restarts"
         case storeStall = "store stalls"
         case serverDiskFull = "server disk full"
+        case slowDelivery = "slow delivery"
+        case partition = "partitions"
+        case lateDelivery = "requests arriving after their connection dropped"
+        case clockJump = "clock jumps"
     }
 
     /// Relative weight of each fault (absent: never).

@@ -1,4 +1,5 @@
 import Foundation
+import PlistSyncTesting
 @testable import AgentKit
 import PlistFormat
 import SyncCore

@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import PlistSyncTesting
 @testable import AgentKit
 import SyncCore
 import SyncProtocol
@@ -29,6 +30,14 @@ final class SimulatedMachine {
     /// The app files this machine's agent mirrors (`plistsync attach`).
     var attachedFiles: [AttachedFile] = []
 
+    /// Seconds this machine's wall clock is off (clock jumps); its monotonic clock is not.
+    var clockOffset: TimeInterval = 0
+    /// Until this virtual time, every message to or from the server is slow.
+    var slowUntil: UInt64 = 0
+    /// Until this virtual time, the network between this machine and the server is cut:
+    /// nothing gets through (TCP delivers it once healed) and new connections fail.
+    var partitionedUntil: UInt64 = 0
+
     init(name: String, device: String, world: SimulationWorld, stateFolder: String) {
         self.name = name
         self.device = device
@@ -47,7 +56,7 @@ final class SimulatedMachine {
     func start() throws {
         guard core == nil else { return }
         try world.fileSystem.makeFolder(root)
-        let clock = SimulatedClock(scheduler: world.scheduler)
+        let clock = SimulatedClock(scheduler: world.scheduler) { [weak self] in self?.clockOffset ?? 0 }
         var configuration = AgentConfiguration(
             server: SocketAddress(host: "127.0.0.1", port: 7420), user: "alice", credential: .password("pw"), directory: root, device: device)
         configuration.debounceMilliseconds = 15
@@ -108,7 +117,9 @@ extension SimulatedMachine: AgentHost {
 }
 
 /// The agent's server link in the simulation: requests reach the server after a delay (in
-/// order), the server's lines come back after a delay (in order), and the connection can drop.
+/// order), the server's lines come back after a delay (in order), and the connection can drop,
+/// at once or leaving what was on its way to reach the server later (after what the agent sends
+/// on its next connection; the answers are lost).
 final class SimulatedLink: ServerRequests {
     private unowned let machine: SimulatedMachine
     private let world: SimulationWorld
@@ -118,6 +129,12 @@ final class SimulatedLink: ServerRequests {
     private var tagCounter = 0
     private var lastUp: UInt64 = 0
     private var lastDown: UInt64 = 0
+    /// Connections dropped on the agent's side whose requests still reach the server, and the
+    /// time the last of those arrives (they keep their order).
+    private var lingering: Set<ObjectIdentifier> = []
+    private var lastLingering: UInt64 = 0
+    /// Most milliseconds a request on a dropped connection may reach the server after it would have.
+    static let lingerMilliseconds: UInt64 = 2_000
     private(set) var isReady = false
     private var dead = false
     let server = SocketAddress(host: "127.0.0.1", port: 7420)
@@ -130,16 +147,31 @@ final class SimulatedLink: ServerRequests {
         self.clock = clock
     }
 
-    private var latency: UInt64 { UInt64.random(in: 0...world.maxLatency, using: &world.scheduler.random) }
+    /// When a message sent now arrives, after the last one sent the same way (`last`): a
+    /// delay, longer while the network is slow, and not before a partition heals.
+    private func arrival(after last: UInt64) -> UInt64 {
+        var delay = UInt64.random(in: 0...world.maxLatency, using: &world.scheduler.random)
+        if world.scheduler.now < machine.slowUntil { delay += UInt64.random(in: 50...1_500, using: &world.scheduler.random) }
+        return max(world.scheduler.now + delay, last, machine.partitionedUntil)
+    }
 
     func connect() {
         guard !dead, connection == nil else { return }
-        let connection = world.server.connect { [weak self] lines in self?.arrive(lines) }
+        guard world.scheduler.now >= machine.partitionedUntil else {
+            machine.note("cannot reach the server")
+            return reconnectLater()
+        }
+        weak var made: ServerConnection?
+        let connection = world.server.connect { [weak self] lines in
+            guard let self, let made else { return }
+            arrive(lines, on: made)
+        }
+        made = connection
         self.connection = connection
         // The server closing the connection reaches the agent after what it sent before.
         connection.onClosed = { [weak self, weak connection] in
             guard let self, let connection else { return }
-            let time = max(world.scheduler.now + latency, lastDown)
+            let time = arrival(after: lastDown)
             lastDown = time
             world.scheduler.after(time - world.scheduler.now) { [weak self] in
                 guard let self, self.connection === connection else { return }
@@ -168,22 +200,34 @@ final class SimulatedLink: ServerRequests {
         tagCounter += 1
         let tag = "t\(tagCounter)"
         replies[tag] = reply
-        let time = max(world.scheduler.now + latency, lastUp)
+        let time = arrival(after: lastUp)
         lastUp = time
         let line = tag + " " + command.requestText
         machine.note("-> " + String(line.prefix(200)))
         world.scheduler.after(time - world.scheduler.now) { [weak self, world] in
-            guard let self, self.connection === connection, !connection.isClosed else { return }
-            if world.serverDiskFull, command.isRecordWrite {
-                // What the server answers while its disk is full.
-                return arrive([Array("\(tag) ERR NO_SPACE the server's disk is full; nothing was written".utf8)])
+            guard let self, !connection.isClosed else { return }
+            guard self.connection !== connection else { return reach(command, line, tag, connection) }
+            guard lingering.contains(ObjectIdentifier(connection)) else { return }
+            let late = max(world.scheduler.now + UInt64.random(in: 1...Self.lingerMilliseconds, using: &world.scheduler.random), lastLingering)
+            lastLingering = late
+            world.scheduler.after(late - world.scheduler.now) { [weak self] in
+                guard !connection.isClosed else { return }
+                self?.reach(command, line, tag, connection)
             }
-            if world.serverStoreStalled, Self.needsStore(command) {
-                return arrive([Array("\(tag) ERR UNAVAILABLE the store is not answering; retry in a moment".utf8)])
-            }
-            connection.send(line, tag: tag)
-            world.serverSettle()
         }
+    }
+
+    /// A request reaches the server.
+    private func reach(_ command: Command, _ line: String, _ tag: String, _ connection: ServerConnection) {
+        if world.serverDiskFull, command.isRecordWrite {
+            // What the server answers while its disk is full.
+            return arrive([Array("\(tag) ERR NO_SPACE the server's disk is full; nothing was written".utf8)], on: connection)
+        }
+        if world.serverStoreStalled, Self.needsStore(command) {
+            return arrive([Array("\(tag) ERR UNAVAILABLE the store is not answering; retry in a moment".utf8)], on: connection)
+        }
+        connection.send(line, tag: tag)
+        world.serverSettle()
     }
 
     /// Whether the server answers `command` from its store (not from memory).
@@ -199,10 +243,11 @@ final class SimulatedLink: ServerRequests {
         request(command, connection, reply: reply)
     }
 
-    /// Lines from the server reach the agent after a delay, as one batch.
-    private func arrive(_ lines: [[UInt8]]) {
-        guard let connection else { return }
-        let time = max(world.scheduler.now + latency, lastDown)
+    /// Lines from the server reach the agent after a delay, as one batch (none from a connection
+    /// the agent dropped).
+    private func arrive(_ lines: [[UInt8]], on connection: ServerConnection) {
+        guard self.connection === connection else { return }
+        let time = arrival(after: lastDown)
         lastDown = time
         world.scheduler.after(time - world.scheduler.now) { [weak self] in
             guard let self, self.connection === connection, let core = machine.core else { return }
@@ -230,20 +275,33 @@ final class SimulatedLink: ServerRequests {
     }
 
     /// The connection drops (a network failure): the agent hears of it and reconnects later.
-    func drop() {
-        guard connection != nil else { return }
-        machine.note("connection dropped")
-        lost()
+    /// `late`: the requests on their way still reach the server, up to `lingerMilliseconds`
+    /// later than they would have; then the server sees the connection close.
+    func drop(late: Bool = false) {
+        guard let connection else { return }
+        machine.note(late ? "connection dropped; what was sent on it arrives late" : "connection dropped")
+        guard late else { return lost() }
+        lingering.insert(ObjectIdentifier(connection))
+        let closing = max(lastUp, world.scheduler.now) + Self.lingerMilliseconds + 1
+        world.scheduler.after(closing - world.scheduler.now) { [weak self] in
+            connection.drop()
+            self?.lingering.remove(ObjectIdentifier(connection))
+        }
+        lost(closingServerSide: false)
     }
 
-    private func lost() {
+    private func lost(closingServerSide: Bool = true) {
         guard let connection else { return }
-        connection.drop()
+        if closingServerSide { connection.drop() }
         self.connection = nil
         replies.removeAll()
         let wasReady = isReady
         isReady = false
         if wasReady { machine.core?.disconnected() }
+        reconnectLater()
+    }
+
+    private func reconnectLater() {
         clock.after(UInt64.random(in: 50...1000, using: &world.scheduler.random)) { [weak self] in self?.connect() }
     }
 

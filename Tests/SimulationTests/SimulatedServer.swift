@@ -1,5 +1,6 @@
 import EventLoop
 import Foundation
+import PlistSyncTesting
 import SQLiteKit
 import SQLiteStore
 @testable import ServerKit
@@ -7,7 +8,8 @@ import SyncCore
 import SyncProtocol
 
 /// The real server (`Server`, its sessions, committer and hub, a real SQLite store in a temp
-/// folder) with no listener: each simulated connection is a session on a buffer. The
+/// folder) with no listener: each simulated connection is a session on an in-memory byte
+/// connection. The
 /// simulation hands it one request at a time and turns its loop until that request is answered,
 /// so what it does is the same on every run of a seed.
 final class SimulatedServer {
@@ -87,6 +89,7 @@ final class SimulatedServer {
         try fill(target)
         // Every client is cut off first, so the shutdown finishes at once and lets go of the store.
         for connection in connections.values.sorted(by: { $0.number < $1.number }) { connection.cutOff() }
+        loop.runOnce(wait: false)
         server.shutdown()
         for _ in 0..<20 { loop.runOnce(wait: false) }
         server = nil
@@ -97,14 +100,14 @@ final class SimulatedServer {
     /// A new client connection; `deliver` gets each batch of lines the server sends it.
     func connect(deliver: @escaping ([[UInt8]]) -> Void) -> ServerConnection {
         connectionCount += 1
-        let connection = ServerConnection(server: self, number: connectionCount, deliver: deliver)
+        let connection = ServerConnection(server: self, number: connectionCount, loop: loop, deliver: deliver)
         guard let server else {
             // Not serving (a restore failed): the connection is refused.
             connection.drop()
             return connection
         }
         connections[ObjectIdentifier(connection)] = connection
-        connection.session = server.open(connection)
+        _ = server.open(connection.transport)
         return connection
     }
 
@@ -141,32 +144,42 @@ final class SimulatedServer {
     }
 }
 
-/// One client connection of the simulated server: the session's side is a `SessionTransport`
-/// on buffers; lines go to the client in batches, through the simulation's scheduler.
-final class ServerConnection: SessionTransport {
+/// One client connection of the simulated server: the client end of the test kit's
+/// `MemoryByteConnection`, whose server end is the `ByteSessionTransport` a TCP socket gets;
+/// lines go to the client in batches, through the simulation's scheduler.
+final class ServerConnection {
     /// Which connection of the server this is (flushed in this order).
     let number: Int
     private unowned let server: SimulatedServer
-    fileprivate weak var session: Session?
+    private let bytes: MemoryByteConnection
     private let deliver: ([[UInt8]]) -> Void
-    private var output: [UInt8] = []
     /// Tags of requests sent and not answered yet.
     private var awaiting: [String] = []
+    /// How much of what the server wrote has been looked through for replies.
+    private var scanned = 0
+    /// Whether the connection is over for the client (it went away, or heard the server close).
     private(set) var isClosed = false
 
-    fileprivate init(server: SimulatedServer, number: Int, deliver: @escaping ([[UInt8]]) -> Void) {
+    fileprivate init(server: SimulatedServer, number: Int, loop: EventLoop, deliver: @escaping ([[UInt8]]) -> Void) {
         self.number = number
         self.server = server
         self.deliver = deliver
+        bytes = MemoryByteConnection(loop: loop)
     }
 
-    var isWaiting: Bool { !awaiting.isEmpty && !isClosed }
+    /// The session's end, for the server to open a session on.
+    fileprivate var transport: SessionTransport { ByteSessionTransport(bytes) }
+
+    var isWaiting: Bool {
+        scanReplies()
+        return !awaiting.isEmpty && !isClosed && !bytes.isClosed
+    }
 
     /// Hands the session one request line (tagged `tag`).
     func send(_ line: String, tag: String) {
         guard !isClosed else { return }
         awaiting.append(tag)
-        session?.received(Array((line + "\n").utf8))
+        bytes.receive(Array((line + "\n").utf8))
     }
 
     /// Called when the server ends the connection (the client hears of it).
@@ -178,64 +191,42 @@ final class ServerConnection: SessionTransport {
         onClosed()
     }
 
-    /// The client goes away (a crash, a dropped connection).
+    /// The client goes away (a crash, a dropped connection): the server's read fails.
     func drop() {
         guard !isClosed else { return }
         isClosed = true
         awaiting.removeAll()
         server.forget(self)
-        session?.endOfInput()
-        session?.closed()
+        bytes.hangUp(reset: true)
     }
 
+    /// Hands the client the whole lines the server wrote; then, if the server closed the
+    /// connection, tells the client so.
     fileprivate func flush() {
-        guard !output.isEmpty else { return }
-        var lines: [[UInt8]] = []
-        var start = 0
-        for index in output.indices where output[index] == 0x0A {
-            lines.append(Array(output[start..<index]))
-            start = index + 1
+        scanReplies()
+        if let end = bytes.output.lastIndex(of: 0x0A) {
+            let lines = bytes.output[...end].split(separator: 0x0A, omittingEmptySubsequences: false).dropLast().map(Array.init)
+            bytes.output.removeFirst(end + 1)
+            scanned -= end + 1
+            deliver(lines)
         }
-        output.removeFirst(start)
-        if !lines.isEmpty { deliver(lines) }
+        guard bytes.isClosed, !isClosed else { return }
+        isClosed = true
+        awaiting.removeAll()
+        server.forget(self)
+        onClosed()
     }
 
-    // MARK: - SessionTransport
-
-    var peerHost: String? { "simulated" }
-    var pendingOutputBytes: Int { 0 }
-
-    func attach(_ session: Session) {
-        self.session = session
-    }
-
-    func perform(_ action: SessionAction) {
-        switch action {
-        case .send(let output): received(Array(output.text.utf8))
-        case .deliver(let delivery): received(Array(delivery.bytes))
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe: break
-        case .close, .closeNow:
-            guard !isClosed else { return }
-            isClosed = true
-            awaiting.removeAll()
-            server.forget(self)
-            server.loop.atEndOfTurn { [weak self] in self?.session?.closed() }
-            flush()
-            onClosed()
-        }
-    }
-
-    private func received(_ bytes: [UInt8]) {
-        output += bytes
-        // Each tagged reply answers the oldest request waiting (replies keep request order).
-        var start = output.count - bytes.count
-        while let newline = output[start...].firstIndex(of: 0x0A) {
-            if let space = output[start..<newline].firstIndex(of: 0x20), output[start] != UInt8(ascii: "*") {
-                let tag = String(decoding: output[start..<space], as: UTF8.self)
+    /// Each tagged reply answers the oldest request waiting (replies keep request order).
+    private func scanReplies() {
+        let output = bytes.output
+        while let newline = output[scanned...].firstIndex(of: 0x0A) {
+            if let space = output[scanned..<newline].firstIndex(of: 0x20), output[scanned] != UInt8(ascii: "*") {
+                let tag = String(decoding: output[scanned..<space], as: UTF8.self)
                 let rest = output[(space + 1)..<newline]
                 if rest.starts(with: "OK ".utf8) || rest.starts(with: "ERR ".utf8), awaiting.first == tag { awaiting.removeFirst() }
             }
-            start = newline + 1
+            scanned = newline + 1
         }
     }
 }

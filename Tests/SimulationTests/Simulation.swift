@@ -1,4 +1,5 @@
 import Foundation
+import PlistSyncTesting
 @testable import AgentKit
 import PlistFormat
 import SyncCore
@@ -114,6 +115,16 @@ final class Simulation {
                 case .serverDiskFull:
                     world.serverDiskFull = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.serverDiskFull = false }
+                case .slowDelivery:
+                    machine.slowUntil = max(machine.slowUntil, world.scheduler.now + UInt64.random(in: 1_000...10_000, using: &world.scheduler.random))
+                case .partition:
+                    partition(world, machine)
+                case .lateDelivery:
+                    machine.link?.drop(late: true)
+                case .clockJump:
+                    let jump = [-3_600.0, -30, -1, 1, 30, 3_600].randomElement(using: &world.scheduler.random)!
+                    machine.clockOffset += jump * Double.random(in: 0.5...1.5, using: &world.scheduler.random)
+                    machine.note("the wall clock jumps to \(machine.clockOffset) s off")
                 }
                 _ = self
             }
@@ -123,7 +134,10 @@ final class Simulation {
         world.fileSystem.fullDisks.removeAll()
         world.serverDiskFull = false
         world.serverStoreStalled = false
-        for machine in world.machines where !machine.isRunning { try machine.start() }
+        for machine in world.machines {
+            (machine.slowUntil, machine.partitionedUntil) = (0, 0)
+            if !machine.isRunning { try machine.start() }
+        }
         world.scheduler.run(until: activeMilliseconds + quietMilliseconds)
 
         var report = Report(events: world.scheduler.eventsRun, faults: faults.description)
@@ -132,9 +146,7 @@ final class Simulation {
         if report.events > Self.busyEvents { report.violations.append("\(report.events) events: something loops") }
         report.violations += try check(world, apps, folding: folding)
         if let listApp { report.violations += try check(world, listApp, folding: folding, faults: faults.hasFaults) }
-        if !report.violations.isEmpty {
-            for machine in world.machines { report.logs[machine.name] = machine.log }
-        }
+        for machine in world.machines { report.logs[machine.name] = machine.log }
         return report
     }
 
@@ -142,6 +154,24 @@ final class Simulation {
         world.fileSystem.fullDisks.insert(machine.root + "/")
         world.scheduler.after(UInt64.random(in: 100...5000, using: &world.scheduler.random)) {
             world.fileSystem.fullDisks.remove(machine.root + "/")
+        }
+    }
+
+    /// How long a partition lasts before the agent gives up on its connection (the keepalive's
+    /// three missed answers, shortened).
+    static let partitionNoticedMilliseconds: UInt64 = 5_000
+
+    /// The network between `machine` and the server is cut for half a second to 15 s: what is
+    /// sent waits for the network to heal; a long cut also ends the connection, and connecting
+    /// fails until it heals.
+    private func partition(_ world: SimulationWorld, _ machine: SimulatedMachine) {
+        let length = UInt64.random(in: 500...15_000, using: &world.scheduler.random)
+        machine.partitionedUntil = max(machine.partitionedUntil, world.scheduler.now + length)
+        machine.note("the network is cut for \(length) ms")
+        guard length > Self.partitionNoticedMilliseconds else { return }
+        world.scheduler.after(Self.partitionNoticedMilliseconds) {
+            guard world.scheduler.now < machine.partitionedUntil else { return }
+            machine.link?.drop()
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PlistSyncTesting
 @testable import AgentKit
 
 /// What every part of one simulated run shares: the scheduler (time and randomness), the file
@@ -29,7 +30,10 @@ final class SimulationWorld {
         for index in 0..<machineCount {
             machines.append(SimulatedMachine(name: "m\(index)", device: sameDevice ? "twin" : "m\(index)", world: self, stateFolder: folder))
         }
-        fileSystem.now = { [scheduler] in SimulatedClock.epoch.addingTimeInterval(Double(scheduler.now) / 1000) }
+        fileSystem.now = { [unowned self] path in
+            let machine = machines.first { path.hasPrefix($0.root + "/") }
+            return SimulatedClock.epoch.addingTimeInterval(Double(scheduler.now) / 1000 + (machine?.clockOffset ?? 0))
+        }
         fileSystem.onChange = { [unowned self] folder, name, renamed in
             for machine in machines where folder == machine.root || folder.hasPrefix(machine.root + "/") {
                 machine.fileChanged(folder: folder, name: name, renamed: renamed)

@@ -4,7 +4,7 @@ import Foundation
 /// Time as the agent sees it: the wall clock for stamps, a monotonic clock for intervals, and
 /// one-shot timers. `LoopClock` when the agent runs; a simulated clock, advanced by the
 /// scheduler, in the simulation tests.
-protocol AgentClock: AnyObject {
+public protocol AgentClock: AnyObject {
     /// The wall-clock time (conflict copy and version stamps, the mass-delete window).
     var now: Date { get }
     /// Milliseconds on a clock that never goes back.

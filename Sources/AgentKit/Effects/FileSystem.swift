@@ -3,7 +3,7 @@ import Foundation
 /// The file operations the mirror is made of, on absolute paths: the real file system when the
 /// agent runs (`PosixFileSystem`), a simulated one in the simulation tests, which can fail any
 /// of them the way a real disk does (a full disk, a save landing between two steps).
-protocol FileSystem: AnyObject {
+public protocol FileSystem: AnyObject {
     /// What stands at `path` itself (a link is not followed).
     func kind(at path: String) -> FileKind
     /// Whether `path` is a folder, following a link.
@@ -35,14 +35,14 @@ protocol FileSystem: AnyObject {
 }
 
 /// What stands at a path.
-enum FileKind: Equatable {
+public enum FileKind: Equatable, Sendable {
     case missing, file, folder, link
     /// A pipe, a device, a socket.
     case special
 }
 
 /// Why a file operation failed, in the terms callers decide on.
-enum FileSystemError: Error, Equatable, CustomStringConvertible {
+public enum FileSystemError: Error, Equatable, CustomStringConvertible {
     case notFound
     case exists
     /// The file system cannot do this (no RENAME_EXCHANGE on it).
@@ -50,7 +50,7 @@ enum FileSystemError: Error, Equatable, CustomStringConvertible {
     case noSpace
     case other(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .notFound: "no such file or folder"
         case .exists: "file exists"

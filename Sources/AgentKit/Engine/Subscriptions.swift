@@ -116,6 +116,11 @@ final class Subscriptions {
         writtenInReplay[collection]?.insert(id)
     }
 
+    /// The file of a record the replay wrote changed since: the scan after the replay reads it.
+    func changedInReplay(_ collection: String, _ id: RecordID) {
+        writtenInReplay[collection]?.remove(id)
+    }
+
     func conflictsNotShared() {
         sharesConflicts = false
     }

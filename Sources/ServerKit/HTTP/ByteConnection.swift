@@ -3,7 +3,7 @@ import EventLoop
 /// A connection's bytes, whatever carries them: a TCP (or TLS) socket when serving, a pair of
 /// buffers in tests, so an HTTP connection runs the same in memory as over the network. Its
 /// callbacks run on the loop thread; `onClose` comes once, after the last of the others.
-protocol ByteConnection: AnyObject {
+public protocol ByteConnection: AnyObject {
     var onData: (([UInt8]) -> Void)? { get set }
     var onEnd: ((TCPConnection.EndOfInput) -> Void)? { get set }
     var onDrain: (() -> Void)? { get set }
@@ -25,9 +25,9 @@ protocol ByteConnection: AnyObject {
 }
 
 extension TCPConnection: ByteConnection {
-    var peerHost: String? { peer?.host }
+    public var peerHost: String? { peer?.host }
 
-    func closeAfterWriting() {
+    public func closeAfterWriting() {
         closeAfterWriting(graceMilliseconds: Self.defaultCloseGraceMilliseconds)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import AgentKit
+import AgentKit
 import SyncCore
 
 /// An in-memory file system shared by every simulated machine (each has its own root), with
@@ -8,28 +8,31 @@ import SyncCore
 /// `changed`, both for the folder holding the name). Names are compared by their bytes, as on
 /// Linux; with `normalising`, names that differ only in Unicode normalisation are one file (as
 /// on macOS or ZFS with `normalization=formD`), listed under the name it was created with.
-final class SimulatedFileSystem: FileSystem {
+public final class SimulatedFileSystem: FileSystem {
     private enum Node {
         case file([UInt8], modified: Date)
         case folder
     }
+
+    public init() {}
 
     /// Nodes by `key(path)`.
     private var nodes: [RecordID: Node] = ["/": .folder]
     /// Per folder key, its entries: name key → the name as created.
     private var children: [RecordID: [RecordID: String]] = ["/": [:]]
     /// Roots (prefixes) whose writes fail with ENOSPC.
-    var fullDisks: Set<String> = []
+    public var fullDisks: Set<String> = []
     /// Roots (prefixes) on a normalising file system.
-    var normalisingRoots: Set<String> = []
+    public var normalisingRoots: Set<String> = []
     /// Called for every change: the folder, the name in it, and whether it is a rename-kind
     /// event (create, delete, rename) rather than a write.
-    var onChange: (_ folder: String, _ name: String, _ renamed: Bool) -> Void = { _, _, _ in }
-    var now: () -> Date = { Date(timeIntervalSince1970: 0) }
+    public var onChange: (_ folder: String, _ name: String, _ renamed: Bool) -> Void = { _, _, _ in }
+    /// The wall clock of the machine a path is on (a file's modification time).
+    public var now: (_ path: String) -> Date = { _ in Date(timeIntervalSince1970: 0) }
     /// Paths whose every content is kept in `versions`, oldest first (for checks that need
     /// what a file held over time, not only now).
-    var versionedPaths: Set<String> = []
-    private(set) var versions: [String: [[UInt8]]] = [:]
+    public var versionedPaths: Set<String> = []
+    public private(set) var versions: [String: [[UInt8]]] = [:]
 
     private static func split(_ path: String) -> (folder: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return ("/", path) }
@@ -41,7 +44,7 @@ final class SimulatedFileSystem: FileSystem {
         RecordID(normalisingRoots.contains { path.hasPrefix($0) } ? path.precomposedStringWithCanonicalMapping : path)
     }
 
-    func isFull(_ path: String) -> Bool {
+    public func isFull(_ path: String) -> Bool {
         fullDisks.contains { path.hasPrefix($0) }
     }
 
@@ -86,7 +89,7 @@ final class SimulatedFileSystem: FileSystem {
 
     // MARK: - FileSystem
 
-    func kind(at path: String) -> FileKind {
+    public func kind(at path: String) -> FileKind {
         switch nodes[key(path)] {
         case nil: .missing
         case .file?: .file
@@ -94,47 +97,47 @@ final class SimulatedFileSystem: FileSystem {
         }
     }
 
-    func isFolder(_ path: String) -> Bool {
+    public func isFolder(_ path: String) -> Bool {
         if case .folder? = nodes[key(path)] { return true }
         return false
     }
 
     /// Whole-file reads asked for, per path, for tests that count the agent's file work.
-    private(set) var readCounts: [String: Int] = [:]
+    public private(set) var readCounts: [String: Int] = [:]
 
-    func contents(at path: String) -> [UInt8]? {
+    public func contents(at path: String) -> [UInt8]? {
         readCounts[path, default: 0] += 1
         if case .file(let bytes, _)? = nodes[key(path)] { return bytes }
         return nil
     }
 
-    func names(in folder: String) -> [String]? {
+    public func names(in folder: String) -> [String]? {
         guard isFolder(folder) else { return nil }
         return entries(folder)
     }
 
-    func makeFolder(_ path: String) throws(FileSystemError) {
+    public func makeFolder(_ path: String) throws(FileSystemError) {
         guard path != "/", !isFolder(path) else { return }
         guard nodes[key(path)] == nil else { throw .exists }
         try makeFolder(Self.split(path).folder)
         put(path, .folder)
     }
 
-    func writeFile(_ path: String, _ bytes: [UInt8], durable: Bool) throws(FileSystemError) {
+    public func writeFile(_ path: String, _ bytes: [UInt8], durable: Bool) throws(FileSystemError) {
         guard isFolder(Self.split(path).folder) else { throw .notFound }
         if case .folder? = nodes[key(path)] { throw .other("is a folder") }
         guard !isFull(path) else {
             _ = take(path)
             throw .noSpace
         }
-        put(path, .file(bytes, modified: now()))
+        put(path, .file(bytes, modified: now(path)))
         let (folder, name) = Self.split(path)
         onChange(folder, name, false)
     }
 
-    func makeDurable(_ paths: [String], under root: String) {}
+    public func makeDurable(_ paths: [String], under root: String) {}
 
-    func rename(_ from: String, to: String) throws(FileSystemError) {
+    public func rename(_ from: String, to: String) throws(FileSystemError) {
         guard let node = nodes[key(from)] else { throw .notFound }
         guard isFolder(Self.split(to).folder) else { throw .notFound }
         if case .folder = node {
@@ -164,7 +167,7 @@ final class SimulatedFileSystem: FileSystem {
         put(to, node)
     }
 
-    func exchange(_ first: String, _ second: String) throws(FileSystemError) {
+    public func exchange(_ first: String, _ second: String) throws(FileSystemError) {
         guard let one = nodes[key(first)], let other = nodes[key(second)] else { throw .notFound }
         nodes[key(first)] = other
         nodes[key(second)] = one
@@ -175,23 +178,23 @@ final class SimulatedFileSystem: FileSystem {
         }
     }
 
-    func renameWithoutReplacing(_ from: String, to: String) throws(FileSystemError) {
+    public func renameWithoutReplacing(_ from: String, to: String) throws(FileSystemError) {
         guard nodes[key(to)] == nil else { throw .exists }
         try rename(from, to: to)
     }
 
-    func removeFile(_ path: String) {
+    public func removeFile(_ path: String) {
         if case .file? = nodes[key(path)] { _ = take(path) }
     }
 
-    func modificationDate(_ path: String) -> Date? {
+    public func modificationDate(_ path: String) -> Date? {
         if case .file(_, let modified)? = nodes[key(path)] { return modified }
         return nil
     }
 
-    func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
+    public func overwriteInPlace(_ path: String, with bytes: [UInt8]) -> Bool {
         guard case .file(let old, _)? = nodes[key(path)], old.count >= bytes.count else { return false }
-        put(path, .file(bytes + Array(repeating: UInt8(ascii: " "), count: old.count - bytes.count), modified: now()))
+        put(path, .file(bytes + Array(repeating: UInt8(ascii: " "), count: old.count - bytes.count), modified: now(path)))
         let (folder, name) = Self.split(path)
         onChange(folder, name, false)
         return true
@@ -200,7 +203,7 @@ final class SimulatedFileSystem: FileSystem {
     // MARK: - For the simulation's apps and checks
 
     /// Every file under `folder`, recursively, with its path.
-    func files(under folder: String) -> [(path: String, bytes: [UInt8])] {
+    public func files(under folder: String) -> [(path: String, bytes: [UInt8])] {
         subtree(folder).compactMap { path in
             if case .file(let bytes, _)? = nodes[key(path)] { (path, bytes) } else { nil }
         }
@@ -208,7 +211,7 @@ final class SimulatedFileSystem: FileSystem {
 
     /// Writes a file in place (an app's non-atomic save: truncate, write): on a full disk the
     /// app is told and the file is left as it was.
-    func overwrite(_ path: String, with bytes: [UInt8]) throws(FileSystemError) {
+    public func overwrite(_ path: String, with bytes: [UInt8]) throws(FileSystemError) {
         guard !isFull(path) else { throw .noSpace }
         try writeFile(path, bytes, durable: false)
     }

@@ -1,15 +1,16 @@
 import EventLoop
 
-/// A session's connection when serving: a TCP socket (TLS on it when the server has a
-/// certificate).
-final class TCPSessionTransport: SessionTransport {
-    private let connection: TCPConnection
+/// A session's connection over a byte stream: a TCP socket (TLS on it when the server has a
+/// certificate) when serving, a pair of buffers (`MemoryByteConnection`) in tests, so a
+/// session runs the same in memory as over the network.
+final class ByteSessionTransport: SessionTransport {
+    private let connection: any ByteConnection
 
-    init(_ connection: TCPConnection) {
+    init(_ connection: any ByteConnection) {
         self.connection = connection
     }
 
-    var peerHost: String? { connection.peer?.host }
+    var peerHost: String? { connection.peerHost }
     var pendingOutputBytes: Int { connection.pendingOutputBytes }
 
     func attach(_ session: Session) {

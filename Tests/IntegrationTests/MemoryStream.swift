@@ -1,77 +1,7 @@
 import EventLoop
 import Foundation
+import PlistSyncTesting
 @testable import ServerKit
-
-/// An HTTP connection's bytes in memory: what the server writes collects in `output`, what
-/// the client sends goes straight to the connection's `onData`; the loop is turned by the
-/// reader. The client takes every byte at once, so nothing is ever pending.
-final class MemoryByteConnection: ByteConnection {
-    var onData: (([UInt8]) -> Void)?
-    var onEnd: ((TCPConnection.EndOfInput) -> Void)?
-    var onDrain: (() -> Void)?
-    var onClose: (() -> Void)?
-    var peerHost: String? { "memory" }
-    var pendingOutputBytes: Int { 0 }
-    fileprivate var output: [UInt8] = []
-    fileprivate private(set) var isClosed = false
-    private var closing = false
-    private var reading = false
-    private var unread: [UInt8] = []
-    private let loop: EventLoop
-
-    init(loop: EventLoop) {
-        self.loop = loop
-    }
-
-    func write(_ bytes: [UInt8]) {
-        guard !closing else { return }
-        output += bytes
-    }
-
-    func write(_ text: String) {
-        write(Array(text.utf8))
-    }
-
-    func write(_ shared: SharedBytes, range: Range<Int>) {
-        write(shared[range])
-    }
-
-    func startReading() {
-        reading = true
-        guard !unread.isEmpty else { return }
-        let bytes = unread
-        unread = []
-        onData?(bytes)
-    }
-
-    func stopReading() {
-        reading = false
-    }
-
-    func closeAfterWriting() {
-        close()
-    }
-
-    func close() {
-        guard !closing else { return }
-        closing = true
-        loop.atEndOfTurn { [self] in
-            isClosed = true
-            let onClose = onClose
-            self.onData = nil
-            self.onEnd = nil
-            self.onDrain = nil
-            self.onClose = nil
-            onClose?()
-        }
-    }
-
-    /// The client sends `bytes` (held while the server does not read).
-    fileprivate func receive(_ bytes: [UInt8]) {
-        guard !closing else { return }
-        if reading { onData?(bytes) } else { unread += bytes }
-    }
-}
 
 /// The client end of a `MemoryByteConnection`, read the way a socket is (`TestStream`).
 final class MemoryStream: TestStream {
