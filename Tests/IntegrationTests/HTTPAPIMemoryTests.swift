@@ -29,13 +29,6 @@ final class HTTPAPIMemoryTests: XCTestCase {
         return client
     }
 
-    /// A line-protocol session in memory, logged in.
-    func lineLogin(_ user: String, _ password: String) throws -> BufferClient {
-        let client = memory.connect()
-        try client.expect("a AUTH \(user) \(password)", equals: "a OK AUTH \(user)")
-        return client
-    }
-
     func testLoginSetsAStrictHttpOnlyCookieAndTheTokenWorksAsBearerOrCookie() throws {
         let client = http()
         let login = try client.request("POST", "/api/login", json: #"{"user":"alice","password":"pw"}"#)
@@ -122,7 +115,7 @@ final class HTTPAPIMemoryTests: XCTestCase {
 
     func testWritesCrossBetweenHTTPAndTheLineProtocol() throws {
         let client = try aliceWithCollection("contacts")
-        let subscriber = try lineLogin("alice", "pw")
+        let subscriber = try memory.login("alice", "pw")
         try subscriber.expect("s SUB contacts SINCE 0", equals: "s OK SUB contacts 0")
         XCTAssertEqual(try client.request("PUT", "/api/collections/contacts/records/desk%20lamp", headers: ["If-None-Match": "*"], json: #"{"name":"Desk lamp"}"#).status, 201)
         XCTAssertEqual(try subscriber.line(), #"* CHANGE contacts 1 "desk lamp" 1 a0 {"name":"Desk lamp"}"#)
@@ -280,7 +273,7 @@ final class HTTPAPIMemoryTests: XCTestCase {
         XCTAssertEqual(try bob.request("PUT", "/api/collections/shared/members/carol", json: #"{"role":"read"}"#).status, 403, "only an admin grants")
 
         // A device (a line-protocol connection with its own token) revoked from the API is cut off.
-        let device = try lineLogin("alice", "pw")
+        let device = try memory.login("alice", "pw")
         let tokenLine = try device.expect("t TOKEN NEW phone", prefix: "t OK TOKEN ")
         let deviceToken = String(tokenLine.dropFirst("t OK TOKEN ".count))
         let phone = memory.connect()
@@ -306,7 +299,7 @@ final class HTTPAPIMemoryTests: XCTestCase {
 
     func testConflictCopiesAreResolvedByKeepingTheCopyOrTheRecord() throws {
         let client = try aliceWithCollection("contacts")
-        let line = try lineLogin("alice", "pw")
+        let line = try memory.login("alice", "pw")
         try line.expect(#"p PUT contacts Ada 0 {"phone":"555-0199"}"#, equals: "p OK PUT contacts Ada 1 1")
         try line.expect(#"c PUT contacts~conflicts Ada.sync-conflict-20261201-101500-laptop 0 {"phone":"555-0111"}"#, prefix: "c OK PUT")
         try line.expect(#"d PUT contacts~conflicts Ada.sync-conflict-20261201-101600-phone 0 {"phone":"555-0222"}"#, prefix: "d OK PUT")

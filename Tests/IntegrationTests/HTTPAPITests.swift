@@ -28,14 +28,6 @@ final class HTTPAPITests: XCTestCase {
         return client
     }
 
-
-
-
-
-
-
-
-
     func testBadInputGetsAClear4xxAndTheServerKeepsServing() throws {
         let client = try aliceWithCollection()
         XCTAssertEqual(try client.request("GET", "/api/nothing").status, 404)
@@ -101,7 +93,6 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(try client.request("GET", "/api/collections/tex/records").status, 404)
     }
 
-
     func testAConnectionThatNeverLogsInIsClosedAtThePreAuthDeadline() throws {
         let quick = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--preauth-timeout", "1"])
         try quick.start()
@@ -111,8 +102,6 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertTrue(slowloris.connection.closedByServer(within: 5))
         XCTAssertLessThan(Date().timeIntervalSince(started), 4)
     }
-
-
 
     func testAStreamFromASeqOlderThanTheKeptTombstonesSaysExpired() throws {
         let purging = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tombstone-ttl", "1"])

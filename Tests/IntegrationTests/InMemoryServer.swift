@@ -13,21 +13,23 @@ import XCTest
 final class InMemoryServer {
     let loop = EventLoop()
     private(set) var server: Server!
-    /// Keeps the loop alive between requests, as a listener does when serving: libuv runs no
-    /// end-of-turn work (the committer's batches) on a loop with nothing active.
+    /// The once-a-second housekeeping `start` schedules (idle and pre-auth deadlines, the
+    /// memory budget, tombstone purges); it also keeps the loop alive between requests, as a
+    /// listener does: libuv runs no end-of-turn work (the committer's batches) on a loop with
+    /// nothing active.
     private let heartbeat: LoopTimer
 
-    /// `users`: name, password, server admin.
-    init(users: [(name: String, password: String, admin: Bool)], maxBufferedBytes: Int? = nil) throws {
+    /// `users`: name, password, server admin; `configure` sets what `serve`'s options would.
+    init(users: [(name: String, password: String, admin: Bool)], configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         heartbeat = LoopTimer(loop: loop)
-        heartbeat.start(after: 1000, repeatEvery: 1000) {}
         let store = MemoryStore(users: users.map { user in
             StoredUser(name: user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1000), isAdmin: user.admin)
         })
         var configuration = ServerConfiguration()
         configuration.dataPath = "memory"
-        if let maxBufferedBytes { configuration.maxBufferedBytes = maxBufferedBytes }
+        configure(&configuration)
         server = try Server(configuration: configuration, store: store, loop: loop)
+        heartbeat.start(after: 1000, repeatEvery: 1000) { [unowned self] in server.housekeep() }
     }
 
     deinit {
@@ -38,6 +40,14 @@ final class InMemoryServer {
         let connection = MemoryByteConnection(loop: loop)
         let session = server.open(ByteSessionTransport(connection))
         return BufferClient(connection: connection, session: session, loop: loop)
+    }
+
+    /// A client that logged in as `user`.
+    func login(_ user: String, _ password: String) throws -> BufferClient {
+        let client = connect()
+        try client.expect("h HELLO 1", prefix: "h OK HELLO 1 ")
+        try client.expect("a AUTH \(user) \(password)", equals: "a OK AUTH \(user)")
+        return client
     }
 }
 
@@ -76,9 +86,18 @@ final class BufferClient: TranscriptConnection {
         connection.receive(Array((line + "\n").utf8))
     }
 
-    /// The next line, nil once the session closed with nothing more to read (or after 10 s).
+    func send(bytes: [UInt8]) throws {
+        connection.receive(bytes)
+    }
+
     func readLine() throws -> String? {
-        let deadline = Date().addingTimeInterval(10)
+        try readLine(timeout: 10)
+    }
+
+    /// The next line, nil once the session closed with nothing more to read (or after
+    /// `timeout` seconds).
+    func readLine(timeout: Double) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let newline = connection.output.firstIndex(of: 0x0A) {
                 let line = String(decoding: connection.output[..<newline], as: UTF8.self)

@@ -30,42 +30,6 @@ final class LimitsTests: XCTestCase {
         try writer.expect("p PING", equals: "p OK PONG")
     }
 
-    func testIdleConnectionsAreClosedWithByeIdle() throws {
-        let server = try TestServer(extraArguments: ["--idle-timeout", "1"])
-        try server.start()
-        let client = try server.connect()
-        try client.expect("p PING", equals: "p OK PONG")
-        XCTAssertEqual(try client.readLine(timeout: 5), "* BYE IDLE")
-        XCTAssertNil(try client.readLine(timeout: 5))
-    }
-
-    func testSinceOlderThanPurgedTombstonesIsExpired() throws {
-        let server = try TestServer(extraArguments: ["--tombstone-ttl", "1"])
-        try server.addUser("alice", password: "pw")
-        try server.start()
-        let alice = try server.login("alice", "pw")
-        try alice.expect("c CREATE c", equals: "c OK CREATE c")
-        try alice.expect("a PUT c a 0 {}", equals: "a OK PUT c a 1 1")
-        try alice.expect("b PUT c b 0 {}", equals: "b OK PUT c b 1 2")
-        try alice.expect("d DEL c a 1", equals: "d OK DEL c a 2 3")
-        var expired = false
-        for _ in 0..<40 where !expired {
-            usleep(200_000)
-            try alice.send("s SUB c SINCE 1")
-            let reply = try alice.line()
-            if reply.hasPrefix("s ERR EXPIRED ") {
-                expired = true
-            } else {
-                while try alice.line() != "s OK SUB c 3" {}
-                try alice.expect("u UNSUB c", equals: "u OK UNSUB c")
-            }
-        }
-        XCTAssertTrue(expired, server.log())
-        try alice.send("f SUB c SINCE 0")
-        XCTAssertEqual(try alice.line(), "* CHANGE c 2 b 1 a1 {}")
-        XCTAssertEqual(try alice.line(), "f OK SUB c 3")
-        try alice.expect("g SUB c SINCE 3", equals: "g OK SUB c 3")
-    }
 }
 
 /// The `plistsync user` and usage contracts (DESIGN.md §4).

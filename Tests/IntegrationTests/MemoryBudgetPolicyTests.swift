@@ -7,7 +7,7 @@ import XCTest
 /// next to nothing is never shed (issue 29: an idle client and the writer were).
 final class MemoryBudgetPolicyTests: XCTestCase {
     func testTheBudgetTakesBytesFromThoseHoldingThemOnly() throws {
-        let memory = try InMemoryServer(users: [(name: "alice", password: "pw", admin: false)], maxBufferedBytes: 8 << 20)
+        let memory = try InMemoryServer(users: [(name: "alice", password: "pw", admin: false)], configure: { $0.maxBufferedBytes = 8 << 20 })
         func loggedIn() throws -> BufferClient {
             let client = memory.connect()
             try client.send("a AUTH alice pw")
