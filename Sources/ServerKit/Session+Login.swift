@@ -6,21 +6,18 @@ import SyncProtocol
 /// AUTH: password checks through the login gate, token logins, and what a login sets up.
 extension Session {
     func authenticate(_ tag: String, name: String, password: String) {
-        awaitingAsync = true
-        pendingLogin = (tag, name)
+        wait.forLogin(tag: tag, user: name)
         perform(.checkPassword(user: name, password: password))
     }
 
     func authenticate(_ tag: String, token: String) {
-        awaitingAsync = true
-        pendingLogin = (tag, nil)
+        wait.forLogin(tag: tag, user: nil)
         perform(.checkToken(token))
     }
 
     /// The answer to the login check in progress.
     func loginAnswered(_ result: Result<LoggedIn, LoginGate.Refusal>) {
-        guard closeReason == nil, let (tag, name) = pendingLogin else { return }
-        pendingLogin = nil
+        guard closeReason == nil, let (tag, name) = wait.takeLogin() else { return }
         switch result {
         case .success(let login):
             loggedIn(tag, login.account, tokenHash: login.tokenHash)
@@ -39,10 +36,15 @@ extension Session {
         isAdmin = account.isAdmin
         passwordHash = account.passwordHash
         self.tokenHash = tokenHash
-        framer.maxLineBytes = context.configuration.limits.maxLineBytes
+        allowFullLengthLines()
         context.sessionLoggedIn(self)
         ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
         finishAsync(.ok(tag: tag, .auth(user: account.name)))
+    }
+
+    /// The user's server-admin flag changed under the running context.
+    func updateAdmin(_ admin: Bool) {
+        isAdmin = admin
     }
 
     func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {

@@ -12,33 +12,27 @@ extension Session {
 
     func finishAsync(_ reply: ServerOutput) {
         guard closeReason == nil else { return }
-        awaitingAsync = false
+        wait.finished()
         send(reply)
         processInbox()
     }
 
     func fillSlot(_ index: Int, with reply: ServerOutput) {
         guard closeReason == nil else { return }
-        replySlots[index].reply = reply
-        writeBytesInFlight -= replySlots[index].bytes
-        let before = replySlotsHead
-        while replySlotsHead < replySlots.count, let ready = replySlots[replySlotsHead].reply {
+        replies.fill(index, with: reply)
+        var sent = false
+        while let ready = replies.takeReady() {
             send(ready)
-            replySlotsHead += 1
+            sent = true
         }
-        if replySlotsHead == replySlots.count {
-            replySlots.removeAll(keepingCapacity: replySlots.capacity <= 4096)
-            replySlotsHead = 0
-        }
-        if replySlotsHead != before || replySlots.isEmpty { processInbox() }
+        if sent || replies.isEmpty { processInbox() }
     }
 
     /// Sends the batch's change lines this subscriber does not have yet, in one write; a
     /// subscriber whose unsent output would pass the limit gets the whole lines that fit and
     /// `* BYE SLOW`, rather than being buffered without bound.
     func deliver(_ run: ChangeRun, collection: String) {
-        guard closeReason == nil, let through = subscriptions[collection], run.lastSeq > through else { return }
-        subscriptions[collection] = run.lastSeq
+        guard closeReason == nil, let through = subscriptions.advance(collection, to: run.lastSeq) else { return }
         let budget = context.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
         let (delivery, complete) = run.delivery(after: through, within: budget)
         if !delivery.bytes.isEmpty { perform(.deliver(delivery)) }
@@ -72,9 +66,7 @@ extension Session {
         guard closeReason == nil, user != nil else { return }
         var subscribed = false
         for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
-            guard let through = subscriptions.removeValue(forKey: old) else { continue }
-            subscriptions[new] = through
-            subscribed = true
+            if subscriptions.rename(old, to: new) { subscribed = true }
         }
         if isMember || isAdmin || subscribed { send(.notices([.renamed(from: from, to: to)])) }
     }
@@ -82,7 +74,7 @@ extension Session {
     /// Ends this session's subscription to `collection` if it may no longer read it.
     func recheckAccess() {
         guard let user, closeReason == nil else { return }
-        for collection in subscriptions.keys where context.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
+        for collection in subscriptions.names where context.directory.role(of: user, isAdmin: isAdmin, in: collection) == nil {
             endSubscription(collection)
         }
     }
@@ -94,7 +86,7 @@ extension Session {
     /// Stops sending `collection`'s changes; whether it was subscribed.
     @discardableResult
     func dropSubscription(_ collection: String) -> Bool {
-        guard subscriptions.removeValue(forKey: collection) != nil else { return false }
+        guard subscriptions.end(collection) else { return false }
         perform(.unsubscribe(collection))
         return true
     }
@@ -102,11 +94,6 @@ extension Session {
     /// The account or token this session logged in with is gone: say so and close.
     func revoke() {
         sayGoodbye(.revoked)
-    }
-
-    /// The user's server-admin flag changed under the running context.
-    func updateAdmin(_ admin: Bool) {
-        isAdmin = admin
     }
 
     /// Writes `* BYE <reason>` and closes at once, sent or not: the server's memory budget is
@@ -129,11 +116,8 @@ extension Session {
         guard closeReason == nil else { return }
         closeReason = reason
         ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])
-        for collection in subscriptions.keys { perform(.unsubscribe(collection)) }
-        subscriptions.removeAll()
-        nextPage = nil
-        pendingRead = nil
-        pendingLogin = nil
+        for collection in subscriptions.endAll() { perform(.unsubscribe(collection)) }
+        wait.cancel()
         context.sessionClosing(self)
         perform(.close(reason))
     }

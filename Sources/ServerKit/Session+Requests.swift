@@ -158,28 +158,28 @@ extension Session {
             }
             if !page.changes.isEmpty { send(.changes(page.changes)) }
             guard page.changes.count < Self.replayPageSize else {
-                nextPage = .replay(tag: tag, collection: collection, since: page.changes.last!.seq)
+                wait.queue(.replay(tag: tag, collection: collection, since: page.changes.last!.seq))
                 return
             }
             let through = max(page.seq, page.changes.last?.seq ?? 0)
             guard context.directory.lastSeq(collection) <= through else {
-                nextPage = .replay(tag: tag, collection: collection, since: through)
+                wait.queue(.replay(tag: tag, collection: collection, since: through))
                 return
             }
-            subscriptions[collection] = through
+            subscriptions.start(collection, through: through)
             perform(.subscribe(collection))
             send(.ok(tag: tag, .subscribed(collection: collection, through: through)))
         }
     }
 
     /// Sends the next page of a listing; the one after is read once the client has taken most
-    /// of this one (`nextPage`), so a large collection is never held whole.
+    /// of this one (`wait.nextPage`), so a large collection is never held whole.
     func listingPage(_ tag: String, _ collection: String, _ handle: ListingHandle, listed: Int) {
         ask(.listingPage(handle, limit: Self.replayPageSize), tag) { [self] answer in
             guard case .list(let (records, seq)) = answer else { return }
             if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
             guard records.count < Self.replayPageSize else {
-                nextPage = .listing(tag: tag, collection: collection, handle, listed: listed + records.count)
+                wait.queue(.listing(tag: tag, collection: collection, handle, listed: listed + records.count))
                 return
             }
             send(.ok(tag: tag, .listed(collection: collection, count: listed + records.count, seq: seq)))
@@ -189,9 +189,7 @@ extension Session {
     /// Reads from the store off the loop; later requests wait for the answer, which `then`
     /// turns into the reply (a `ProtocolError` it throws is the reply instead).
     func ask(_ query: StoreQuery, _ tag: String, then: @escaping (StoreAnswer) throws -> Void) {
-        awaitingAsync = true
-        pendingRead = { [unowned self] result in
-            awaitingAsync = false
+        wait.forRead { [unowned self] result in
             do {
                 switch result {
                 case .success(let answer): try then(answer)
@@ -210,9 +208,8 @@ extension Session {
 
     /// The store's answer to the read in progress.
     func readAnswered(_ result: Result<StoreAnswer, StoreReads.Failure>) {
-        guard closeReason == nil, let pending = pendingRead else { return }
-        pendingRead = nil
-        pending(result)
+        guard closeReason == nil, let handler = wait.takeRead() else { return }
+        handler(result)
     }
 
     /// The answer while the store does not answer in time (nothing was read or written).

@@ -7,9 +7,7 @@ import SyncProtocol
 /// admitted.
 extension Session {
     func submitWrite(_ tag: String, _ command: Command, bytes: Int) {
-        let slot = replySlots.count
-        replySlots.append((nil, bytes))
-        writeBytesInFlight += bytes
+        let slot = replies.reserve(bytes: bytes)
         let operation: StoreOperation
         let verb: Reply.WriteVerb
         var reservation: (owner: String, bytes: Int)?
@@ -89,7 +87,7 @@ extension Session {
 
     /// Runs a non-record store operation as a barrier: later requests wait for its reply.
     func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> ServerOutput) {
-        awaitingAsync = true
+        wait.forCommit()
         commit(operation) { [self] result in
             switch result {
             case .success(.done):

@@ -29,7 +29,7 @@ final class Session {
     /// Carries out each action the session decides on; a test may wrap it to watch them.
     var perform: (SessionAction) -> Void = { _ in }
     let address: String
-    var framer: LineFramer
+    private var framer: LineFramer
 
     var user: String?
     var isAdmin = false
@@ -38,43 +38,26 @@ final class Session {
     var passwordHash: String?
     var tokenHash: String?
     var watchesCollections = false
-    /// Per subscribed collection, the seq the subscriber is known to have through.
-    var subscriptions: [String: Int64] = [:]
+    let subscriptions = SubscribedCollections()
     var isSubscribed: Bool { !subscriptions.isEmpty }
 
-    var inbox = FIFO<Pending>()
-    var inboxBytes = 0
-    var replySlots: [(reply: ServerOutput?, bytes: Int)] = []
-    var replySlotsHead = 0
-    var writeBytesInFlight = 0
-    var awaitingAsync = false
-    /// The next page of a SUB replay or a LIST, read once the client has taken the last one.
-    var nextPage: PendingPage?
-
-    /// A page still to read and send.
-    enum PendingPage {
-        case replay(tag: String, collection: String, since: Int64)
-        /// `listed`: records sent so far.
-        case listing(tag: String, collection: String, ListingHandle, listed: Int)
-    }
-    /// What to do with the store's answer to the read in progress (`readAnswered`).
-    var pendingRead: ((Result<StoreAnswer, StoreReads.Failure>) -> Void)?
-    /// The AUTH waiting for its check (`loginAnswered`): its tag and the user it names.
-    var pendingLogin: (tag: String, user: String?)?
-    /// What to do with each commit's outcome, by ticket (`committed`).
-    var commitHandlers: [Int: (Result<StoreOutcome, StoreFailure>) -> Void] = [:]
-    var lastCommitTicket = 0
-    var processing = false
-    var inputEnded = false
-    var readingPaused = false
+    private var inbox = FIFO<Pending>()
+    private var inboxBytes = 0
+    let replies = ReplyOrder()
+    /// The barrier commit, read or login check later requests wait for, and the next page.
+    let wait = SessionWait()
+    let commits = CommitTickets()
+    private var processing = false
+    private var inputEnded = false
+    private var readingPaused = false
     /// The server is shutting down: reading stopped for good.
-    var readingStopped = false
+    private var readingStopped = false
     var closeReason: CloseReason?
     /// When the last complete request line arrived (bytes of an unfinished line do not count).
-    var lastActivity: UInt64
+    private(set) var lastActivity: UInt64
     let connectedAt: UInt64
     /// Whether a login answer is being worked out (the session is not idle before auth then).
-    var isLoggingIn: Bool { awaitingAsync && user == nil }
+    var isLoggingIn: Bool { wait.isWaiting && user == nil }
 
     /// Requests parsed and waiting for their turn, at most; lines beyond wait as bytes, and
     /// reading from the socket pauses.
@@ -98,13 +81,13 @@ final class Session {
     static let preAuthPauseAtOutputBytes = 16 << 10
     /// Requests a connection may make before it has logged in (HELLO, AUTH, a retry or two).
     static let preAuthMaxRequests = 16
-    var preAuthRequests = 0
+    private var preAuthRequests = 0
 
     var queueLimit: Int { user == nil ? Self.preAuthMaxQueuedRequests : Self.maxQueuedRequests }
     var queueByteLimit: Int { user == nil ? Self.preAuthMaxQueuedRequestBytes : Self.maxQueuedRequestBytes }
     var outputPause: Int { user == nil ? Self.preAuthPauseAtOutputBytes : Self.pauseAtOutputBytes }
     /// A line too long was found: what came before it is answered, then `* BYE TOO_LARGE`.
-    var lineTooLong = false
+    private var lineTooLong = false
 
     enum Pending {
         case command(tag: String, Command, bytes: Int)
@@ -145,14 +128,12 @@ final class Session {
 
     /// Hands `operation` to the committer; `handler` gets its outcome.
     func commit(_ operation: StoreOperation, then handler: @escaping (Result<StoreOutcome, StoreFailure>) -> Void) {
-        lastCommitTicket += 1
-        commitHandlers[lastCommitTicket] = handler
-        perform(.commit(operation, ticket: lastCommitTicket))
+        perform(.commit(operation, ticket: commits.issue(handler)))
     }
 
     /// A commit's outcome, also after the session closed (quota reservations end with it).
     func committed(_ ticket: Int, _ result: Result<StoreOutcome, StoreFailure>) {
-        commitHandlers.removeValue(forKey: ticket)?(result)
+        commits.complete(ticket, result)
     }
 
     /// Bytes sent and not yet taken by the client.
@@ -208,6 +189,11 @@ final class Session {
         processInbox()
     }
 
+    /// Logged in: a line may be as long as the protocol allows.
+    func allowFullLengthLines() {
+        framer.maxLineBytes = context.configuration.limits.maxLineBytes
+    }
+
     func received(_ bytes: [UInt8]) {
         guard closeReason == nil else { return }
         framer.append(bytes)
@@ -246,9 +232,8 @@ final class Session {
         processing = true
         defer { processing = false }
         requests: while closeReason == nil {
-            if let next = nextPage {
-                guard !awaitingAsync, transport.pendingOutputBytes <= outputPause else { break }
-                nextPage = nil
+            if wait.nextPage != nil {
+                guard !wait.isWaiting, transport.pendingOutputBytes <= outputPause, let next = wait.takePage() else { break }
                 switch next {
                 case .replay(let tag, let collection, let since): replayPage(tag, collection, since: since)
                 case .listing(let tag, let collection, let handle, let listed): listingPage(tag, collection, handle, listed: listed)
@@ -256,10 +241,10 @@ final class Session {
                 continue
             }
             takeLines()
-            guard !awaitingAsync, let next = inbox.first else { break }
+            guard !wait.isWaiting, let next = inbox.first else { break }
             // Replies the client has not read yet: start nothing more until it reads (onDrain).
             guard transport.pendingOutputBytes <= outputPause else { break }
-            let slotsEmpty = replySlotsHead == replySlots.count
+            let slotsEmpty = replies.isEmpty
             switch next {
             case .failure(.untagged(let error)):
                 guard slotsEmpty else { break requests }
@@ -269,8 +254,8 @@ final class Session {
                 send(.error(tag: tag, error))
             case .command(let tag, let command, let bytes):
                 if command.isRecordWrite, user != nil {
-                    guard replySlots.count - replySlotsHead < Self.maxWritesInFlight,
-                        writeBytesInFlight < Self.maxWriteBytesInFlight
+                    guard replies.writesInFlight < Self.maxWritesInFlight,
+                        replies.bytesInFlight < Self.maxWriteBytesInFlight
                     else { break requests }
                     guard context.commitQueueHasRoom else {
                         context.waitForCommitRoom(self)
@@ -300,7 +285,7 @@ final class Session {
     }
 
     func closeIfInputDone() {
-        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replySlotsHead == replySlots.count, !awaitingAsync, nextPage == nil {
+        if inputEnded, inbox.isEmpty, !framer.hasCompleteLine, replies.isEmpty, !wait.isWaiting, wait.nextPage == nil {
             close(.eof)
         }
     }
