@@ -24,20 +24,15 @@ final class Committer {
     private(set) var queuedBytes = 0
     private var inFlight = false
     private var batchScheduled = false
-    /// Called after each batch's replies, with the committed changes in seq order.
-    var onCommitted: ([Change]) -> Void = { _ in }
-    /// Called whenever the committer has nothing queued or in flight.
-    var onIdle: () -> Void = {}
-    /// Called when a batch could not be committed, with the store's error.
-    var onFailure: (StoreFailure) -> Void = { _ in }
-    /// Called after each batch, once its queue has room again (wake sessions that waited).
-    var onRoom: () -> Void = {}
+    /// The server, told what each batch did (`CommitterNotice`).
+    private unowned let outlet: any CommitterOutlet
     private(set) var batches = 0
 
-    init(loop: EventLoop, store: ServerStore, stallMilliseconds: UInt64) {
+    init(loop: EventLoop, store: ServerStore, stallMilliseconds: UInt64, outlet: any CommitterOutlet) {
         self.loop = loop
         self.store = store
         self.stallMilliseconds = stallMilliseconds
+        self.outlet = outlet
     }
 
     /// Whether the transaction in flight has been out longer than `stallMilliseconds` (the
@@ -54,7 +49,7 @@ final class Committer {
         queuedBytes = 0
         ServerLog.error("the store has not finished a commit in \(stallMilliseconds) ms: \(waiting.count) queued write(s) answered UNAVAILABLE")
         for entry in waiting { entry.completion(.failure(Self.stalled)) }
-        onRoom()
+        outlet.committer(.room)
     }
 
     var isIdle: Bool { !inFlight && queuedCount == 0 }
@@ -97,17 +92,34 @@ final class Committer {
                 }
             case .failure(let error):
                 ServerLog.error("commit of \(batch.count) operations failed: \(error)")
-                onFailure(error)
+                outlet.committer(.failed(error))
                 for entry in batch { entry.completion(.failure(error)) }
             }
             // Acknowledge first: writers can send their next writes while the changes are
             // being written to every subscriber.
             loop.flushOutputNow()
-            if !changes.isEmpty { onCommitted(changes) }
+            if !changes.isEmpty { outlet.committer(.committed(changes)) }
             inFlight = false
             if queuedCount > 0 { startBatch() }
-            if hasRoom { onRoom() }
-            if isIdle { onIdle() }
+            if hasRoom { outlet.committer(.room) }
+            if isIdle { outlet.committer(.idle) }
         })
     }
+}
+
+/// What the committer tells the server.
+enum CommitterNotice {
+    /// A batch's replies went out; its committed changes, in seq order.
+    case committed([Change])
+    /// A batch could not be committed: the store's error.
+    case failed(StoreFailure)
+    /// The queue has room again (sessions that waited may hand over writes).
+    case room
+    /// Nothing is queued or in flight.
+    case idle
+}
+
+/// The server around a `Committer`, given to it at init.
+protocol CommitterOutlet: AnyObject {
+    func committer(_ notice: CommitterNotice)
 }

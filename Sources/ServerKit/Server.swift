@@ -13,7 +13,7 @@ public final class Server {
     public let configuration: ServerConfiguration
     let loop: EventLoop
     let store: ServerStore
-    let committer: Committer
+    private(set) lazy var committer = Committer(loop: loop, store: store, stallMilliseconds: configuration.storeTimeoutMilliseconds, outlet: self)
     let hub: Hub
     let directory: Directory
     let logins: LoginGate
@@ -52,7 +52,6 @@ public final class Server {
         memoryBudget = MemoryBudget(maxBufferedBytes: configuration.maxBufferedBytes)
         reads = StoreReads(loop: loop, store: store, deadlineMilliseconds: configuration.storeTimeoutMilliseconds)
         logins = LoginGate(loop: loop, reads: reads)
-        committer = Committer(loop: loop, store: store, stallMilliseconds: configuration.storeTimeoutMilliseconds)
         let collections = try store.collections()
         directory = Directory(collections)
         membershipBaseline = MembershipBaseline(collections)
@@ -74,12 +73,6 @@ public final class Server {
         limitsJSON = ValueJSON.encode(.dictionary(hello))
         startedAt = loop.nowMilliseconds
         space = StoreSpace(bytes: store.sizeBytes())
-        committer.onCommitted = { [unowned self] changes in
-            if feed == nil { committed(changes) } else { sequence(changes) }
-        }
-        committer.onIdle = { [unowned self] in if handles.isShuttingDown { finishShutdown() } }
-        committer.onRoom = { [unowned self] in wakeSessionsWaitingForCommitRoom() }
-        committer.onFailure = { [unowned self] error in if error.isDiskFull { enterDiskFullMode() } }
         if let reserve = store.spaceReserve, !reserve.create() { ServerLog.error("warning: no room for the space reserve \(reserve.path)") }
     }
 
@@ -273,5 +266,16 @@ public final class Server {
         nextPurgeAt = loop.nowMilliseconds + max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
         let cutoff = Int64(Date().timeIntervalSince1970) - Int64(configuration.tombstoneTTLSeconds)
         committer.submit(.purgeTombstones(updatedBefore: cutoff)) { _ in }
+    }
+}
+
+extension Server: CommitterOutlet {
+    func committer(_ notice: CommitterNotice) {
+        switch notice {
+        case .committed(let changes): if feed == nil { committed(changes) } else { sequence(changes) }
+        case .failed(let error): if error.isDiskFull { enterDiskFullMode() }
+        case .room: wakeSessionsWaitingForCommitRoom()
+        case .idle: if handles.isShuttingDown { finishShutdown() }
+        }
     }
 }
