@@ -62,7 +62,7 @@ final class AgentCore {
     /// Saves what waits to be saved (the agent is stopping).
     func stop() {
         fileMirror.flush()
-        status.connected = false
+        status.disconnected()
         status.close()
     }
 

@@ -16,14 +16,14 @@ final class AgentStatus {
     private var writeScheduled = false
     private var dirty = false
 
-    var connected = false
+    private(set) var connected = false
     /// The server in use, when `--server` names several.
-    var server: SocketAddress?
-    var pending = 0
+    private(set) var server: SocketAddress?
+    private(set) var pending = 0
     /// `collection/id` → why the file does not parse.
-    var unparseable: [String: String] = [:]
+    private(set) var unparseable: [String: String] = [:]
     /// `collection/id` or `collection/` → a refusal or failure worth a person's look.
-    var problems: [String: String] = [:]
+    private(set) var problems: [String: String] = [:]
     private(set) var applied = 0
     private(set) var pushed = 0
     private(set) var conflicts = 0
@@ -105,6 +105,38 @@ final class AgentStatus {
     /// A conflict copy another mirror made, received from the server.
     func noteConflictCopy(_ copy: String) {
         conflictCopies.insert(copy)
+    }
+
+    func connected(to server: SocketAddress?) {
+        connected = true
+        self.server = server
+    }
+
+    func disconnected() {
+        connected = false
+    }
+
+    /// Local changes not yet on the server.
+    func setPending(_ count: Int) {
+        pending = count
+    }
+
+    /// A refusal or failure about `key` (`collection/id` or `collection/`) worth a person's look.
+    func report(_ problem: String, for key: String) {
+        problems[key] = problem
+    }
+
+    func clearProblem(for key: String) {
+        problems[key] = nil
+    }
+
+    /// Why the file of `key` (`collection/id`, or an app file's name) does not parse.
+    func reportUnparseable(_ reason: String, for key: String) {
+        unparseable[key] = reason
+    }
+
+    func clearUnparseable(for key: String) {
+        unparseable[key] = nil
     }
 
     /// Marks the status as changed; it is written within 200 ms.

@@ -37,10 +37,10 @@ extension FileMirror {
             kinds[collection] = kind
         } catch {
             if status.unparseable[file.name] == nil { log("not reading \(file.name): \(error)") }
-            status.unparseable[file.name] = "\(error)"
+            status.reportUnparseable("\(error)", for: file.name)
             return status.changed()
         }
-        status.unparseable[file.name] = nil
+        status.clearUnparseable(for: file.name)
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         let shadow = shadowRecords(collection)
         let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history.versions(collection),

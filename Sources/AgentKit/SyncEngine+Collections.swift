@@ -40,8 +40,8 @@ extension SyncEngine {
         for name in [collection, Names.conflictsCollection(of: collection)] where subscriptions.unsubscribe(name) {
             link.send(.unsubscribe(collection: name))
         }
-        status.problems["\(collection)/"] =
-            "the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh"
+        status.report("the folder is missing: \(collection) is no longer mirrored here and nothing was deleted; make the folder again to download it afresh",
+                      for: "\(collection)/")
         log("the folder of \(collection) is missing: stopped mirroring it here; nothing is deleted on the server")
         status.changed()
     }
@@ -63,11 +63,11 @@ extension SyncEngine {
         }
         tell(.folderGone(name))
         if mirror.attachedCollections.contains(name) {
-            status.problems["\(name)/"] = "deleted on the server \(when); the app's file is left as it is"
+            status.report("deleted on the server \(when); the app's file is left as it is", for: "\(name)/")
         } else if let archived = mirror.archive(name) {
-            status.problems["\(name)/"] = "deleted on the server \(when); the folder was moved to \(archived)"
+            status.report("deleted on the server \(when); the folder was moved to \(archived)", for: "\(name)/")
         } else {
-            status.problems["\(name)/"] = "deleted on the server \(when)"
+            status.report("deleted on the server \(when)", for: "\(name)/")
         }
         log("\(name) was deleted on the server: \(status.problems["\(name)/"] ?? "")")
         status.changed()
@@ -92,9 +92,10 @@ extension SyncEngine {
             // collection of that name; the renamed one is downloaded afresh.
             saveState { try state.forget(from) }
             saveState { try state.forget(Names.conflictsCollection(of: from)) }
-            status.problems["\(from)/"] = decision == .keepAttachedFile
+            status.report(decision == .keepAttachedFile
                 ? "renamed \(to) on the server; the app file attached to \(from) is synced as a new collection \(from) until it is attached to \(to) (plistsync attach, then restart the agent)"
-                : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)"
+                : "renamed \(to) on the server, but a folder \(to) is already here: the folder \(from) is left as it is and is synced as a new collection \(from)",
+                for: "\(from)/")
             log("\(from) was renamed \(to) on the server: \(status.problems["\(from)/"] ?? "")")
         }
         subscriptions.setRole(from, nil)
@@ -107,7 +108,7 @@ extension SyncEngine {
         saveState { try state.forget(collection) }
         saveState { try state.forget(Names.conflictsCollection(of: collection)) }
         order.forget(collection)
-        status.problems["\(collection)/"] = nil
+        status.clearProblem(for: "\(collection)/")
         log("the folder of \(collection) is back: downloading it afresh")
         if subscriptions.role(collection) != nil { startMirroring(collection) } else { create(collection) }
     }
@@ -127,7 +128,7 @@ extension SyncEngine {
                 startMirroring(collection)
             case .error(_, let code, let message, _):
                 log("cannot create collection \(collection): \(code) \(message)")
-                status.problems["\(collection)/"] = "\(code) \(message)"
+                status.report("\(code) \(message)", for: "\(collection)/")
             default:
                 break
             }

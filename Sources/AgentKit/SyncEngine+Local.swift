@@ -15,7 +15,7 @@ extension SyncEngine {
         guard subscriptions.isSubscribed(collection) else { return }
         // A vanished folder is not read as "delete everything".
         guard mirror.hasFolder(collection) else { return detach(baseCollection(collection)) }
-        status.problems["\(baseCollection(collection))/"] = nil
+        status.clearProblem(for: "\(baseCollection(collection))/")
         status.rechecked(collection)
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
         for id in ids.sorted() where !written.contains(id) && !fileEventPending(RecordKey(collection: collection, id: id)) {
@@ -81,22 +81,22 @@ extension SyncEngine {
             applyRemote(collection, id, RemoteState(rev: synced.rev, position: synced.position, fields: fields))
             return
         }
-        if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.problems[key.description] = nil }
+        if file != .link, status.problems[key.description] == Self.symbolicLinkProblem { status.clearProblem(for: key.description) }
         if file.bytes != nil, pushes.refusedHash(key) == Self.refusedDelete { pushes.refuse(key, hash: nil) }
         let change = LocalChange.decide(
             collection: collection, id: id, file: file, synced: state.entry(collection, id),
             refusedHashes: Set([pushes.refusedHash(key), pushes.unwrittenHash(key)].compactMap { $0 }),
             deleteRefused: deleteIsHeldBack(key),
             maxRecordBytes: link.maxRecordBytes, maxLineBytes: link.maxLineBytes)
-        if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.unparseable[key.description] = nil }
+        if case .unparseable = change {} else if file.bytes != nil || file == .missing { status.clearUnparseable(for: key.description) }
         switch change {
         case .symbolicLink:
             // Never followed (it could point anywhere on the machine), pushed or deleted.
             if status.problems[key.description] == nil { log("not syncing \(collection)/\(id).plist: it is a symbolic link") }
-            status.problems[key.description] = Self.symbolicLinkProblem
+            status.report(Self.symbolicLinkProblem, for: key.description)
             status.changed()
         case .notAFile:
-            status.problems[key.description] = "a folder or special file stands where this record's file belongs; not synced"
+            status.report("a folder or special file stands where this record's file belongs; not synced", for: key.description)
             status.changed()
         case .missing(let deletable):
             if deletable {
@@ -109,7 +109,7 @@ extension SyncEngine {
         case .unchanged:
             break
         case .writeSynced:
-            status.problems[nameClashProblemKey(key)] = nil
+            status.clearProblem(for: nameClashProblemKey(key))
             order.markDirty(collection)
             if !restoreDeletedFile(collection, id) {
                 // A full disk: tried again, like a change that could not be written.
@@ -121,7 +121,7 @@ extension SyncEngine {
         case .unparseable(let reason):
             // Half-written or broken: never pushed; looked at again when the file changes.
             if status.unparseable[key.description] == nil { log("not pushing \(collection)/\(id).plist: \(reason)") }
-            status.unparseable[key.description] = reason
+            status.reportUnparseable(reason, for: key.description)
             status.changed()
         case .adopt(let hash, let format):
             guard var entry = state.entry(collection, id) else { break }
@@ -130,7 +130,7 @@ extension SyncEngine {
             saveState { try state.set(entry, collection, id) }
         case .tooLarge(let size, let hash):
             if pushes.refusedHash(key) != hash { log("not pushing \(collection)/\(id).plist: \(size) bytes, over the server's limit") }
-            status.problems[key.description] = "too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)"
+            status.report("too large: \(size) bytes of fields; the server takes at most \(link.maxRecordBytes)", for: key.description)
             pushes.refuse(key, hash: hash)
             status.changed()
         case .push(let command, let hash, let json, let format):
@@ -221,7 +221,7 @@ extension SyncEngine {
     func notePending() {
         let pending = pushes.pendingCount + settlingDeletes.pendingCount
         guard status.pending != pending else { return }
-        status.pending = pending
+        status.setPending(pending)
         status.changed()
     }
 
@@ -262,21 +262,21 @@ extension SyncEngine {
                 saveState { try state.set(entry, key.collection, key.id) }
                 if fieldsJSON == nil { reviveTwins(of: key) }
                 pushes.succeeded(key)
-                status.problems[key.description] = nil
+                status.clearProblem(for: key.description)
                 status.notePushed()
                 status.noteSynced()
             case .error(_, .conflict, _, let current?):
                 applyRemote(key.collection, key.id, current, fromConflict: true)
             case .error(_, let code, let message, _) where code.isTemporary:
                 log("server refused \(key) for now: \(code) \(message); retrying")
-                status.problems[key.description] = "\(code) \(message); retrying"
+                status.report("\(code) \(message); retrying", for: key.description)
                 #if SIMULATION_MUTATIONS
                 if Mutation.active == .refusedPushNeverRetried { break }
                 #endif
                 retryLater(key)
             case .error(_, let code, let message, _):
                 log("server refused \(key): \(code) \(message)")
-                status.problems[key.description] = "\(code) \(message)"
+                status.report("\(code) \(message)", for: key.description)
                 pushes.refuse(key, hash: hash ?? Self.refusedDelete)
             default:
                 break

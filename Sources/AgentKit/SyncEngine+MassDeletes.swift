@@ -22,8 +22,8 @@ extension SyncEngine {
     /// leaves a request file in `DIR/.plistsync/deletes/` that is looked for every 500 ms.
     func hold(_ collection: String, _ ids: [RecordID]) {
         let (first, count) = massDeletes.hold(collection, ids)
-        status.problems["\(collection)/"] =
-            "\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back"
+        status.report("\(count) files deleted at once are held, not deleted on the server: `plistsync deletes \(collection) --confirm --dir DIR` deletes them, `--undo` brings the files back",
+                      for: "\(collection)/")
         status.changed()
         if first { log("\(collection): \(count) files deleted at once; holding the deletes until confirmed (plistsync deletes \(collection) --confirm|--undo)") }
         if first { clock.after(Self.heldDeletesCheckMilliseconds) { [self] in checkHeldDeletes(collection) } }
@@ -42,7 +42,7 @@ extension SyncEngine {
         }
         MassDeleteRequest.clear(stateFolder: mirror.stateFolder, collection: collection, in: mirror.fileSystem)
         massDeletes.release(collection)
-        status.problems["\(collection)/"] = nil
+        status.clearProblem(for: "\(collection)/")
         switch outcome {
         case .confirm(let ids):
             log("\(collection): deleting \(ids.count) held files on the server, as confirmed")

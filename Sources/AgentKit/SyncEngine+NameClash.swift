@@ -16,7 +16,7 @@ extension SyncEngine {
         guard let other = mirror.clashingName(key.collection, key.id) ?? holder() else {
             // (Every reconcile comes here: the key is spelled only when there are problems.)
             if !status.problems.isEmpty, status.problems[nameClashProblemKey(key)]?.hasPrefix(Self.nameClashProblem) == true {
-                status.problems[nameClashProblemKey(key)] = nil
+                status.clearProblem(for: nameClashProblemKey(key))
             }
             return false
         }
@@ -24,7 +24,7 @@ extension SyncEngine {
         // A deleted record has nothing to report.
         guard live else { return true }
         if status.problems[problemKey] == nil { log("not syncing \(key) here: this file system takes its name for \(other)'s") }
-        status.problems[problemKey] = Self.nameClashProblem + " as \(other), another record's file (the names differ only in Unicode normalisation or case); not synced to this folder"
+        status.report(Self.nameClashProblem + " as \(other), another record's file (the names differ only in Unicode normalisation or case); not synced to this folder", for: problemKey)
         status.changed()
         return true
     }

@@ -96,12 +96,12 @@ extension SyncEngine {
             return base.hash != nil ? .rewrite : .unchanged
         case .unreadable:
             if status.unparseable[problemKey] == nil { log("not reading \(problemKey): not an array of record ids") }
-            status.unparseable[problemKey] = "not an array of record ids; the order is not changed until the file is fixed"
+            status.reportUnparseable("not an array of record ids; the order is not changed until the file is fixed", for: problemKey)
             return .unreadable
         case .ids(let found, let ids):
             (hash, desired) = (found, ids)
         }
-        status.unparseable[problemKey] = nil
+        status.clearUnparseable(for: problemKey)
         guard hash != base.hash else { return .unchanged }
         // Rows the server has not placed yet (a create not answered, or answered but its change,
         // which carries the position, not back yet) cannot be moved: the edit is read once

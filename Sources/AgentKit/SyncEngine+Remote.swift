@@ -98,7 +98,7 @@ extension SyncEngine {
             return true
         } catch {
             log("cannot write \(path): \(error)")
-            status.problems[key.description] = "cannot write: \(error)"
+            status.report("cannot write: \(error)", for: key.description)
             pushes.noteUnwritten(key, hash: fileHash ?? Self.unwrittenOverMissingFile)
             return false
         }
@@ -111,7 +111,7 @@ extension SyncEngine {
         if listed(applied) ?? (false, nil, false) != listed(entry) ?? (false, nil, false) { order.markDirty(collection) }
         if applied.fileHash == nil { reviveTwins(of: key) }
         if remote.isLive, context.isConflictCopies { status.noteConflictCopy(path) }
-        if status.problems[key.description]?.hasPrefix("cannot") == true { status.problems[key.description] = nil }
+        if status.problems[key.description]?.hasPrefix("cannot") == true { status.clearProblem(for: key.description) }
         if fromConflict || fileHash != entry?.fileHash { reconcile(collection, id) }
         return true
     }

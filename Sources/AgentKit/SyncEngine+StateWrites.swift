@@ -12,13 +12,13 @@ extension SyncEngine {
             // The first write to succeed after a failure writes everything again.
             try state.catchUp()
             guard !status.problems.isEmpty, status.problems[Self.stateProblemKey] != nil else { return }
-            status.problems[Self.stateProblemKey] = nil
+            status.clearProblem(for: Self.stateProblemKey)
             log("the agent's state is written again")
             status.changed()
         } catch {
             state.markBehind()
             if status.problems[Self.stateProblemKey] == nil { log("cannot write the agent's state: \(error)") }
-            status.problems[Self.stateProblemKey] = "cannot write the agent's state (\(error)); it is kept in memory, and a restart before it is written finds the changes again"
+            status.report("cannot write the agent's state (\(error)); it is kept in memory, and a restart before it is written finds the changes again", for: Self.stateProblemKey)
             status.changed()
         }
     }

@@ -61,8 +61,7 @@ final class SyncEngine {
         subscriptions.connectionStarted()
         pushes.connectionLost()
         notePending()
-        status.connected = true
-        status.server = link.server
+        status.connected(to: link.server)
         link.send(.collections) { [self] event in
             guard case .ok = event else { return log("COLLECTIONS failed: \(event)") }
             subscriptions.collectionsListed()
@@ -80,7 +79,7 @@ final class SyncEngine {
         pushes.connectionLost()
         notePending()
         order.connectionLost()
-        status.connected = false
+        status.disconnected()
         status.changed()
     }
 
@@ -104,7 +103,7 @@ final class SyncEngine {
         case .change(let collection, let seq, let id, let remote):
             guard subscriptions.receives(collection) else { return }
             guard Names.isValidID(id, in: collection), remote.position.map(PositionKey.isValid) ?? true else {
-                status.problems["\(collection)/\(id.prefix(80))"] = "the server sent a change with an unsafe id or position; ignored"
+                status.report("the server sent a change with an unsafe id or position; ignored", for: "\(collection)/\(id.prefix(80))")
                 return log("ignoring a change with an unsafe id or position from the server: \(ValueJSON.quoted(String(id.prefix(200))))")
             }
             subscriptions.seen(collection, RecordID(id))
