@@ -195,15 +195,16 @@ final class TypedValues {
         typed[value] = nil
     }
 
-    /// Documents an app is writing in place (half written on disk), by path: until the save
-    /// ends, what they hold is in the app's hands.
-    private(set) var savesUnderWay: [String: [UInt8]] = [:]
+    /// Documents an app is writing in place (half written on disk), by the bytes of their
+    /// path (two names that differ only in Unicode normalisation are two documents, though
+    /// Swift compares them equal): until the save ends, what they hold is in the app's hands.
+    private(set) var savesUnderWay: [[UInt8]: [UInt8]] = [:]
 
     func saveStarted(_ path: String, _ bytes: [UInt8]) {
-        savesUnderWay[path] = bytes
+        savesUnderWay[Array(path.utf8)] = bytes
     }
 
     func saveEnded(_ path: String) {
-        savesUnderWay[path] = nil
+        savesUnderWay[Array(path.utf8)] = nil
     }
 }
