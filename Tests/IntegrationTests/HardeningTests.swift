@@ -136,23 +136,6 @@ final class HardeningTests: XCTestCase {
         try alice.expect("p PUT c big 0 {\"v\":\"\(String(repeating: "y", count: 100_000))\"}", prefix: "p OK PUT c big 1 ")
     }
 
-    /// A line growing one byte at a time used to outlive `--idle-timeout`.
-    func testTheIdleClockCountsCompleteLinesOnly() throws {
-        let server = try server(["--idle-timeout", "2"])
-        let alice = try server.login("alice", "wonderland")
-        let started = Date()
-        var closed = false
-        while Date().timeIntervalSince(started) < 6, !closed {
-            _ = alice.sendWithoutBlocking(Array("x".utf8), seconds: 0.1)
-            if let line = try? alice.readLine(timeout: 0.4) {
-                XCTAssertEqual(line, "* BYE IDLE")
-                closed = true
-            }
-        }
-        XCTAssertTrue(closed)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 4.5)
-    }
-
     /// A subscriber dropped with `* BYE SLOW` that never reads used to keep its socket for ever.
     func testADroppedSlowSubscriberIsCutOffAfterAGracePeriod() throws {
         // The default limit (8 MiB) is more than the kernel's socket buffers hold, so the BYE

@@ -328,4 +328,22 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(try alice.line(), "f OK SUB c 3")
         try alice.expect("g SUB c SINCE 3", equals: "g OK SUB c 3")
     }
+
+    /// A line growing one byte at a time used to outlive `--idle-timeout`.
+    func testTheIdleClockCountsCompleteLinesOnly() throws {
+        server = try Self.server { $0.idleTimeoutSeconds = 2 }
+        let alice = try server.login("alice", "wonderland")
+        let started = Date()
+        var closed = false
+        while Date().timeIntervalSince(started) < 6, !closed {
+            try alice.send(bytes: Array("x".utf8))
+            alice.turnLoop(for: 0.1)
+            if let line = try? alice.readLine(timeout: 0.4) {
+                XCTAssertEqual(line, "* BYE IDLE")
+                closed = true
+            }
+        }
+        XCTAssertTrue(closed)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 4.5)
+    }
 }
