@@ -61,7 +61,7 @@ extension SyncEngine {
         if file != .missing, settlingDeletes.back(key) { notePending() }
         guard subscriptions.isSubscribed(collection), !pushes.isBusy(key) else {
             // Saved again after the replay wrote it: the scan that ends the replay reads it.
-            if !subscriptions.isSubscribed(collection), file.bytes.map(ContentHash.of) != state.entry(collection, id)?.fileHash {
+            if subscriptions.wasWrittenInReplay(collection, id), file.bytes.map(ContentHash.of) != state.entry(collection, id)?.fileHash {
                 subscriptions.changedInReplay(collection, id)
             }
             return

@@ -116,6 +116,11 @@ final class Subscriptions {
         writtenInReplay[collection]?.insert(id)
     }
 
+    /// Whether the replay in progress wrote the record's file (the scan that ends it skips it).
+    func wasWrittenInReplay(_ collection: String, _ id: RecordID) -> Bool {
+        writtenInReplay[collection]?.contains(id) ?? false
+    }
+
     /// The file of a record the replay wrote changed since: the scan after the replay reads it.
     func changedInReplay(_ collection: String, _ id: RecordID) {
         writtenInReplay[collection]?.remove(id)
