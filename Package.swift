@@ -39,7 +39,9 @@ let package = Package(
         // The test kit (issue 32): stand-ins the test targets share.
         .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol", "AgentKit", "ServerKit", "EventLoop"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
-        .executableTarget(name: "plistsync", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        // The command line's subcommands, a library so tests can run them inside their process.
+        .target(name: "PlistSyncCommands", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        .executableTarget(name: "plistsync", dependencies: ["PlistSyncCommands"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "PlistSyncTesting"]),
@@ -51,7 +53,7 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "HTTPKitTests", dependencies: ["HTTPKit"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "PlistSyncCommands", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

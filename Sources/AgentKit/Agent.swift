@@ -18,10 +18,17 @@ public final class Agent {
     private var folderWatchers: [String: FolderWatcher] = [:]
     private var signals: [SignalWatcher] = []
     private let trimTimer: LoopTimer
+    /// Rung by `requestStop()` from another thread (never nil after `init`).
+    private var stopBell: LoopDoorbell!
+    /// `DIR/.plistsync/agent.lock`, held (flock) from `init` until `run()` returns.
+    private let lock: Int32
+    private let logLine: (String) -> Void
 
-    /// Opens the state file in `DIR/.plistsync/`; nothing happens until `run()`.
-    public init(configuration: AgentConfiguration) throws {
+    /// Opens the state file in `DIR/.plistsync/`; nothing happens until `run()`. `log`: where
+    /// log lines go (stderr by default; an agent run inside a test keeps its own).
+    public init(configuration: AgentConfiguration, log: ((String) -> Void)? = nil) throws {
         self.configuration = configuration
+        logLine = log ?? AgentLog.info
         loop = EventLoop()
         clock = LoopClock(loop: loop)
         trimTimer = LoopTimer(loop: loop)
@@ -34,33 +41,50 @@ public final class Agent {
             if lock >= 0 { close(lock) }
             throw AgentError.folderInUse(configuration.directory)
         }
-        // Held (never closed) for the life of the process.
+        self.lock = lock
         let files: [AttachedFile]
         do {
             files = try AttachedFiles.load(directory: configuration.directory)
         } catch {
+            close(lock)
             throw AgentError.badAttachments(error.description)
         }
         link = ServerLink(loop: loop, configuration: configuration, listener: self)
-        core = try AgentCore(configuration: configuration, files: files, fileSystem: fileSystem, clock: clock, link: link, host: self,
-                             statePath: stateFolder + "/state.sqlite")
+        do {
+            core = try AgentCore(configuration: configuration, files: files, fileSystem: fileSystem, clock: clock, link: link, host: self,
+                                 statePath: stateFolder + "/state.sqlite")
+        } catch {
+            close(lock)
+            throw error
+        }
+        stopBell = LoopDoorbell(loop: loop) { [unowned self] in stop() }
     }
 
-    /// Runs until SIGINT or SIGTERM.
-    public func run() throws {
+    /// Runs until SIGINT or SIGTERM (with `stopOnSignals`) or `requestStop()`; the folder's
+    /// lock is released when it returns.
+    public func run(stopOnSignals: Bool = true) throws {
+        defer { close(lock) }
         rootWatcher = try FolderWatcher(loop: loop, path: configuration.directory) { [core] event in core?.rootEvent(event) }
         core.start()
-        for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
-            signals.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in stop() })
+        if stopOnSignals {
+            for signal in [SignalNumber.interrupt, SignalNumber.terminate] {
+                signals.append(SignalWatcher(loop: loop, signal: signal) { [unowned self] in stop() })
+            }
         }
-        AgentLog.info("mirroring \(configuration.directory) with \(configuration.server) as \(configuration.user)")
+        log("mirroring \(configuration.directory) with \(configuration.server) as \(configuration.user)")
         link.start()
         loop.run()
         loop.close()
     }
 
+    /// Stops a running agent as SIGTERM does; callable from any thread.
+    public func requestStop() {
+        stopBell.ring()
+    }
+
     private func stop() {
-        AgentLog.info("stopping")
+        log("stopping")
+        stopBell.close()
         core.stop()
         link.stop()
         rootWatcher?.close()
@@ -85,7 +109,7 @@ public final class Agent {
                 if !core.folderEvent(collection, event) { folderWatchers.removeValue(forKey: collection)?.close() }
             }
         } catch {
-            AgentLog.info("cannot watch \(core.mirror.folder(collection)): \(error); relying on rescans")
+            log("cannot watch \(core.mirror.folder(collection)): \(error); relying on rescans")
         }
     }
 }
@@ -102,7 +126,7 @@ extension Agent: AgentHost, LinkListener {
     }
 
     func log(_ line: String) {
-        AgentLog.info(line)
+        logLine(line)
     }
 
     func link(_ notice: LinkNotice) {

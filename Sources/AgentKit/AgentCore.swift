@@ -40,7 +40,7 @@ final class AgentCore {
         }
         for collection in remirrored.sorted() {
             let place = files.first { $0.collection == collection }.map { "the app file \($0.name)" } ?? "the folder \(collection)/"
-            AgentLog.info("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
+            host.log("\(collection) is now mirrored through \(place): downloading it afresh and merging it with what is there (what mirrored it before is left as it was)")
         }
         fileMirror = FileMirror(mirror: mirror, files: files, status: status, clock: clock, device: configuration.device, outlet: self)
         engine = SyncEngine(configuration: configuration, link: link, clock: clock, state: state, mirror: mirror, status: status, outlet: self)
@@ -118,7 +118,7 @@ final class AgentCore {
         case .renamed(nil), .changed(nil):
             engine.scanAll()
         case .failed(let reason):
-            AgentLog.info("watching \(configuration.directory) failed: \(reason)")
+            host.log("watching \(configuration.directory) failed: \(reason)")
         }
     }
 
@@ -136,7 +136,7 @@ final class AgentCore {
         case .renamed(nil), .changed(nil):
             engine.scan(collection)
         case .failed(let reason):
-            AgentLog.info("watching \(collection) failed: \(reason); relying on rescans")
+            host.log("watching \(collection) failed: \(reason); relying on rescans")
             return false
         }
         return true

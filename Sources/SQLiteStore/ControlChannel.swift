@@ -33,17 +33,17 @@ public struct ControlChannel: Sendable {
         }
     }
 
-    /// Takes the server lock for the life of the process; false when another process holds it.
-    public func lockForServer() throws(StoreError) -> Bool {
+    /// Takes the server lock, held as long as the lock lives (the store's life: the process's,
+    /// for `serve`); nil when another server holds it.
+    public func lockForServer() throws(StoreError) -> ServerLock? {
         try prepare()
         let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .dataDirectory("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         if flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             close(descriptor)
-            return false
+            return nil
         }
-        // The descriptor stays open (and locked) until the process exits.
-        return true
+        return ServerLock(descriptor: descriptor)
     }
 
     /// Whether a server holds the lock now.
@@ -91,5 +91,18 @@ public struct ControlChannel: Sendable {
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else { return }
         if rename(temporary, path) != 0 { unlink(temporary) }
+    }
+}
+
+/// A data folder's server lock (flock on `server.lock`), released when it goes.
+public final class ServerLock: Sendable {
+    private let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        close(descriptor)
     }
 }

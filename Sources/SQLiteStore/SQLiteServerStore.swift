@@ -11,6 +11,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     private let reader: RecordReader
     private let accounts: Accounts
     private let control: ControlChannel
+    private let lock: ServerLock
     /// Files whose mode could not be made owner-only, for the server to warn about.
     public let permissionProblems: [String]
 
@@ -20,7 +21,8 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         let control = ControlChannel(folder: folder)
         self.control = control
         let locked = try Self.run { () throws(StoreError) in try control.lockForServer() }
-        guard locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
+        guard let locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
+        lock = locked
         writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder, versionMinimumAge: versionMinimumAge) }
         reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder) }
         accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }

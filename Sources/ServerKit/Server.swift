@@ -106,8 +106,9 @@ public final class Server {
     /// The answer, in plaintext, to a client that speaks plain text on the TLS port.
     static let plaintextRefusal = Array(ServerNotice.bye(.tlsRequired, detail: "this port speaks TLS: connect with --tls").line.utf8)
 
-    /// Binds the listener, installs signal handlers and starts housekeeping.
-    public func start(onStopped: @escaping () -> Void = {}) throws(LoopError) {
+    /// Binds the listener, installs signal handlers (unless `stopOnSignals` is false: a server
+    /// run inside a test is stopped by `shutdown()`) and starts housekeeping.
+    public func start(stopOnSignals: Bool = true, onStopped: @escaping () -> Void = {}) throws(LoopError) {
         let listener = try TCPListener(loop: loop, address: configuration.listen) { [unowned self] connection in
             accept(connection, tls: configuration.tls)
         }
@@ -121,7 +122,7 @@ public final class Server {
             try TCPListener(loop: loop, address: plaintext) { [unowned self] connection in accept(connection, tls: nil) }
         }
         handles.listening(listener, plaintext: plaintextListener, metrics: metrics, http: http)
-        let signals = [SignalNumber.interrupt, SignalNumber.terminate].map { signal in
+        let signals = (stopOnSignals ? [SignalNumber.interrupt, SignalNumber.terminate] : []).map { signal in
             SignalWatcher(loop: loop, signal: signal) { [unowned self] in shutdown() }
         }
         let timer = LoopTimer(loop: loop)

@@ -7,6 +7,11 @@ import SyncProtocol
 public enum ServerLog {
     nonisolated(unsafe) public static var quiet = false
     nonisolated(unsafe) public static var format = Format.text
+    /// Where records go: stderr, or what a test that runs servers inside its process keeps.
+    /// Set before any server's loop runs.
+    nonisolated(unsafe) public static var output: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data(line.utf8))
+    }
 
     /// How records are written.
     public enum Format: String, Sendable {
@@ -36,7 +41,7 @@ public enum ServerLog {
             members += fields.map { ($0.key, $0.value) }
             line = "{" + members.map { "\(ValueJSON.quoted($0.0)):\(ValueJSON.quoted($0.1))" }.joined(separator: ",") + "}\n"
         }
-        FileHandle.standardError.write(Data(line.utf8))
+        output(line)
     }
 
     /// A value as it stands in a text record: quoted when it has spaces, quotes or is empty.

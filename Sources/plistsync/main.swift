@@ -1,3 +1,4 @@
 import Foundation
+import PlistSyncCommands
 
 exit(CLI.run(Array(CommandLine.arguments.dropFirst())))

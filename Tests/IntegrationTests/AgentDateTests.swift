@@ -7,9 +7,9 @@ import XCTest
 /// Foundation does, and a fraction from elsewhere is neither pushed back as an edit nor lost.
 final class AgentDateTests: XCTestCase {
     func testXMLDatesAreWholeSecondsFoundationReadsAndSubsecondsSurviveAnEdit() throws {
-        let server = try TestServer.running()
-        let a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        let b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+        let server = try LiveServer.running()
+        let a = LiveAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        let b = LiveAgent(server: server, user: "alice", password: "pw", device: "desktop")
         try a.start()
         try b.start()
         let precise = Date(timeIntervalSince1970: 1_717_243_200.25)  // 2024-06-01T12:00:00.25Z

@@ -14,7 +14,7 @@ final class AgentOrderTests: TwoAgentTestCase {
         try b.start()
     }
 
-    private func writeOrder(_ agent: TestAgent, _ ids: [String]) throws {
+    private func writeOrder(_ agent: MirrorView, _ ids: [String]) throws {
         let temp = agent.directory + "/.list.order.tmp"
         try Data(PlistFile.encode(.array(ids.map(Value.string)), as: .xml)).write(to: URL(fileURLWithPath: temp))
         XCTAssertEqual(rename(temp, agent.directory + "/list.order.plist"), 0)
@@ -90,7 +90,7 @@ extension AgentOrderTests {
     func testANewRowPlacedAtTheTopStaysThereWhenItsChangeComesLate() throws {
         let ids = try seed(3)
         let proxy = try ChangeHoldingProxy(serverPort: server.port)
-        let late = try TestAgent(port: { proxy.port }, user: "alice", password: password, device: "tablet")
+        let late = LiveAgent(port: { proxy.port }, user: "alice", password: password, device: "tablet")
         defer { late.stop() }
         try late.start()
         eventually(15, late.log()) { late.order("list") == ids }

@@ -12,7 +12,7 @@ final class AgentSafetyTests: XCTestCase {
         try first.start()
         eventually { first.statusText().contains("\"pid\":\(first.pid)") }
         let second = try TestAgent(server: server, user: "alice", password: "pw", device: "two")
-        let (status, _, err) = try PlistSyncBinary.run(
+        let (status, _, err) = PlistSyncCommand.run(
             ["agent", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", second.directory + ".password",
              "--dir", first.directory, "--device", "two"])
         XCTAssertEqual(status, 1)
@@ -22,11 +22,11 @@ final class AgentSafetyTests: XCTestCase {
     }
 
     func testALinkToAFileOutsideTheMirrorIsNeverPushed() throws {
-        let server = try TestServer.running()
+        let server = try LiveServer.running()
         let secret = NSTemporaryDirectory() + "plistsync-secret-" + UUID().uuidString + ".plist"
         try Data(PlistFile.encode(.dictionary(["secret": .string("hunter2")]), as: .xml)).write(to: URL(fileURLWithPath: secret))
         defer { try? FileManager.default.removeItem(atPath: secret) }
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try FileManager.default.createDirectory(atPath: agent.directory + "/c", withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(atPath: agent.path("c", "Evil"), withDestinationPath: secret)
         try agent.save("c", "Good", ["ok": .bool(true)])
@@ -53,8 +53,8 @@ final class AgentSafetyTests: XCTestCase {
 
     /// A 2 MB plist used to make the agent reconnect ~3 times a second (BYE TOO_LARGE, push again).
     func testAFileOverTheServersLimitIsReportedNotSentAndTheAgentStaysConnected() throws {
-        let server = try TestServer.running()
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let server = try LiveServer.running()
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("c", "Huge", ["blob": .data(Data(repeating: 7, count: 1_500_000))], format: .binary)
         try agent.save("c", "Small", ["ok": .bool(true)])
         try agent.start()
@@ -78,7 +78,7 @@ final class AgentSafetyTests: XCTestCase {
             "* CHANGE c 2 .hidden 1 a0 {\"x\":2}",
             "* CHANGE c 3 good 1 a1 {\"x\":3}",
         ])
-        let agent = try TestAgent(port: { rogue.port }, user: "alice", password: "pw", device: "one")
+        let agent = LiveAgent(port: { rogue.port }, user: "alice", password: "pw", device: "one")
         try agent.start()
         var good: Fields?
         for _ in 0..<100 where good == nil {
@@ -162,14 +162,14 @@ final class RogueServer: @unchecked Sendable {
 /// every record on the server and in every other mirror (issue 9 item 2).
 final class VanishedFolderTests: XCTestCase {
     func testAVanishedCollectionFolderStopsMirroringItAndDeletesNothing() throws {
-        let server = try TestServer.running()
+        let server = try LiveServer.running()
         let alice = try server.login("alice", "pw")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         var batch = ""
         for index in 0..<300 { batch += "p PUT c r\(index) 0 {\"n\":\(index)}\n" }
         try alice.send(bytes: Array(batch.utf8))
         for _ in 0..<300 { XCTAssertTrue(try alice.line().hasPrefix("p OK PUT")) }
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.start()
         let folder = agent.directory + "/c"
         func files() -> Int {
@@ -206,8 +206,8 @@ final class VanishedFolderTests: XCTestCase {
 /// folder that was gone) until a restart or the hourly rescan.
 final class RemadeFolderTests: XCTestCase {
     func testSavesInAFolderRemovedAndMadeAgainArePushed() throws {
-        let server = try TestServer.running()
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let server = try LiveServer.running()
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("friends", "ada", ["phone": .string("1")])
         try agent.start()
         let alice = try server.login("alice", "pw")
@@ -229,8 +229,8 @@ final class RemadeFolderTests: XCTestCase {
 /// push DEL + re-create in 7 of 30 saves, moving the record to the end (issue 9 item 6).
 final class EditorSaveTests: XCTestCase {
     func testVimStyleSavesAreEditsNeverDeleteAndRecreate() throws {
-        let server = try TestServer.running()
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let server = try LiveServer.running()
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("c", "first", ["n": .integer(0)])
         try agent.save("c", "X", ["n": .integer(0)])
         try agent.save("c", "last", ["n": .integer(0)])
@@ -258,8 +258,8 @@ final class EditorSaveTests: XCTestCase {
 /// recorded as applied: the mirror stayed stale and a DEL nobody made followed (issue 9 items 3, 4).
 final class FailedApplyTests: XCTestCase {
     func testAChangeThatCannotBeWrittenIsRetriedNeverRecordedAsApplied() throws {
-        let server = try TestServer.running()
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        let server = try LiveServer.running()
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
         try agent.save("c", "r", ["v": .integer(1)])
         try agent.start()
         let alice = try server.login("alice", "pw")
@@ -294,11 +294,11 @@ final class AgentFullDiskTests: XCTestCase {
         guard (try? PlistSyncShell.run("mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint])) == 0 else {
             throw XCTSkip("cannot mount a small tmpfs here (needs root)")
         }
-        let server = try TestServer.running()
+        let server = try LiveServer.running()
         let alice = try server.login("alice", "pw")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         try alice.expect("p PUT c r 0 {\"v\":1}", prefix: "p OK PUT c r 1 ")
-        let agent = try TestAgent(port: { server.port }, user: "alice", password: "pw", device: "one", directory: mountPoint + "/mirror")
+        let agent = LiveAgent(port: { server.port }, user: "alice", password: "pw", device: "one", directory: mountPoint + "/mirror")
         try agent.start()
         eventually { agent.fields("c", "r") == ["v": .integer(1)] }
         eventually { agent.statusText().contains("\"last_sync\"") && agent.statusText().contains("\"pending\":0") }
@@ -311,7 +311,7 @@ final class AgentFullDiskTests: XCTestCase {
         eventually(10, agent.statusText() + agent.log()) { agent.statusText().contains("cannot write") }
         XCTAssertTrue(agent.statusText().contains("disk_full_or_unwritable"), agent.statusText())
         XCTAssertEqual(agent.fields("c", "r"), ["v": .integer(1)])
-        let (code, out, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
+        let (code, out, _) = PlistSyncCommand.run(["status", "--dir", agent.directory])
         XCTAssertEqual(code, 0)
         XCTAssertTrue(out.contains("problem: c/r: cannot write"), out)
         // Room returns: the change is applied by the retry, and the problem clears.
@@ -338,7 +338,7 @@ final class StatusAcrossRestartTests: XCTestCase {
         try agent.start()
         eventually(10, agent.statusText()) { agent.statusText().contains("\"pid\":\(agent.pid)") }
         XCTAssertTrue(agent.statusText().contains("c/bad") && agent.statusText().contains("c/link"), agent.statusText())
-        let (_, out, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
+        let (_, out, _) = PlistSyncCommand.run(["status", "--dir", agent.directory])
         XCTAssertTrue(out.contains("unparseable: c/bad") && out.contains("problem: c/link"), out)
         try server.start()
         holds(1.5, agent.statusText()) { agent.statusText().contains("c/bad") && agent.statusText().contains("c/link") }

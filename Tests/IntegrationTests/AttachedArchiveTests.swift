@@ -16,19 +16,19 @@ final class AttachedArchiveTests: TwoAgentTestCase {
         let load: (Data) -> [[String: Any]]?
     }
 
-    private func save(_ app: AppFile, _ agent: TestAgent, _ rows: [[String: Any]]) throws {
+    private func save(_ app: AppFile, _ agent: MirrorView, _ rows: [[String: Any]]) throws {
         let temp = agent.directory + "/." + app.name + ".saving"
         try app.save(rows).write(to: URL(fileURLWithPath: temp))
         XCTAssertEqual(rename(temp, agent.directory + "/" + app.name), 0)
     }
 
-    private func load(_ app: AppFile, _ agent: TestAgent) -> NSArray? {
+    private func load(_ app: AppFile, _ agent: MirrorView) -> NSArray? {
         FileManager.default.contents(atPath: agent.directory + "/" + app.name).flatMap(app.load).map { $0 as NSArray }
     }
 
     /// Both apps' files equal `rows` (as Foundation reads them).
     private func converge(_ app: AppFile, _ rows: [[String: Any]], _ step: String, file: StaticString = #filePath, line: UInt = #line) {
-        func dates(_ agent: TestAgent) -> String {
+        func dates(_ agent: MirrorView) -> String {
             (load(app, agent) as? [[String: Any]] ?? []).map { "\(($0["dateCreated"] as? Date)?.timeIntervalSinceReferenceDate ?? -1)" }.joined(separator: ", ")
         }
         eventually(15, "\(step)\nA \(String(describing: load(app, a)))\nB \(String(describing: load(app, b)))\ndates A \(dates(a)) B \(dates(b))\n\(a.log())\n\(b.log())",
@@ -52,7 +52,7 @@ final class AttachedArchiveTests: TwoAgentTestCase {
         XCTAssertGreaterThanOrEqual(rows.count, 3)
         try save(app, a, rows)
         for agent in [a!, b!] {
-            let (code, _, error) = try PlistSyncBinary.run(["attach", app.name, "--collection", collection, "--id-key", idKey, "--dir", agent.directory] + app.format)
+            let (code, _, error) = PlistSyncCommand.run(["attach", app.name, "--collection", collection, "--id-key", idKey, "--dir", agent.directory] + app.format)
             XCTAssertEqual(code, 0, error)
             try agent.start()
         }
@@ -154,7 +154,7 @@ final class AttachedArchiveTests: TwoAgentTestCase {
         ]
         try save(inventory, a, rows)
         for agent in [a!, b!] {
-            let (code, _, error) = try PlistSyncBinary.run(["attach", inventory.name, "--collection", "inventory", "--id-key", "itemKey", "--dir", agent.directory]
+            let (code, _, error) = PlistSyncCommand.run(["attach", inventory.name, "--collection", "inventory", "--id-key", "itemKey", "--dir", agent.directory]
                 + inventory.format)
             XCTAssertEqual(code, 0, error)
             try agent.start()

@@ -6,12 +6,12 @@ import XCTest
 /// deletes and moves travel, and Foundation reads every file the agents write.
 final class AttachedFileTests: TwoAgentTestCase {
 
-    private func attach(_ agent: TestAgent, _ file: String, _ collection: String, idKey: String) throws {
-        let (code, _, error) = try PlistSyncBinary.run(["attach", file, "--collection", collection, "--id-key", idKey, "--dir", agent.directory])
+    private func attach(_ agent: MirrorView, _ file: String, _ collection: String, idKey: String) throws {
+        let (code, _, error) = PlistSyncCommand.run(["attach", file, "--collection", collection, "--id-key", idKey, "--dir", agent.directory])
         XCTAssertEqual(code, 0, error)
     }
 
-    private func writeList(_ agent: TestAgent, _ file: String, _ list: [[String: Any]],
+    private func writeList(_ agent: MirrorView, _ file: String, _ list: [[String: Any]],
                            format: PropertyListSerialization.PropertyListFormat = .xml) throws {
         let data = try PropertyListSerialization.data(fromPropertyList: list, format: format, options: 0)
         let temp = agent.directory + "/." + file + ".saving"
@@ -19,7 +19,7 @@ final class AttachedFileTests: TwoAgentTestCase {
         XCTAssertEqual(rename(temp, agent.directory + "/" + file), 0)
     }
 
-    private func readList(_ agent: TestAgent, _ file: String) -> NSArray? {
+    private func readList(_ agent: MirrorView, _ file: String) -> NSArray? {
         guard let data = FileManager.default.contents(atPath: agent.directory + "/" + file) else { return nil }
         return (try? PropertyListSerialization.propertyList(from: data, options: [], format: nil)) as? NSArray
     }
@@ -79,7 +79,7 @@ final class AttachedFileTests: TwoAgentTestCase {
         try attach(b, "items.archive", "inventory", idKey: "itemKey")
         try a.start()
         try b.start()
-        func unarchived(_ agent: TestAgent) -> [NSDictionary]? {
+        func unarchived(_ agent: MirrorView) -> [NSDictionary]? {
             guard let data = FileManager.default.contents(atPath: agent.directory + "/items.archive"),
                 let unarchiver = try? NSKeyedUnarchiver(forReadingFrom: data)
             else { return nil }
@@ -111,7 +111,7 @@ final class AttachedFileTests: TwoAgentTestCase {
         try b.start()
         var expected = onA
         expected[1]["email"] = "grace@example.com"
-        func order(_ agent: TestAgent) -> String {
+        func order(_ agent: MirrorView) -> String {
             (try? String(contentsOfFile: agent.directory + "/.plistsync/files/contacts.order.plist", encoding: .utf8)) ?? "-"
         }
         eventually(10, "A \(String(describing: readList(a, "contacts.plist")))\nB \(String(describing: readList(b, "contacts.plist")))\nA order \(order(a))\nB order \(order(b))\n\(a.log())\n\(b.log())\n\(server.log())") {
@@ -176,11 +176,11 @@ final class AttachedFileTests: TwoAgentTestCase {
         let contacts: [[String: Any]] = [["name": "Ada", "phone": "555-0100"]]
         try startBothAgents(on: contacts)
         let client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
-        XCTAssertEqual(try PlistSyncBinary.run(["rename", "contacts", "people"] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["rename", "contacts", "people"] + client).0, 0)
         eventually(10, a.log()) { a.log().contains("the app file attached to contacts is synced as a new collection contacts") }
         eventually(10, a.statusText()) { a.statusText().contains("\"people\"") && a.statusText().contains("\"contacts\"") }
         // The renamed collection keeps the records; the app's file is still its own and readable.
-        let (_, listed, _) = try PlistSyncBinary.run(["ls", "people", "--json"] + client)
+        let (_, listed, _) = PlistSyncCommand.run(["ls", "people", "--json"] + client)
         XCTAssertTrue(listed.contains("\"id\":\"Ada\""), listed)
         XCTAssertEqual(readList(a, "contacts.plist"), contacts as NSArray)
     }
@@ -216,12 +216,12 @@ final class AttachedFileTests: TwoAgentTestCase {
         try a.save("people", "Ada", ["name": .string("Ada"), "phone": .string("555-0100")])
         eventually(10, b.log()) { b.fields("people", "Ada") != nil }
         let client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", a.directory + ".password"]
-        func serverIDs() throws -> String { try PlistSyncBinary.run(["ls", "people", "--json"] + client).1 }
+        func serverIDs() throws -> String { PlistSyncCommand.run(["ls", "people", "--json"] + client).1 }
 
         // A attaches a file it does not have yet; B, whose folder came from the server, too.
         for agent in [a!, b!] {
             agent.stop()
-            let (code, _, error) = try PlistSyncBinary.run(
+            let (code, _, error) = PlistSyncCommand.run(
                 ["attach", "people.plist", "--collection", "people", "--id-key", "name", "--dir", agent.directory, "--format", "binary"])
             XCTAssertEqual(code, 0, error)
             try agent.start()

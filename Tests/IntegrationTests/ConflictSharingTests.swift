@@ -57,16 +57,16 @@ final class ConflictSharingTests: TwoAgentTestCase {
         XCTAssertEqual(onA["phone"], .string("from desktop"), "the losing value is on the winner's machine too")
         eventually { a.statusText().contains(copy) }
 
-        let (listed, local, _) = try PlistSyncBinary.run(["conflicts", "--dir", a.directory])
+        let (listed, local, _) = PlistSyncCommand.run(["conflicts", "--dir", a.directory])
         XCTAssertEqual(listed, 0)
         XCTAssertTrue(local.contains("contacts/Ada  ") && local.contains("  desktop  ") && local.contains(copy), local)
-        let (code, remote, error) = try PlistSyncBinary.run(
+        let (code, remote, error) = PlistSyncCommand.run(
             ["conflicts", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", passwordFile])
         XCTAssertEqual(code, 0, error)
         XCTAssertEqual(remote, "contacts/\(String(copy.dropLast(6)))\n")
 
         // On the laptop, keep the desktop's version: the record takes it, the copy goes everywhere.
-        let (resolved, out, resolveError) = try PlistSyncBinary.run(["resolve", "contacts/Ada", "--keep", "mine", "--dir", a.directory])
+        let (resolved, out, resolveError) = PlistSyncCommand.run(["resolve", "contacts/Ada", "--keep", "mine", "--dir", a.directory])
         XCTAssertEqual(resolved, 0, resolveError)
         XCTAssertTrue(out.contains("1 conflict copy removed"), out)
         eventually(10, b.log()) {
@@ -74,23 +74,23 @@ final class ConflictSharingTests: TwoAgentTestCase {
                 && a.conflictCopies("contacts").isEmpty
         }
         XCTAssertEqual(serverPhone(), .string("from desktop"))
-        let (_, after, _) = try PlistSyncBinary.run(
+        let (_, after, _) = PlistSyncCommand.run(
             ["conflicts", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", passwordFile])
         XCTAssertEqual(after, "")
     }
 
     func testResolveRefusesWhatItCannotDoAndTheirsKeepsTheRecord() throws {
         let copy = try makeConflict()
-        let (none, _, noneError) = try PlistSyncBinary.run(["resolve", "contacts/Bob", "--keep", "theirs", "--dir", b.directory])
+        let (none, _, noneError) = PlistSyncCommand.run(["resolve", "contacts/Bob", "--keep", "theirs", "--dir", b.directory])
         XCTAssertEqual(none, 1)
         XCTAssertTrue(noneError.contains("no conflict copies"), noneError)
         let broken = b.directory + "/broken.txt"
         try "not a plist".write(toFile: broken, atomically: true, encoding: .utf8)
-        let (bad, _, badError) = try PlistSyncBinary.run(["resolve", "contacts/Ada", "--keep", broken, "--dir", b.directory])
+        let (bad, _, badError) = PlistSyncCommand.run(["resolve", "contacts/Ada", "--keep", broken, "--dir", b.directory])
         XCTAssertEqual(bad, 1)
         XCTAssertTrue(badError.contains("not a record"), badError)
         XCTAssertEqual(b.conflictCopies("contacts"), [copy], "a refused resolve changes nothing")
-        let (code, _, error) = try PlistSyncBinary.run(["resolve", "contacts/Ada", "--keep", "theirs", "--dir", b.directory])
+        let (code, _, error) = PlistSyncCommand.run(["resolve", "contacts/Ada", "--keep", "theirs", "--dir", b.directory])
         XCTAssertEqual(code, 0, error)
         eventually { a.conflictCopies("contacts").isEmpty && b.conflictCopies("contacts").isEmpty }
         XCTAssertEqual(a.fields("contacts", "Ada")?["phone"], .string("from laptop"))
@@ -105,18 +105,18 @@ final class ConflictSharingTests: TwoAgentTestCase {
         let edited: Fields = ["name": .string("Ada Lovelace"), "phone": .string("555-0199")]
         try a.save("contacts", "Ada", edited)
         eventually { b.fields("contacts", "Ada") == edited }
-        let (code, out, _) = try PlistSyncBinary.run(["versions", "contacts/Ada", "--dir", b.directory])
+        let (code, out, _) = PlistSyncCommand.run(["versions", "contacts/Ada", "--dir", b.directory])
         XCTAssertEqual(code, 0)
         let lines = out.split(separator: "\n")
         XCTAssertEqual(lines.count, 1, out)
         let stamp = String(lines[0].split(separator: " ")[0])
-        let (restored, restoreOut, restoreError) = try PlistSyncBinary.run(["restore", "contacts/Ada", stamp, "--dir", b.directory])
+        let (restored, restoreOut, restoreError) = PlistSyncCommand.run(["restore", "contacts/Ada", stamp, "--dir", b.directory])
         XCTAssertEqual(restored, 0, restoreError)
         XCTAssertTrue(restoreOut.contains("restored contacts/Ada from \(stamp)"), restoreOut)
         eventually(10, a.log()) { a.fields("contacts", "Ada") == ada }
-        let (_, again, _) = try PlistSyncBinary.run(["versions", "contacts/Ada", "--dir", b.directory])
+        let (_, again, _) = PlistSyncCommand.run(["versions", "contacts/Ada", "--dir", b.directory])
         XCTAssertEqual(again.split(separator: "\n").count, 2, "the replaced file is kept too: \(again)")
-        let (missing, _, missingError) = try PlistSyncBinary.run(["restore", "contacts/Ada", "19990101-000000", "--dir", b.directory])
+        let (missing, _, missingError) = PlistSyncCommand.run(["restore", "contacts/Ada", "19990101-000000", "--dir", b.directory])
         XCTAssertEqual(missing, 1)
         XCTAssertTrue(missingError.contains("no kept version 19990101-000000"), missingError)
     }

@@ -23,7 +23,7 @@ final class DevicesTests: XCTestCase {
 
     private func login(_ label: String) throws -> String {
         let file = scratch + "/" + label + ".token"
-        let (code, _, error) = try PlistSyncBinary.run(["login"] + address + ["--password-stdin", "--label", label, "--token-file", file], input: "pw\n")
+        let (code, _, error) = PlistSyncCommand.run(["login"] + address + ["--password-stdin", "--label", label, "--token-file", file], input: "pw\n")
         XCTAssertEqual(code, 0, error)
         return file
     }
@@ -39,14 +39,14 @@ final class DevicesTests: XCTestCase {
         try agent.start(login: ["--token-file", laptop])
         eventually(10, agent.statusText()) { status(agent)["connected"] as? Bool == true }
 
-        let (code, listed, error) = try PlistSyncBinary.run(["devices"] + address + ["--token-file", desktop])
+        let (code, listed, error) = PlistSyncCommand.run(["devices"] + address + ["--token-file", desktop])
         XCTAssertEqual(code, 0, error)
         let lines = listed.split(separator: "\n").dropFirst()
         XCTAssertEqual(lines.count, 2, listed)
         XCTAssertTrue(lines.contains { $0.contains("laptop") && !$0.contains("never") && !$0.contains("(this)") }, "the agent's login is noted: \(listed)")
         XCTAssertTrue(lines.contains { $0.contains("desktop") && $0.hasSuffix("(this)") }, listed)
 
-        let revoked = try PlistSyncBinary.run(["revoke", "laptop"] + address + ["--token-file", desktop])
+        let revoked = PlistSyncCommand.run(["revoke", "laptop"] + address + ["--token-file", desktop])
         XCTAssertEqual(revoked.0, 0, revoked.2)
         eventually(10, agent.statusText()) {
             status(agent)["connected"] as? Bool == false && (status(agent)["last_error"] as? String ?? "").contains("stopped retrying")
@@ -58,13 +58,13 @@ final class DevicesTests: XCTestCase {
         // A new login on that machine: the agent picks the token up without a restart.
         _ = try login("laptop")
         eventually(10, agent.statusText()) { status(agent)["connected"] as? Bool == true && status(agent)["last_error"] == nil }
-        let after = try PlistSyncBinary.run(["devices"] + address + ["--token-file", desktop]).1
+        let after = PlistSyncCommand.run(["devices"] + address + ["--token-file", desktop]).1
         XCTAssertEqual(after.split(separator: "\n").count, 3, "desktop and the new laptop token: \(after)")
     }
 
     func testRevokingAnUnknownDeviceSaysSo() throws {
         let desktop = try login("desktop")
-        let (code, _, error) = try PlistSyncBinary.run(["revoke", "nosuch"] + address + ["--token-file", desktop])
+        let (code, _, error) = PlistSyncCommand.run(["revoke", "nosuch"] + address + ["--token-file", desktop])
         XCTAssertNotEqual(code, 0)
         XCTAssertTrue(error.contains("no device nosuch"), error)
     }

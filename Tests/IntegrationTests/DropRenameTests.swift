@@ -24,7 +24,7 @@ final class DropRenameTests: TwoAgentTestCase {
         try a.save("notes", "n1", ["text": .string("first")])
         eventually(10, b.log()) { text(b.path("notes", "n1")) == "first" }
 
-        let renamed = try PlistSyncBinary.run(["rename", "notes", "memos"] + client)
+        let renamed = PlistSyncCommand.run(["rename", "notes", "memos"] + client)
         XCTAssertEqual(renamed.0, 0, renamed.2)
         XCTAssertEqual(renamed.1, "renamed notes to memos\n")
         for agent in [a!, b!] {
@@ -36,9 +36,9 @@ final class DropRenameTests: TwoAgentTestCase {
         try a.save("memos", "n2", ["text": .string("new")])
         eventually(10, b.log()) { text(b.path("memos", "n2")) == "new" }
 
-        let refused = try PlistSyncBinary.run(["drop", "memos"] + client)
+        let refused = PlistSyncCommand.run(["drop", "memos"] + client)
         XCTAssertEqual(refused.0, 64, "drop wants --yes")
-        let dropped = try PlistSyncBinary.run(["drop", "memos", "--yes"] + client)
+        let dropped = PlistSyncCommand.run(["drop", "memos", "--yes"] + client)
         XCTAssertEqual(dropped.0, 0, dropped.2)
         for agent in [a!, b!] {
             eventually(10, agent.log()) { !FileManager.default.fileExists(atPath: agent.directory + "/memos") }
@@ -55,14 +55,14 @@ final class DropRenameTests: TwoAgentTestCase {
     }
 
     /// The folder's archive in `.plistsync/dropped/` (one whose name starts `name-`), if any.
-    private func archived(_ agent: TestAgent, _ name: String) -> String? {
+    private func archived(_ agent: MirrorView, _ name: String) -> String? {
         let archive = agent.directory + "/.plistsync/dropped"
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: archive)) ?? []
         return folders.first { $0.hasPrefix(name + "-") }.map { archive + "/" + $0 }
     }
 
     private func serverCollections() throws -> String {
-        try PlistSyncBinary.run(["ls", "--json"] + client).1
+        PlistSyncCommand.run(["ls", "--json"] + client).1
     }
 
     /// Issue 18 item 10: a drop made while an agent was stopped is not undone when it starts
@@ -73,7 +73,7 @@ final class DropRenameTests: TwoAgentTestCase {
         eventually(10, a.log()) { (try? serverCollections().contains("\"keep\"")) == true }
         eventually(10, a.log()) { a.statusText().contains("\"keep\"") && a.statusText().contains("\"pending\":0") }
         a.stop()
-        XCTAssertEqual(try PlistSyncBinary.run(["drop", "keep", "--yes"] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["drop", "keep", "--yes"] + client).0, 0)
         try a.start()
         eventually(10, a.log()) { archived(a, "keep") != nil && !FileManager.default.fileExists(atPath: a.directory + "/keep") }
         XCTAssertEqual(text((archived(a, "keep") ?? "") + "/k1.plist"), "typed", "what was typed stays on disk")
@@ -88,8 +88,8 @@ final class DropRenameTests: TwoAgentTestCase {
         try a.start()
         try a.save("keep", "k1", ["text": .string("typed")])
         eventually(10, a.log()) { a.statusText().contains("\"keep\"") && a.statusText().contains("\"pending\":0") }
-        XCTAssertEqual(try PlistSyncBinary.run(["rename", "keep", "kept"] + client).0, 0)
-        XCTAssertEqual(try PlistSyncBinary.run(["drop", "kept", "--yes"] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["rename", "keep", "kept"] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["drop", "kept", "--yes"] + client).0, 0)
         eventually(10, a.log()) { archived(a, "kept") != nil && !FileManager.default.fileExists(atPath: a.directory + "/kept") }
         eventually(5, a.statusText()) { a.statusText().contains("deleted on the server") }
         let listed = try serverCollections()

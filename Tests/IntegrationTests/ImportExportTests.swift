@@ -4,12 +4,12 @@ import XCTest
 /// Issue 10, item 4: `plistsync import` and `export` move a whole collection as one plist array,
 /// made and read back by Foundation's PropertyListSerialization.
 final class ImportExportTests: XCTestCase {
-    private var server: TestServer!
+    private var server: LiveServer!
     private var folder: String!
     private var passwordFile: String!
 
     override func setUpWithError() throws {
-        server = try TestServer.running()
+        server = try LiveServer.running()
         folder = NSTemporaryDirectory() + "plistsync-transfer-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         passwordFile = folder + "/password"
@@ -49,14 +49,14 @@ final class ImportExportTests: XCTestCase {
         for (format, flag) in [(PropertyListSerialization.PropertyListFormat.xml, "xml"), (.binary, "binary")] {
             let collection = "inv-\(flag)"
             let source = try write(inventory, format, to: "items-\(flag).plist")
-            let (code, out, error) = try PlistSyncBinary.run(["import", source, "--collection", collection, "--id-key", "itemKey"] + client)
+            let (code, out, error) = PlistSyncCommand.run(["import", source, "--collection", collection, "--id-key", "itemKey"] + client)
             XCTAssertEqual(code, 0, error)
             XCTAssertEqual(out, "imported 3 records into \(collection): 3 created, 0 updated\n")
-            let (_, listed, _) = try PlistSyncBinary.run(["ls", collection, "--json"] + client)
+            let (_, listed, _) = PlistSyncCommand.run(["ls", collection, "--json"] + client)
             let records = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]]
             XCTAssertEqual(records?.compactMap { $0["id"] as? String }, ["k-1", "k-2", "k-3"], listed)
             let exported = folder + "/out-\(flag).plist"
-            let (exportCode, _, exportError) = try PlistSyncBinary.run(["export", collection, "--format", flag, "-o", exported] + client)
+            let (exportCode, _, exportError) = PlistSyncCommand.run(["export", collection, "--format", flag, "-o", exported] + client)
             XCTAssertEqual(exportCode, 0, exportError)
             let (list, readFormat) = try foundationRead(exported)
             XCTAssertEqual(readFormat, format)
@@ -66,19 +66,19 @@ final class ImportExportTests: XCTestCase {
 
     func testReimportingUpdatesByIDAndWithoutAnIDKeyEveryElementIsNew() throws {
         let source = try write(inventory, .xml, to: "items.plist")
-        XCTAssertEqual(try PlistSyncBinary.run(["import", source, "--collection", "inv", "--id-key", "itemKey"] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["import", source, "--collection", "inv", "--id-key", "itemKey"] + client).0, 0)
         var changed = inventory
         changed[1]["valueInDollars"] = 4
         _ = try write(changed, .xml, to: "items.plist")
-        let (code, out, _) = try PlistSyncBinary.run(["import", source, "--collection", "inv", "--id-key", "itemKey"] + client)
+        let (code, out, _) = PlistSyncCommand.run(["import", source, "--collection", "inv", "--id-key", "itemKey"] + client)
         XCTAssertEqual(code, 0)
         XCTAssertEqual(out, "imported 3 records into inv: 0 created, 3 updated\n")
-        let (_, one, _) = try PlistSyncBinary.run(["get", "inv", "k-2", "--json"] + client)
+        let (_, one, _) = PlistSyncCommand.run(["get", "inv", "k-2", "--json"] + client)
         XCTAssertTrue(one.contains("\"valueInDollars\":4"), one)
-        let (_, fresh, _) = try PlistSyncBinary.run(["import", source, "--collection", "anon"] + client)
+        let (_, fresh, _) = PlistSyncCommand.run(["import", source, "--collection", "anon"] + client)
         XCTAssertEqual(fresh, "imported 3 records into anon: 3 created, 0 updated\n")
         let exported = folder + "/anon.plist"
-        XCTAssertEqual(try PlistSyncBinary.run(["export", "anon", "-o", exported] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["export", "anon", "-o", exported] + client).0, 0)
         XCTAssertEqual(try foundationRead(exported).0, changed as NSArray)
     }
 
@@ -88,11 +88,11 @@ final class ImportExportTests: XCTestCase {
         let duplicate = try write([["id": "x"], ["id": "x"]], .xml, to: "dup.plist")
         let badID = try write([["id": "../up"]], .xml, to: "bad.plist")
         for (path, reason) in [(dictionary, "the top level is not an array"), (duplicate, "appears twice"), (badID, "cannot be a record id")] {
-            let (code, _, error) = try PlistSyncBinary.run(["import", path, "--collection", "c", "--id-key", "id"] + client)
+            let (code, _, error) = PlistSyncCommand.run(["import", path, "--collection", "c", "--id-key", "id"] + client)
             XCTAssertEqual(code, 1, error)
             XCTAssertTrue(error.contains(reason), error)
         }
-        let (code, _, error) = try PlistSyncBinary.run(["export", "missing"] + client)
+        let (code, _, error) = PlistSyncCommand.run(["export", "missing"] + client)
         XCTAssertEqual(code, 1)
         XCTAssertTrue(error.contains("NOT_FOUND"), error)
     }

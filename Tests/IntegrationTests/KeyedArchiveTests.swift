@@ -39,12 +39,12 @@ final class ArchivedItem: NSObject, NSCoding {
 /// Issue 10: NSKeyedArchiver archives (an inventory of custom objects, a presidents list under
 /// its own root key) import as records and export as archives Foundation unarchives again.
 final class KeyedArchiveTests: XCTestCase {
-    private var server: TestServer!
+    private var server: LiveServer!
     private var folder: String!
     private var client: [String] = []
 
     override func setUpWithError() throws {
-        server = try TestServer.running()
+        server = try LiveServer.running()
         folder = NSTemporaryDirectory() + "plistsync-archive-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "pw\n".write(toFile: folder + "/password", atomically: true, encoding: .utf8)
@@ -64,13 +64,13 @@ final class KeyedArchiveTests: XCTestCase {
     func testAnInventoryArchiveOfCustomObjectsRoundTripsThroughTheServer() throws {
         let source = folder + "/items.archive"
         try NSKeyedArchiver.archivedData(withRootObject: items, requiringSecureCoding: false).write(to: URL(fileURLWithPath: source))
-        let (code, out, error) = try PlistSyncBinary.run(["import", source, "--collection", "inventory", "--id-key", "itemKey"] + client)
+        let (code, out, error) = PlistSyncCommand.run(["import", source, "--collection", "inventory", "--id-key", "itemKey"] + client)
         XCTAssertEqual(code, 0, error)
         XCTAssertEqual(out, "imported 2 records into inventory: 2 created, 0 updated\n")
-        let (_, bear, _) = try PlistSyncBinary.run(["get", "inventory", "k-1", "--json"] + client)
+        let (_, bear, _) = PlistSyncCommand.run(["get", "inventory", "k-1", "--json"] + client)
         XCTAssertTrue(bear.contains("\"valueInDollars\":42") && bear.contains("\"name\":\"Bear\"") && bear.contains("\"$date\""), bear)
         let exported = folder + "/out.archive"
-        let (exportCode, _, exportError) = try PlistSyncBinary.run(
+        let (exportCode, _, exportError) = PlistSyncCommand.run(
             ["export", "inventory", "--format", "archive", "--class", "BNRItem", "-o", exported] + client)
         XCTAssertEqual(exportCode, 0, exportError)
         let data = try Data(contentsOf: URL(fileURLWithPath: exported))
@@ -93,12 +93,12 @@ final class KeyedArchiveTests: XCTestCase {
         archiver.finishEncoding()
         let source = folder + "/Presidents.plist"
         try archiver.encodedData.write(to: URL(fileURLWithPath: source))
-        XCTAssertEqual(try PlistSyncBinary.run(["import", source, "--collection", "presidents", "--id-key", "President"] + client).0, 0)
-        let (_, listed, _) = try PlistSyncBinary.run(["ls", "presidents", "--json"] + client)
+        XCTAssertEqual(PlistSyncCommand.run(["import", source, "--collection", "presidents", "--id-key", "President"] + client).0, 0)
+        let (_, listed, _) = PlistSyncCommand.run(["ls", "presidents", "--json"] + client)
         let records = try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]]
         XCTAssertEqual(records?.compactMap { $0["id"] as? String }, ["1", "2"], listed)
         let exported = folder + "/out.plist"
-        XCTAssertEqual(try PlistSyncBinary.run(["export", "presidents", "--format", "archive", "--root-key", "Presidents", "-o", exported] + client).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["export", "presidents", "--format", "archive", "--root-key", "Presidents", "-o", exported] + client).0, 0)
         let unarchiver = try NSKeyedUnarchiver(forReadingFrom: Data(contentsOf: URL(fileURLWithPath: exported)))
         unarchiver.requiresSecureCoding = false
         unarchiver.decodingFailurePolicy = .setErrorAndReturn

@@ -7,15 +7,15 @@ import XCTest
 /// `--confirm-deletes-over` allows holds the deletes until `plistsync deletes` confirms or
 /// undoes them; the hold survives a restart.
 final class MassDeleteTests: XCTestCase {
-    private var server: TestServer!
+    private var server: LiveServer!
     private var alice: LineClient!
-    private var agent: TestAgent!
+    private var agent: LiveAgent!
 
     override func setUpWithError() throws {
-        server = try TestServer.running()
+        server = try LiveServer.running()
         alice = try server.login("alice", "pw")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
-        agent = try TestAgent(server: server, user: "alice", password: "pw", device: "one")
+        agent = LiveAgent(server: server, user: "alice", password: "pw", device: "one")
     }
 
     override func tearDown() {
@@ -54,12 +54,12 @@ final class MassDeleteTests: XCTestCase {
         deleteFiles(0..<150)
         holds(1.5, agent.log()) { (try? self.liveCount()) == 150 }
         eventually { self.agent.statusText().contains("150 files deleted at once are held") }
-        let (_, status, _) = try PlistSyncBinary.run(["status", "--dir", agent.directory])
+        let (_, status, _) = PlistSyncCommand.run(["status", "--dir", agent.directory])
         XCTAssertTrue(status.contains("plistsync deletes c --confirm"), status)
         agent.stop()
         try agent.start()
         holds(1.5, "a restart must not push the held deletes: \(agent.log())") { (try? self.liveCount()) == 150 }
-        let (code, out, error) = try PlistSyncBinary.run(["deletes", "c", "--confirm", "--dir", agent.directory])
+        let (code, out, error) = PlistSyncCommand.run(["deletes", "c", "--confirm", "--dir", agent.directory])
         XCTAssertEqual(code, 0, error)
         XCTAssertTrue(out.contains("delete the held records of c"), out)
         eventually(10, agent.log()) { (try? self.liveCount()) == 0 }
@@ -67,18 +67,18 @@ final class MassDeleteTests: XCTestCase {
     }
 
     func testUndoBringsTheFilesBackAndSmallDeletesAreNotHeld() throws {
-        try agent.start(extra: ["--confirm-deletes-over", "20"])
+        try agent.start { $0.confirmDeletesOver = 20 }
         try seed(30)
         deleteFiles(0..<30)
         eventually { self.agent.statusText().contains("30 files deleted at once are held") }
-        let (code, _, error) = try PlistSyncBinary.run(["deletes", "c", "--undo", "--dir", agent.directory])
+        let (code, _, error) = PlistSyncCommand.run(["deletes", "c", "--undo", "--dir", agent.directory])
         XCTAssertEqual(code, 0, error)
         eventually(10, agent.log()) { self.files().count == 30 }
         XCTAssertEqual(agent.fields("c", "r7"), ["n": .integer(7)])
         XCTAssertEqual(try liveCount(), 30)
         deleteFiles(0..<10)
         eventually(10, agent.log()) { (try? self.liveCount()) == 20 }
-        let (usage, _, usageError) = try PlistSyncBinary.run(["deletes", "c", "--dir", agent.directory])
+        let (usage, _, usageError) = PlistSyncCommand.run(["deletes", "c", "--dir", agent.directory])
         XCTAssertEqual(usage, 64)
         XCTAssertTrue(usageError.contains("--confirm or --undo"), usageError)
     }

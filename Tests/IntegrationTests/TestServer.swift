@@ -56,7 +56,7 @@ enum PlistSyncBinary {
 }
 
 /// A real `plistsync serve` process on 127.0.0.1 with a temporary data folder.
-final class TestServer {
+final class TestServer: ListeningServer {
     let dataPath: String
     private(set) var port = 0
     /// The HTTP API's port, with `--http-listen`.
@@ -153,6 +153,27 @@ final class TestServer {
         return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
     }
 
+    deinit {
+        stop(signal: SIGKILL)
+        // PLISTSYNC_KEEP_TEST_FILES=1 leaves the folders and logs for a look after a failure.
+        guard ProcessInfo.processInfo.environment["PLISTSYNC_KEEP_TEST_FILES"] == nil else { return }
+        try? FileManager.default.removeItem(atPath: dataPath)
+        try? FileManager.default.removeItem(atPath: logPath)
+        try? FileManager.default.removeItem(atPath: logPath + ".port")
+        try? FileManager.default.removeItem(atPath: logPath + ".port.http")
+    }
+}
+
+/// A server a test reaches over TCP on 127.0.0.1: a `plistsync serve` process (`TestServer`)
+/// or one running inside the test (`LiveServer`).
+protocol ListeningServer: AnyObject {
+    var port: Int { get }
+    var httpPort: Int { get }
+    var dataPath: String { get }
+    func log() -> String
+}
+
+extension ListeningServer {
     /// A connection from another loopback address (127.0.0.2, …), as a second machine would be.
     func connect(from source: String) throws -> LineClient {
         try LineClient(port: port, source: source)
@@ -168,16 +189,6 @@ final class TestServer {
         try client.expect("h HELLO 1", prefix: "h OK HELLO 1 ")
         try client.expect("a AUTH \(user) \(password)", equals: "a OK AUTH \(user)")
         return client
-    }
-
-    deinit {
-        stop(signal: SIGKILL)
-        // PLISTSYNC_KEEP_TEST_FILES=1 leaves the folders and logs for a look after a failure.
-        guard ProcessInfo.processInfo.environment["PLISTSYNC_KEEP_TEST_FILES"] == nil else { return }
-        try? FileManager.default.removeItem(atPath: dataPath)
-        try? FileManager.default.removeItem(atPath: logPath)
-        try? FileManager.default.removeItem(atPath: logPath + ".port")
-        try? FileManager.default.removeItem(atPath: logPath + ".port.http")
     }
 }
 

@@ -11,7 +11,7 @@ final class UnicodeTwinTests: TwoAgentTestCase {
     let decomposed = "Zoe\u{0308}"
 
     /// The record files of `collection` by their exact names (bytes), parsed.
-    private func twinFiles(_ agent: TestAgent, _ collection: String) -> [[UInt8]: Fields] {
+    private func twinFiles(_ agent: MirrorView, _ collection: String) -> [[UInt8]: Fields] {
         var result: [[UInt8]: Fields] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "\(agent.directory)/\(collection)")) ?? []
         where name.hasSuffix(".plist") && !name.hasPrefix(".") {
@@ -41,10 +41,10 @@ final class UnicodeTwinTests: TwoAgentTestCase {
         want = expected([(composed, ["form": .string("composed")]), (decomposed, ["form": .string("decomposed, edited on b")])])
         eventually(15, "a: \(twinFiles(a, "people"))\n\(a.log())") { twinFiles(a, "people") == want }
         // The version the change replaced on a is that twin's, listed under that twin only.
-        let (status, kept, err) = try PlistSyncBinary.run(["versions", "people/\(decomposed)", "--dir", a.directory])
+        let (status, kept, err) = PlistSyncCommand.run(["versions", "people/\(decomposed)", "--dir", a.directory])
         XCTAssertEqual(status, 0, err)
         XCTAssertEqual(kept.split(separator: "\n").count, 1, kept)
-        let (_, none, _) = try PlistSyncBinary.run(["versions", "people/\(composed)", "--dir", a.directory])
+        let (_, none, _) = PlistSyncCommand.run(["versions", "people/\(composed)", "--dir", a.directory])
         XCTAssertEqual(none.split(separator: "\n").filter { $0.contains(".plist") }.count, 0, none)
         // A delete of one twin deletes that twin only.
         XCTAssertEqual(unlink(a.path("people", composed)), 0)

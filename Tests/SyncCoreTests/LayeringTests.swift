@@ -57,7 +57,7 @@ final class LayeringTests: XCTestCase {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Sources")
         let verbs = ["HELLO", "AUTH", "PUT", "DEL", "MOVE", "SUB", "LIST", "CREATE", "STATS", "QUIT"]
-        for module in ["AgentKit", "LoadGenerator", "plistsync"] {
+        for module in ["AgentKit", "LoadGenerator", "PlistSyncCommands"] {
             let folder = sources.appendingPathComponent(module)
             for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
                 let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)

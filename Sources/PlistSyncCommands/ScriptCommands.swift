@@ -53,7 +53,7 @@ enum ScriptCommand: VerbSubcommand {
                     json.append(.dictionary(["id": .string(w[2]), "rev": .integer(Int64(w[3]) ?? 0), "fields": .dictionary(fields)]))
                 }
             })
-            if options.flag("json") { return print(ValueJSON.encode(.array(json))) }
+            if options.flag("json") { return Console.out(ValueJSON.encode(.array(json))) }
             Self.printTable(words.isEmpty ? ["COLLECTION", "ROLE", "SEQ"] : ["ID", "REV", "FIELDS"], rows)
         case "get":
             guard words.count == 2 else { throw UsageError("get needs <collection> <id>") }
@@ -61,18 +61,18 @@ enum ScriptCommand: VerbSubcommand {
                 guard case .ok(_, let reply, let payload) = event else { return }
                 let rev = if case .record(_, _, let rev, _) = reply { rev } else { Int64(0) }
                 if options.flag("json") {
-                    return print(payload.map { ValueJSON.encode(fields: $0) } ?? ValueJSON.encode(.dictionary(["deleted": .bool(true), "rev": .integer(rev)])))
+                    return Console.out(payload.map { ValueJSON.encode(fields: $0) } ?? ValueJSON.encode(.dictionary(["deleted": .bool(true), "rev": .integer(rev)])))
                 }
-                guard let payload else { return print("\(words[0])/\(words[1]) was deleted (rev \(rev))") }
-                print("\(words[0])/\(words[1])  rev \(rev)")
+                guard let payload else { return Console.out("\(words[0])/\(words[1]) was deleted (rev \(rev))") }
+                Console.out("\(words[0])/\(words[1])  rev \(rev)")
                 let width = payload.keys.map(\.count).max() ?? 0
                 for key in payload.keys.sorted() {
-                    print("  " + key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.readable(payload[key]!))
+                    Console.out("  " + key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + Self.readable(payload[key]!))
                 }
             })
         case "put":
             guard words.count == 2 || words.count == 3 else { throw UsageError("put needs <collection> <id> [<json>]") }
-            let text = words.count == 3 ? words[2] : String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            let text = words.count == 3 ? words[2] : String(decoding: Console.readAll(), as: UTF8.self)
             let fields: Fields
             do {
                 fields = try ValueJSON.decodeFields(Array(text.utf8))
@@ -121,7 +121,7 @@ enum ScriptCommand: VerbSubcommand {
             case nil: "\(words[1]) no longer has access to \(words[0])"
             }
             let json = ValueJSON.encode(.dictionary(["collection": .string(words[0]), "user": .string(words[1]), "role": .string(role?.name ?? "none")]))
-            try expectOK(client, [.grant(collection: words[0], user: words[1], role: role)], onOK: { _ in print(options.flag("json") ? json : said) })
+            try expectOK(client, [.grant(collection: words[0], user: words[1], role: role)], onOK: { _ in Console.out(options.flag("json") ? json : said) })
         case "watch":
             guard words.count == 1 else { throw UsageError("watch needs <collection>") }
             var since = try options.value("since").map { text -> String in
@@ -135,9 +135,9 @@ enum ScriptCommand: VerbSubcommand {
             }
             // Unbuffered, so `watch | grep` sees each change as it happens.
             try client.run([.subscribe(collection: words[0], since: since.flatMap { Int64($0) } ?? 0)], stayOpen: true,
-                           onUntagged: { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) }, onReply: { line, event in
+                           onUntagged: { Console.write(Array(($0 + "\n").utf8)) }, onReply: { line, event in
                 if case .error = event {
-                    FileHandle.standardError.write(Data("plistsync watch: \(line)\n".utf8))
+                    Console.error("plistsync watch: \(line)\n")
                     return false
                 }
                 return true
@@ -173,7 +173,7 @@ enum ScriptCommand: VerbSubcommand {
                 failure = String(line.dropFirst(2))
                 return false
             }
-            if let json = report, case .ok(_, let reply, _) = event { print(describe(reply, json: json)) }
+            if let json = report, case .ok(_, let reply, _) = event { Console.out(describe(reply, json: json)) }
             onOK(event)
             return true
         })
@@ -221,7 +221,7 @@ enum ScriptCommand: VerbSubcommand {
         let all = [header] + rows
         let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
         for row in all {
-            print(row.indices.map { $0 == row.count - 1 ? row[$0] : row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+            Console.out(row.indices.map { $0 == row.count - 1 ? row[$0] : row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
         }
     }
 }

@@ -8,7 +8,7 @@ enum PlistSyncVersion {
 }
 
 /// The `plistsync` command: dispatches to subcommands and turns their errors into exit codes.
-enum CLI {
+public enum CLI {
     static let overview = """
         OVERVIEW: PlistSync keeps collections of plist records in sync between people and machines.
 
@@ -37,11 +37,21 @@ enum CLI {
           See 'plistsync <subcommand> --help' for a subcommand's options; --version the release.
         """
 
-    static func run(_ arguments: [String]) -> Int32 {
+    /// Runs a command line on `console` (a test's, in memory) and gives its exit status. Not
+    /// for `serve`, `agent`, `watch` or `bench`, which run until stopped or start processes.
+    public static func run(_ arguments: [String], console: Console) -> Int32 {
+        let saved = Console.current
+        Console.current = console
+        defer { Console.current = saved }
+        return run(arguments)
+    }
+
+    /// Runs a command line on the process's stdin, stdout and stderr; gives its exit status.
+    public static func run(_ arguments: [String]) -> Int32 {
         // A peer that hangs up must cost one connection, never the process (server, agent, CLI).
         ProcessSignals.ignoreBrokenPipe()
         guard let name = arguments.first else {
-            print(overview)
+            Console.out(overview)
             return 64
         }
         let rest = Array(arguments.dropFirst())
@@ -61,7 +71,7 @@ enum CLI {
         case "devices", "revoke":
             return runVerb(name, rest, of: DevicesCommand.self)
         case "--version", "version":
-            print("plistsync \(PlistSyncVersion.current)")
+            Console.out("plistsync \(PlistSyncVersion.current)")
             return 0
         case "attach", "import", "export":
             return runVerb(name, rest, of: TransferCommand.self)
@@ -70,14 +80,14 @@ enum CLI {
         case "ls", "get", "put", "rm", "mv", "watch", "create", "grant", "drop", "rename":
             return runVerb(name, rest, of: ScriptCommand.self)
         case "--help", "-h", "help":
-            print(overview)
+            Console.out(overview)
             return 0
         default:
-            FileHandle.standardError.write(Data("plistsync: unknown subcommand '\(name)'\n\(overview)\n".utf8))
+            Console.error("plistsync: unknown subcommand '\(name)'\n\(overview)\n")
             return 64
         }
         if rest.contains("--help") || rest.contains("-h") {
-            print(subcommand.help)
+            Console.out(subcommand.help)
             return 0
         }
         return outcome(name, help: subcommand.help) { try subcommand.run(rest) }
@@ -86,7 +96,7 @@ enum CLI {
     /// Runs one verb of a family that shares a help text (`plistsync import …`, `resolve …`).
     private static func runVerb(_ name: String, _ rest: [String], of family: VerbSubcommand.Type) -> Int32 {
         if rest.contains("--help") || rest.contains("-h") {
-            print(family.help)
+            Console.out(family.help)
             return 0
         }
         return outcome(name, help: family.help) { try family.run(name, rest) }
@@ -98,13 +108,13 @@ enum CLI {
             try body()
             return 0
         } catch let error as UsageError {
-            FileHandle.standardError.write(Data("plistsync \(name): \(error.message)\n\(usageSection(of: help))\nSee 'plistsync \(name) --help'.\n".utf8))
+            Console.error("plistsync \(name): \(error.message)\n\(usageSection(of: help))\nSee 'plistsync \(name) --help'.\n")
             return 64
         } catch let error as RuntimeError {
-            FileHandle.standardError.write(Data("plistsync \(name): \(error.message)\n".utf8))
+            Console.error("plistsync \(name): \(error.message)\n")
             return 1
         } catch {
-            FileHandle.standardError.write(Data("plistsync \(name): \(error)\n".utf8))
+            Console.error("plistsync \(name): \(error)\n")
             return 1
         }
     }

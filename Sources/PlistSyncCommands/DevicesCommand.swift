@@ -38,7 +38,7 @@ enum DevicesCommand: VerbSubcommand {
         case "devices":
             guard options.positionals.isEmpty else { throw UsageError("devices takes no argument") }
             let devices = try list(client)
-            guard !devices.isEmpty else { return print("no devices: log in with `plistsync login` to make one") }
+            guard !devices.isEmpty else { return Console.out("no devices: log in with `plistsync login` to make one") }
             ScriptCommand.printTable(["ID", "LABEL", "CREATED", "LAST USED"], devices.map { device in
                 [device.id, device.label, device.created, (device.lastUsed == "-" ? "never" : device.lastUsed) + (device.isThis ? "  (this)" : "")]
             })
@@ -56,7 +56,7 @@ enum DevicesCommand: VerbSubcommand {
                 return true
             })
             if let refusal { throw RuntimeError("the server did not revoke it: \(refusal)") }
-            print("revoked \(device.id) (\(device.label))\(device.isThis ? "; that was this command's own token" : "")")
+            Console.out("revoked \(device.id) (\(device.label))\(device.isThis ? "; that was this command's own token" : "")")
         default:
             throw UsageError("unknown command \(verb)")
         }

@@ -67,10 +67,10 @@ extension BenchCommand {
             .run(against: target)
         figures += [("scale \(size) move p99", gap.latency.p99Milliseconds, "ms"), ("scale \(size) move max", gap.latency.maxMilliseconds, "ms"),
                     ("scale \(size) changes per move", gap.changesPerMove, "changes")]
-        print(String(format: "scale %d records: loaded %.0f/s; random updates %.0f acks/s (p99 %.2f ms, %.1f KiB written to storage each); %@; RSS after %.0f MiB",
+        Console.out(String(format: "scale %d records: loaded %.0f/s; random updates %.0f acks/s (p99 %.2f ms, %.1f KiB written to storage each); %@; RSS after %.0f MiB",
                      size, Double(size) / loadSeconds, updated.perSecond, updated.latency.p99Milliseconds, writtenPerUpdate / 1024,
                      reads.joined(separator: "; "), Double(after) / 1024))
-        print(String(format: "scale %d records: %d MOVEs into one gap: %@, %.2f CHANGEs per move at the subscriber, subscriber %@",
+        Console.out(String(format: "scale %d records: %d MOVEs into one gap: %@, %.2f CHANGEs per move at the subscriber, subscriber %@",
                      size, moves, gap.latency.text, gap.changesPerMove, gap.subscriberCutOff.map { "cut off (BYE \($0))" } ?? "still connected"))
         try record(figures, of: "plistsync", options)
     }
@@ -105,7 +105,7 @@ extension BenchCommand {
         }
         guard let pings = probe.stop() else { throw RuntimeError("the PING client could not log in") }
         applied.sort()
-        print(String(format: "scale accounts: %d users, %d collections, %d member rows: 200 user adds applied in p50 %.1f ms, max %.1f ms each; PING meanwhile %@",
+        Console.out(String(format: "scale accounts: %d users, %d collections, %d member rows: 200 user adds applied in p50 %.1f ms, max %.1f ms each; PING meanwhile %@",
                      users, collections, collections * 12, applied[100], applied[199], pings.text))
         try record([("scale accounts u\(users) c\(collections) add applied p50", applied[100], "ms"),
                     ("scale accounts u\(users) c\(collections) PING p99", pings.p99Milliseconds, "ms"),
@@ -156,7 +156,7 @@ extension BenchCommand {
         let edits = AgentEditScenario(folder: agent.folder, collection: collection, records: size, trials: 40)
         let latency = try edits.savesToChanges(against: target)
         let remote = try edits.putsToFiles(against: target)
-        print(String(format: "scale agent %d records: first sync %.1f s; a save -> CHANGE at a subscriber %@; a PUT -> the agent's file %@",
+        Console.out(String(format: "scale agent %d records: first sync %.1f s; a save -> CHANGE at a subscriber %@; a PUT -> the agent's file %@",
                      size, firstSync, latency.text, remote.text))
         try record([("scale agent \(size) first sync", firstSync, "s"), ("scale agent \(size) save->CHANGE p50", latency.p50Milliseconds, "ms"),
                     ("scale agent \(size) save->CHANGE max", latency.maxMilliseconds, "ms"),

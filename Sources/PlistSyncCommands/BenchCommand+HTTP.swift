@@ -19,11 +19,11 @@ extension BenchCommand {
                 }
                 rates[transport] = result.perSecond
                 let shape = "\(operation.rawValue) c\(clients) \(transport.rawValue)"
-                print(String(format: "%@: %.0f requests/s, latency %@ (%d errors)", shape, result.perSecond, result.latency.text, result.errors))
+                Console.out(String(format: "%@: %.0f requests/s, latency %@ (%d errors)", shape, result.perSecond, result.latency.text, result.errors))
                 try record([(shape, result.perSecond, "req/s"), (shape + " p99", result.latency.p99Milliseconds, "ms")], of: "plistsync", options)
             }
             let ratio = (rates[.http] ?? 0) / max(1, rates[.line] ?? 0)
-            print(String(format: "%@ c%d: HTTP / line protocol = %.2f", operation.rawValue, clients, ratio))
+            Console.out(String(format: "%@ c%d: HTTP / line protocol = %.2f", operation.rawValue, clients, ratio))
             try record([("\(operation.rawValue) c\(clients) http/line", ratio, "ratio")], of: "plistsync", options)
         }
     }
@@ -42,7 +42,7 @@ extension BenchCommand {
         var after = 0
         let idle = try IdleEventStreamsScenario(count: count, httpAddress: httpAddress).run(against: target) { after = throwaway.residentKiB() }
         let perStream = Double(after - before) / Double(max(1, idle.streams))
-        print(String(format: "idle event streams: %d open; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per stream; one change reached %d of them",
+        Console.out(String(format: "idle event streams: %d open; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per stream; one change reached %d of them",
                      idle.streams, Double(before) / 1024, Double(after) / 1024, perStream, idle.delivered))
         try record([("idle event stream RSS", perStream, "KiB")], of: "plistsync", options)
         for streams in [false, true] {
@@ -52,7 +52,7 @@ extension BenchCommand {
                 throw RuntimeError("the \(streams ? "event-stream" : "line") fan-out could not connect, or a subscriber was cut off")
             }
             let shape = "fanout s\(subscribers) \(rate == 0 ? "blast" : "\(rate)/s") \(streams ? "sse" : "line")"
-            print(String(format: "%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
+            Console.out(String(format: "%@: %.0f delivered changes/s, write->delivery %@ (%d of %d delivered in %.2f s)",
                          shape, result.deliveredPerSecond, result.latency.text, result.delivered, result.expected, result.seconds))
             try record([(shape, result.deliveredPerSecond, "delivered/s"), (shape + " p50", result.latency.p50Milliseconds, "ms"),
                         (shape + " p99", result.latency.p99Milliseconds, "ms")], of: "plistsync", options)

@@ -74,7 +74,7 @@ enum TransferCommand: VerbSubcommand {
             } catch {
                 throw RuntimeError(error.description)
             }
-            print("\(file.lastPathComponent) will be mirrored as \(collection) by the agent of \(root) (restart it if it runs)")
+            Console.out("\(file.lastPathComponent) will be mirrored as \(collection) by the agent of \(root) (restart it if it runs)")
         case "import":
             guard words.count == 1 else { throw UsageError("import needs one FILE") }
             guard let collection = options.value("collection"), Names.isValidCollection(collection) else {
@@ -147,13 +147,13 @@ enum TransferCommand: VerbSubcommand {
         })
         if let failure { throw RuntimeError("\(failure) (\(done) of \(entries.count) records imported before it)") }
         let updated = entries.filter { revisions[$0.id] != nil }.count
-        print("imported \(entries.count) records into \(collection): \(entries.count - updated) created, \(updated) updated")
+        Console.out("imported \(entries.count) records into \(collection): \(entries.count - updated) created, \(updated) updated")
     }
 
     private static func export(_ collection: String, kind: CollectionFile.Kind, idKey: String?, output: String?, client: ScriptClient) throws {
         let bytes = CollectionFile.encode(try records(collection, client: client, missingIsEmpty: false).map(\.entry), idKey: idKey, as: kind)
         guard let output else {
-            FileHandle.standardOutput.write(Data(bytes))
+            Console.write(bytes)
             return
         }
         // A new file made durable, then renamed over the old one: a crash leaves one or the other.

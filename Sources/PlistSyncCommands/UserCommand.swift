@@ -55,7 +55,7 @@ enum UserCommand: Subcommand {
 
         if action == "list" {
             guard options.positionals.count == 1 else { throw UsageError("list takes no name") }
-            for user in try accounts.users() { print(user.isAdmin ? "\(user.name) (admin)" : user.name) }
+            for user in try accounts.users() { Console.out(user.isAdmin ? "\(user.name) (admin)" : user.name) }
             return
         }
         guard options.positionals.count == 2 else { throw UsageError("\(action) needs exactly one user name") }
@@ -69,18 +69,18 @@ enum UserCommand: Subcommand {
                 throw RuntimeError("user \(name) exists")
             }
             accounts.tellRunningServers()
-            print("added user \(name)")
+            Console.out("added user \(name)")
         case "passwd":
             let password = try readPassword(fromStdin: options.flag("password-stdin"))
             guard try accounts.setPassword(name, passwordHash: PasswordHasher.hash(password, iterations: iterations)) else {
                 throw RuntimeError("no user \(name)")
             }
             accounts.tellRunningServers()
-            print("changed the password of \(name); their tokens are revoked and their connections closed")
+            Console.out("changed the password of \(name); their tokens are revoked and their connections closed")
         case "remove":
             guard try accounts.removeUser(name) else { throw RuntimeError("no user \(name)") }
             accounts.tellRunningServers()
-            print("removed user \(name); their connections are closed")
+            Console.out("removed user \(name); their connections are closed")
         default:
             throw UsageError("unknown action '\(action)'")
         }
@@ -89,7 +89,7 @@ enum UserCommand: Subcommand {
     private static func readPassword(fromStdin: Bool) throws -> String {
         let password: String?
         if fromStdin {
-            password = readLine(strippingNewline: true)
+            password = Console.readLine()
         } else {
             guard isatty(STDIN_FILENO) != 0 else { throw UsageError("no terminal to ask for the password: use --password-stdin") }
             let first = Terminal.readSecret(prompt: "Password: ")
@@ -105,7 +105,7 @@ enum UserCommand: Subcommand {
 /// Reads a secret from the terminal with echo off.
 enum Terminal {
     static func readSecret(prompt: String) -> String? {
-        FileHandle.standardError.write(Data(prompt.utf8))
+        Console.error(prompt)
         var saved = termios()
         tcgetattr(STDIN_FILENO, &saved)
         var silent = saved
@@ -113,9 +113,9 @@ enum Terminal {
         tcsetattr(STDIN_FILENO, TCSANOW, &silent)
         defer {
             tcsetattr(STDIN_FILENO, TCSANOW, &saved)
-            FileHandle.standardError.write(Data("\n".utf8))
+            Console.error("\n")
         }
-        return readLine(strippingNewline: true)
+        return Console.readLine()
     }
 }
 
@@ -146,7 +146,7 @@ struct FolderAccounts: AccountBook {
         let channel = ControlChannel(folder: folder)
         channel.announceAccountsChanged(epoch: epoch)
         if !channel.waitUntilApplied(epoch: epoch, seconds: 5) {
-            FileHandle.standardError.write(Data("plistsync user: the running server has not confirmed the change yet; it applies it within seconds\n".utf8))
+            Console.error("plistsync user: the running server has not confirmed the change yet; it applies it within seconds\n")
         }
     }
 }

@@ -46,7 +46,7 @@ enum BackupCommand: VerbSubcommand {
             } catch {
                 throw RuntimeError("cannot back up \(folder.path): \(error)")
             }
-            print("backed up \(folder.path) to \(file)")
+            Console.out("backed up \(folder.path) to \(file)")
         case "restore":
             let folder = DataFolder(path: location.path)
             do {
@@ -54,7 +54,7 @@ enum BackupCommand: VerbSubcommand {
             } catch {
                 throw RuntimeError("cannot restore \(file): \(error)")
             }
-            print("restored \(file) into \(folder.path); agents will reconcile with it when they reconnect")
+            Console.out("restored \(file) into \(folder.path); agents will reconcile with it when they reconnect")
         default:
             throw UsageError("unknown command \(verb)")
         }

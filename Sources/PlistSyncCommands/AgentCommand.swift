@@ -97,7 +97,7 @@ enum LoginCommand: Subcommand {
         try ClientOptions.refusePlaintextPassword(options, server: address, tls: tls)
         let password: String?
         if options.flag("password-stdin") {
-            password = readLine(strippingNewline: true)
+            password = Console.readLine()
         } else {
             guard isatty(STDIN_FILENO) != 0 else { throw UsageError("no terminal to ask for the password: use --password-stdin") }
             password = Terminal.readSecret(prompt: "Password for \(user): ")
@@ -114,7 +114,7 @@ enum LoginCommand: Subcommand {
         guard let token else { throw RuntimeError("the server did not give a token: \(refusal ?? "no reply")") }
         try writePrivate(token, to: path)
         if let pin { try writePrivate(pin, to: pinPath) }
-        print("logged in as \(user); token stored in \(path)")
+        Console.out("logged in as \(user); token stored in \(path)")
     }
 
     /// The fingerprint of the server's certificate, shown (and on a terminal, confirmed) before
@@ -127,10 +127,10 @@ enum LoginCommand: Subcommand {
                 If the server's certificate was replaced on purpose, delete \(pinPath) and log in again.
                 """)
         }
-        FileHandle.standardError.write(Data("the server's TLS certificate has SHA-256 fingerprint \(seen)\n".utf8))
+        Console.error("the server's TLS certificate has SHA-256 fingerprint \(seen)\n")
         if ask {
-            FileHandle.standardError.write(Data("does it match the one the server printed when it started? [y/N] ".utf8))
-            guard readLine()?.lowercased().hasPrefix("y") == true else { throw RuntimeError("not trusted; nothing was sent") }
+            Console.error("does it match the one the server printed when it started? [y/N] ")
+            guard Console.readLine()?.lowercased().hasPrefix("y") == true else { throw RuntimeError("not trusted; nothing was sent") }
         }
         return seen
     }
@@ -171,7 +171,7 @@ enum LogoutCommand: Subcommand {
         if let refusal { throw RuntimeError("the server did not revoke the token: \(refusal)") }
         let path = options.value("token-file") ?? ClientOptions.defaultTokenPath(server: client.server, user: client.user)
         unlink(path)
-        print("logged out; the token is revoked")
+        Console.out("logged out; the token is revoked")
     }
 }
 

@@ -46,7 +46,7 @@ enum HistoryCommand: VerbSubcommand {
             switch verb {
             case "conflicts":
                 for copy in history.conflicts(in: words.isEmpty ? nil : words) {
-                    print("\(copy.collection)/\(copy.recordID)  \(copy.stamp)  \(copy.device)  \(copy.path)")
+                    Console.out("\(copy.collection)/\(copy.recordID)  \(copy.stamp)  \(copy.device)  \(copy.path)")
                 }
             case "resolve":
                 guard words.count == 1 else { throw UsageError("resolve needs <collection>/<id>") }
@@ -58,22 +58,22 @@ enum HistoryCommand: VerbSubcommand {
                 case nil: throw UsageError("--keep mine|theirs|FILE is required")
                 }
                 let removed = try history.resolve(collection, id, keep: choice)
-                print("resolved \(collection)/\(id): \(removed.count) conflict cop\(removed.count == 1 ? "y" : "ies") removed")
+                Console.out("resolved \(collection)/\(id): \(removed.count) conflict cop\(removed.count == 1 ? "y" : "ies") removed")
             case "versions":
                 guard words.count == 1 else { throw UsageError("versions needs <collection>/<id>") }
                 let (collection, id) = try record(words[0])
-                for version in history.versions(collection, id) { print("\(version.stamp)  \(version.path)") }
+                for version in history.versions(collection, id) { Console.out("\(version.stamp)  \(version.path)") }
             case "restore":
                 guard words.count == 1 || words.count == 2 else { throw UsageError("restore needs <collection>/<id> [STAMP]") }
                 let (collection, id) = try record(words[0])
                 let version = try history.restore(collection, id, stamp: words.count == 2 ? words[1] : nil)
-                print("restored \(collection)/\(id) from \(version.stamp)")
+                Console.out("restored \(collection)/\(id) from \(version.stamp)")
             case "deletes":
                 guard words.count == 1, Names.isValidCollection(words[0]) else { throw UsageError("deletes needs <collection>") }
                 guard options.flag("confirm") != options.flag("undo") else { throw UsageError("give --confirm or --undo") }
                 let request: MassDeleteRequest = options.flag("confirm") ? .confirm : .undo
                 try MassDeleteRequest.write(request, directory: dir, collection: words[0])
-                print("asked the agent of \(dir) to \(request == .confirm ? "delete the held records of \(words[0]) on the server" : "bring back the held deleted files of \(words[0])")")
+                Console.out("asked the agent of \(dir) to \(request == .confirm ? "delete the held records of \(words[0]) on the server" : "bring back the held deleted files of \(words[0])")")
             default:
                 throw UsageError("unknown command \(verb)")
             }
@@ -104,7 +104,7 @@ enum HistoryCommand: VerbSubcommand {
         var failure: String?
         try client.run(names.map { .list(collection: Names.conflictsCollection(of: $0)) }, onUntagged: { line in
             guard let parsed = try? ServerLine.parse(Array(line.utf8)), case .record(let collection, let id, _) = ServerEvent(parsed) else { return }
-            print("\(Names.collection(ofConflicts: collection) ?? collection)/\(id)")
+            Console.out("\(Names.collection(ofConflicts: collection) ?? collection)/\(id)")
         }, onReply: { line, event in
             if case .error = event { failure = line }
             return true

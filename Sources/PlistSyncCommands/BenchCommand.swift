@@ -126,7 +126,7 @@ enum BenchCommand: Subcommand {
                 // --tls, their decryption) competes with it, so this is the figure to compare.
                 let seconds = Double(ProcessStats.cpuTicks(throwaway.pid) - ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
                 let micros = seconds * 1e6 / Double(operations)
-                print(String(format: "server CPU %.2f s: %.2f µs per %@", seconds, micros, scenario == "put" ? "acknowledged change" : "delivered change"))
+                Console.out(String(format: "server CPU %.2f s: %.2f µs per %@", seconds, micros, scenario == "put" ? "acknowledged change" : "delivered change"))
                 try record([("\(shape) server CPU per op", micros, "µs")], of: "plistsync", options)
             }
         case "connections":
@@ -137,7 +137,7 @@ enum BenchCommand: Subcommand {
             var after = 0
             let result = try ConnectionsScenario(count: count).run(against: target) { after = throwaway.residentKiB() }
             let perConnection = Double(after - before) / Double(max(1, result.connections))
-            print(String(format: "connections: %d idle subscribed connections in %.1f s; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per connection; one change reached %d of them",
+            Console.out(String(format: "connections: %d idle subscribed connections in %.1f s; server RSS %.1f MiB -> %.1f MiB, %.1f KiB per connection; one change reached %d of them",
                          result.connections, result.setupSeconds, Double(before) / 1024, Double(after) / 1024, perConnection, result.delivered))
             try record([("idle connection RSS", perConnection, "KiB")], of: "plistsync", options)
         case "http", "sse":
@@ -227,7 +227,7 @@ extension BenchCommand {
             }
             operations = result.delivered
         }
-        print(line)
+        Console.out(line)
         try record(figures, of: system.name, options)
         return (operations, shape)
     }
@@ -261,7 +261,7 @@ extension BenchCommand {
         }
         let result = try FilePropagateScenario(folderA: agentA.folder, folderB: agentB.folder, fileName: name, kind: kind,
                                                elements: elements, trials: trials).run()
-        print(String(format: "plistsync propagate %@ file of %d elements, one element changed in A -> in B's file, %d trials: %@ (first sync of the file %.0f ms)",
+        Console.out(String(format: "plistsync propagate %@ file of %d elements, one element changed in A -> in B's file, %d trials: %@ (first sync of the file %.0f ms)",
                      kindName, elements, result.trials, result.latency.text, result.initialMilliseconds))
         try record([("file \(kindName) \(elements) p50", result.latency.p50Milliseconds, "ms"), ("file \(kindName) \(elements) p99", result.latency.p99Milliseconds, "ms")],
                    of: "plistsync", options)
@@ -291,8 +291,8 @@ extension BenchCommand {
     }
 
     static func report(_ result: PropagateScenario.Result, of system: String, _ options: Arguments) throws {
-        print(String(format: "%@ propagate save in A -> identical in B, %d trials: %@, p90 %.3f ms", system, result.trials, result.latency.text, result.p90Milliseconds))
-        print(String(format: "%@ propagate burst of %d files: all identical in B %.1f ms after the first write", system, result.burstFiles, result.burstMilliseconds))
+        Console.out(String(format: "%@ propagate save in A -> identical in B, %d trials: %@, p90 %.3f ms", system, result.trials, result.latency.text, result.p90Milliseconds))
+        Console.out(String(format: "%@ propagate burst of %d files: all identical in B %.1f ms after the first write", system, result.burstFiles, result.burstMilliseconds))
         try record([("propagate p50", result.latency.p50Milliseconds, "ms"), ("propagate p90", result.p90Milliseconds, "ms"),
                     ("propagate burst \(result.burstFiles)", result.burstMilliseconds, "ms")], of: system, options)
     }
@@ -306,9 +306,9 @@ extension BenchCommand {
             subscribers: try options.integer("subscribers", default: 100, range: 1...100_000),
             messages: try options.integer("messages", default: 2000, range: 1...10_000_000), since: since)
         let report = helper.run(against: target) {
-            FileHandle.standardOutput.write(Data("ready\n".utf8))
+            Console.write(Array("ready\n".utf8))
         }
-        FileHandle.standardOutput.write(Data(((report?.line ?? "failed") + "\n").utf8))
+        Console.write(Array(((report?.line ?? "failed") + "\n").utf8))
     }
 
     /// Two real agents on one throwaway server: per-save latency, a burst, an initial sync.
@@ -330,7 +330,7 @@ extension BenchCommand {
         sleep(5)
         let idleTicks = ProcessStats.cpuTicks(agentB.pid) - ticksBefore
         let resident = Double(ProcessStats.residentKiB(agentB.pid)) / 1024
-        print(String(format: "plistsync agent idle with %d records: %d CPU ticks in 5 s, RSS %.1f MiB", trials / 2 + burst, idleTicks, resident))
+        Console.out(String(format: "plistsync agent idle with %d records: %d CPU ticks in 5 s, RSS %.1f MiB", trials / 2 + burst, idleTicks, resident))
         try record([("agent idle RSS", resident, "MiB"), ("agent idle CPU ticks in 5 s", Double(idleTicks), "ticks")], of: "plistsync", options)
         guard initial > 0 else { return }
         try Populate.run(against: target, collection: "bench_initial", count: initial)
@@ -343,7 +343,7 @@ extension BenchCommand {
             usleep(20_000)
         }
         let seconds = Date().timeIntervalSince(started)
-        print(String(format: "plistsync propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, seconds))
+        Console.out(String(format: "plistsync propagate initial sync of %d records into an empty folder: %.2f s (agent start included)", initial, seconds))
         try record([("initial sync \(initial)", seconds * 1000, "ms")], of: "plistsync", options)
     }
 }

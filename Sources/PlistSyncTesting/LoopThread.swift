@@ -1,0 +1,55 @@
+import Dispatch
+import Foundation
+
+/// A thread of its own for one event loop, so a test can run a real server or agent inside its
+/// process (real sockets, files and inotify, no `exec`) and go on talking to it from the test's
+/// thread. `body` makes nothing it shares: what it needs is built before and handed over.
+public final class LoopThread: @unchecked Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts `body` (typically `loop.run()`) on a new thread.
+    public init(name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread { [finished] in
+            body()
+            finished.signal()
+        }
+        thread.name = name
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    /// Waits up to `seconds` for `body` to return; false when it did not.
+    public func waitUntilFinished(seconds: Double) -> Bool {
+        finished.wait(timeout: .now() + seconds) == .success
+    }
+}
+
+/// Hands a loop-thread object to the thread that will run its loop (it is used there only,
+/// after the hand-over).
+public struct HandedOver<Value>: @unchecked Sendable {
+    public let value: Value
+
+    public init(_ value: Value) {
+        self.value = value
+    }
+}
+
+/// Lines kept by a server or agent running on a loop thread, read by the test's thread.
+public final class LogLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+
+    public init() {}
+
+    public func append(_ line: String) {
+        lock.lock()
+        text += line.hasSuffix("\n") ? line : line + "\n"
+        lock.unlock()
+    }
+
+    public var all: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return text
+    }
+}

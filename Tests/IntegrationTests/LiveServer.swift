@@ -1,0 +1,119 @@
+import EventLoop
+import Foundation
+import PlistSyncTesting
+import SQLiteStore
+import SyncCore
+import XCTest
+@testable import ServerKit
+
+/// A server running inside the test process on a loop thread of its own: a real listener on
+/// 127.0.0.1 and a real SQLite data folder, as `plistsync serve` has, without starting a
+/// process. What needs the process itself (kill -9, signals, its memory, its exit status, the
+/// options as the command line reads them) stays with `TestServer`.
+final class LiveServer: ListeningServer {
+    let dataPath: String
+    private(set) var port = 0
+    private(set) var httpPort = 0
+    private let configure: (inout ServerConfiguration) -> Void
+    private let versionMinimumAge: Int64
+    private var running: Running?
+
+    private struct Running {
+        let doorbell: LoopDoorbell
+        let thread: LoopThread
+    }
+
+    /// The server and its loop, handed to the loop thread, which lets go of the server when
+    /// the loop ends.
+    private final class HostedServer: @unchecked Sendable {
+        var server: Server?
+        let loop: EventLoop
+
+        init(server: Server, loop: EventLoop) {
+            self.server = server
+            self.loop = loop
+        }
+    }
+
+    /// Every in-process server's log lines (the log is one per process).
+    private static let logLines: LogLines = {
+        let lines = LogLines()
+        ServerLog.output = { lines.append($0) }
+        return lines
+    }()
+
+    /// `configure` sets what `serve`'s options would (the listener is 127.0.0.1, port 0 at first).
+    init(dataPath: String? = nil, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge,
+         configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
+        self.dataPath = dataPath ?? (NSTemporaryDirectory() + "plistsync-live-" + UUID().uuidString)
+        self.configure = configure
+        self.versionMinimumAge = versionMinimumAge
+        try FileManager.default.createDirectory(atPath: self.dataPath, withIntermediateDirectories: true)
+    }
+
+    /// A started server with these accounts.
+    static func running(users: [(String, String)] = [("alice", "pw")], versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge,
+                        configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws -> LiveServer {
+        let server = try LiveServer(versionMinimumAge: versionMinimumAge, configure: configure)
+        for (name, password) in users { try server.addUser(name, password: password) }
+        try server.start()
+        return server
+    }
+
+    /// Adds an account (low KDF work factor) as `plistsync user add` does; a running server is
+    /// told and has applied it when this returns.
+    func addUser(_ name: String, password: String, admin: Bool = false) throws {
+        let folder = DataFolder(path: dataPath)
+        let accounts = try Accounts(folder: folder)
+        XCTAssertTrue(try accounts.addUser(name, passwordHash: PasswordHasher.hash(password, iterations: 1000), isAdmin: admin))
+        guard running != nil else { return }
+        let channel = ControlChannel(folder: folder)
+        let epoch = try accounts.epoch()
+        channel.announceAccountsChanged(epoch: epoch)
+        XCTAssertTrue(channel.waitUntilApplied(epoch: epoch, seconds: 5), "the server did not apply the account change")
+    }
+
+    /// Starts the server (again, after a stop, on the same port).
+    func start() throws {
+        _ = Self.logLines
+        var configuration = ServerConfiguration()
+        configuration.dataPath = dataPath
+        configure(&configuration)
+        configuration.listen = SocketAddress(host: "127.0.0.1", port: port)
+        if httpPort != 0, configuration.httpListen != nil { configuration.httpListen = SocketAddress(host: "127.0.0.1", port: httpPort) }
+        let loop = EventLoop()
+        let store = try SQLiteServerStore(folder: DataFolder(path: dataPath), versionMinimumAge: versionMinimumAge)
+        let server = try Server(configuration: configuration, store: store, loop: loop)
+        try server.start(stopOnSignals: false)
+        port = Int(server.boundAddress?.port ?? 0)
+        httpPort = Int(server.httpAddress?.port ?? 0)
+        let hosted = HostedServer(server: server, loop: loop)
+        let doorbell = LoopDoorbell(loop: loop) { [weak hosted] in hosted?.server?.shutdown() }
+        running = Running(doorbell: doorbell, thread: LoopThread(name: "live server") {
+            hosted.loop.run()
+            doorbell.close()
+            _ = hosted.loop.close()
+            // Let go of the store (and the folder's server lock) before a restart opens it again.
+            hosted.server = nil
+        })
+    }
+
+    /// Shuts down as SIGTERM does (clients get `* BYE SHUTDOWN`) and waits for the loop to end.
+    func stop() {
+        guard let running else { return }
+        self.running = nil
+        running.doorbell.ring()
+        XCTAssertTrue(running.thread.waitUntilFinished(seconds: 15), "the in-process server did not stop")
+    }
+
+    var isRunning: Bool { running != nil }
+
+    /// The log lines of every server this process ran.
+    func log() -> String { Self.logLines.all }
+
+    deinit {
+        stop()
+        guard ProcessInfo.processInfo.environment["PLISTSYNC_KEEP_TEST_FILES"] == nil else { return }
+        try? FileManager.default.removeItem(atPath: dataPath)
+    }
+}
