@@ -37,19 +37,29 @@ public struct HandedOver<Value>: @unchecked Sendable {
 /// Lines kept by a server or agent running on a loop thread, read by the test's thread.
 public final class LogLines: @unchecked Sendable {
     private let lock = NSLock()
-    private var text = ""
+    private var text: [UInt8] = []
 
     public init() {}
 
     public func append(_ line: String) {
         lock.lock()
-        text += line.hasSuffix("\n") ? line : line + "\n"
+        text += Array((line.hasSuffix("\n") ? line : line + "\n").utf8)
         lock.unlock()
     }
 
-    public var all: String {
+    /// How many bytes were kept so far: where the next line will begin.
+    public var count: Int {
         lock.lock()
         defer { lock.unlock() }
-        return text
+        return text.count
+    }
+
+    public var all: String { since(0) }
+
+    /// The lines from byte `start` on (a `count` read before).
+    public func since(_ start: Int) -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: text[min(start, text.count)...], as: UTF8.self)
     }
 }

@@ -1,11 +1,15 @@
 import Foundation
+import ServerKit
 import XCTest
 
 /// Faults found by attacking the server as an unauthenticated client, a careless client and a
 /// rogue user would (issue 8): each test reproduces one and checks the answer's content.
 final class HardeningTests: XCTestCase {
-    private func server(_ arguments: [String] = []) throws -> TestServer {
-        try TestServer.running(arguments, users: [("alice", "wonderland"), ("bob", "builder")])
+    private static let users = [("alice", "wonderland"), ("bob", "builder")]
+
+    /// A server inside the test process; `configure` sets what `serve`'s options would.
+    private func server(_ configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws -> LiveServer {
+        try LiveServer.running(users: Self.users, configure: configure)
     }
 
     // MARK: - Crash and denial of service
@@ -13,7 +17,8 @@ final class HardeningTests: XCTestCase {
     /// A client that pipelines megabytes of PING without reading, then vanishes with a reset,
     /// used to kill the server with SIGPIPE.
     func testAClientThatVanishesMidReplyCostsOnlyItsConnection() throws {
-        let server = try server()
+        // The process: what kept SIGPIPE from killing it is the command line's.
+        let server = try TestServer.running(users: Self.users)
         let attacker = try server.connect()
         let pings = Array(String(repeating: "p PING\n", count: 1_300_000).utf8)
         let sent = attacker.sendWithoutBlocking(pings, seconds: 3)
@@ -28,7 +33,7 @@ final class HardeningTests: XCTestCase {
     /// hashing in front of every commit on the shared thread pool.
     func testALoginFloodDoesNotDelayAnotherUsersWrites() throws {
         let server = try server()
-        let (status, _, err) = try PlistSyncBinary.run(
+        let (status, _, err) = PlistSyncCommand.run(
             ["user", "add", "victim", "--password-stdin", "--iterations", "600000", "--data", server.dataPath], input: "secret\n")
         XCTAssertEqual(status, 0, err)
         let alice = try server.login("alice", "wonderland")
@@ -56,7 +61,8 @@ final class HardeningTests: XCTestCase {
 
     /// 800 pipelined GETs of a 250 KiB record (10 KB sent) grew the server by ~200 MB.
     func testPipelinedGetsOfABigRecordDoNotBufferWithoutBound() throws {
-        let server = try server()
+        // The process: its resident memory is what is measured.
+        let server = try TestServer.running(users: Self.users)
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         try alice.expect("p PUT c big 0 {\"v\":\"\(String(repeating: "x", count: 250_000))\"}", prefix: "p OK PUT c big 1 ")
@@ -103,7 +109,7 @@ final class HardeningTests: XCTestCase {
     }
 
     func testConnectionLimitsAndThePreAuthDeadline() throws {
-        let server = try server(["--max-connections", "30", "--preauth-timeout", "1"])
+        let server = try server { $0.maxConnections = 30; $0.preAuthTimeoutSeconds = 1 }
         var open: [LineClient] = []
         for _ in 0..<30 { open.append(try server.connect()) }
         try open[0].expect("p PING", equals: "p OK PONG")
@@ -118,7 +124,7 @@ final class HardeningTests: XCTestCase {
     }
 
     func testBeforeLoginLinesAreShortAndAFloodOfSilentConnectionsCannotLockOutARealClient() throws {
-        let server = try server(["--max-unauthenticated", "20"])
+        let server = try server { $0.maxUnauthenticated = 20 }
         let long = try server.connect()
         XCTAssertEqual(long.sendWithoutBlocking(Array(String(repeating: "x", count: 8_192).utf8), seconds: 2), 8_192)
         XCTAssertEqual(try long.readLine(timeout: 3), "* BYE TOO_LARGE")
@@ -169,10 +175,10 @@ final class HardeningTests: XCTestCase {
 
     /// The same on the PostgreSQL store (its writer re-keys through the same rules).
     func testRepeatedMovesIntoOneGapOnPostgreSQL() throws {
-        try repeatMovesIntoOneGap(on: try server(["--store", try TestPostgres.freshDatabase()]))
+        try repeatMovesIntoOneGap(on: try TestServer.running(["--store", try TestPostgres.freshDatabase()], users: Self.users))
     }
 
-    private func repeatMovesIntoOneGap(on server: TestServer) throws {
+    private func repeatMovesIntoOneGap(on server: ListeningServer) throws {
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         for id in ["a", "b", "x", "z"] { try alice.expect("p PUT c \(id) 0 {}", prefix: "p OK PUT c \(id) 1 ") }
@@ -233,7 +239,7 @@ final class HardeningTests: XCTestCase {
         let passwordFile = server.dataPath + ".password"
         try "wonderland\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: passwordFile) }
-        let (status, out, err) = try PlistSyncBinary.run(
+        let (status, out, err) = PlistSyncCommand.run(
             ["get", "c", "d", "--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", passwordFile])
         XCTAssertEqual(status, 0, err)
         XCTAssertTrue(out.contains("9999-12-31T23:59:59Z"), out)
@@ -249,7 +255,7 @@ final class HardeningTests: XCTestCase {
         let bob = try server.login("bob", "builder")
         try bob.expect("s SUB c SINCE 0", equals: "s OK SUB c 0")
 
-        let removed = try PlistSyncBinary.run(["user", "remove", "bob", "--data", server.dataPath])
+        let removed = PlistSyncCommand.run(["user", "remove", "bob", "--data", server.dataPath])
         XCTAssertEqual(removed.0, 0, removed.2)
         XCTAssertEqual(try bob.readLine(timeout: 1), "* BYE REVOKED")
         // A new bob starts with no memberships.
@@ -258,7 +264,7 @@ final class HardeningTests: XCTestCase {
         try newBob.expect("l LIST c", prefix: "l ERR FORBIDDEN ")
         try newBob.expect("k COLLECTIONS", equals: "k OK COLLECTIONS 0")
 
-        let changed = try PlistSyncBinary.run(["user", "passwd", "bob", "--password-stdin", "--iterations", "1000", "--data", server.dataPath], input: "third\n")
+        let changed = PlistSyncCommand.run(["user", "passwd", "bob", "--password-stdin", "--iterations", "1000", "--data", server.dataPath], input: "third\n")
         XCTAssertEqual(changed.0, 0, changed.2)
         XCTAssertEqual(try newBob.readLine(timeout: 1), "* BYE REVOKED")
         try alice.expect("p PING", equals: "p OK PONG")
@@ -276,7 +282,7 @@ final class HardeningTests: XCTestCase {
         try server.addUser("carol", password: "pw")
         eventually(5, server.log()) { server.log().contains("collections: 0 made, 0 dropped, 0 roles changed)") }
         try alice.expect("g GRANT c4 carol read", equals: "g OK GRANT")
-        let removed = try PlistSyncBinary.run(["user", "remove", "bob", "--data", server.dataPath])
+        let removed = PlistSyncCommand.run(["user", "remove", "bob", "--data", server.dataPath])
         XCTAssertEqual(removed.0, 0, removed.2)
         eventually(5, server.log()) { server.log().contains("collections: 0 made, 0 dropped, 1 roles changed)") }
         // Bob's role went; carol's grant, committed on the loop between the checks, was no change to apply.
@@ -302,7 +308,7 @@ final class HardeningTests: XCTestCase {
     }
 
     /// `count` connections, each from the address `guess` names and sending its requests.
-    private func guessers(_ count: Int, on server: TestServer, _ guess: (Int) -> (address: String, requests: String)) throws -> [LineClient] {
+    private func guessers(_ count: Int, on server: ListeningServer, _ guess: (Int) -> (address: String, requests: String)) throws -> [LineClient] {
         try (0..<count).map { index in
             let (address, requests) = guess(index)
             let client = try server.connect(from: address)
@@ -338,10 +344,10 @@ final class HardeningTests: XCTestCase {
     /// accounts fills the hashing queue; the owner of another account logging in from her known
     /// address is hashed before it, not after (she waited 10 s and got BYE AUTH_TIMEOUT).
     func testTheOwnerOnHerKnownAddressIsNotQueuedBehindAFloodOfGuesses() throws {
-        let server = try TestServer(extraArguments: [])
+        let server = try LiveServer()
         let accounts = (0..<8).map { "strong\($0)" }
         for name in accounts + ["alice"] {
-            let (status, _, err) = try PlistSyncBinary.run(
+            let (status, _, err) = PlistSyncCommand.run(
                 ["user", "add", name, "--password-stdin", "--data", server.dataPath], input: "right-\(name)\n")
             XCTAssertEqual(status, 0, err)
         }
@@ -363,7 +369,7 @@ final class HardeningTests: XCTestCase {
 
     func testUnknownUserAndWrongPasswordTakeTheSameTime() throws {
         let server = try server()
-        let (status, _, err) = try PlistSyncBinary.run(
+        let (status, _, err) = PlistSyncCommand.run(
             ["user", "add", "strong", "--password-stdin", "--iterations", "600000", "--data", server.dataPath], input: "pw\n")
         XCTAssertEqual(status, 0, err)
         var times: [String: Double] = [:]
@@ -383,7 +389,7 @@ final class HardeningTests: XCTestCase {
         for file in ["admin-password", "space-reserve"] {
             XCTAssertTrue(FileManager.default.createFile(atPath: data + "/" + file, contents: Data("x\n".utf8), attributes: [.posixPermissions: 0o644]))
         }
-        let server = try TestServer(extraArguments: [])
+        let server = try LiveServer()
         try FileManager.default.removeItem(atPath: server.dataPath)
         try FileManager.default.moveItem(atPath: data, toPath: server.dataPath)
         try server.start()
@@ -401,7 +407,7 @@ final class HardeningTests: XCTestCase {
         let data = NSTemporaryDirectory() + "plistsync-token-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
         for name in ["token", "Token", "TOKEN"] {
-            let (status, _, err) = try PlistSyncBinary.run(["user", "add", name, "--password-stdin", "--data", data], input: "pw\n")
+            let (status, _, err) = PlistSyncCommand.run(["user", "add", name, "--password-stdin", "--data", data], input: "pw\n")
             XCTAssertEqual(status, 64)
             XCTAssertTrue(err.contains("reserved"), err)
         }
@@ -417,8 +423,8 @@ final class HardeningTests: XCTestCase {
         guard (try? PlistSyncShell.run("mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint])) == 0 else {
             throw XCTSkip("cannot mount a small tmpfs here (needs root)")
         }
-        let server = try TestServer(dataPath: mountPoint + "/data")
-        let (status, _, err) = try PlistSyncBinary.run(
+        let server = try LiveServer(dataPath: mountPoint + "/data")
+        let (status, _, err) = PlistSyncCommand.run(
             ["user", "add", "alice", "--password-stdin", "--iterations", "1000", "--data", mountPoint + "/data"], input: "wonderland\n")
         XCTAssertEqual(status, 0, err)
         try server.start()
@@ -471,7 +477,7 @@ enum PlistSyncShell {
 /// `--max-bytes-per-user` (off by default): one user cannot fill the disk.
 final class ByteQuotaTests: XCTestCase {
     func testTheOwnersCollectionsStopGrowingAtTheQuotaAndDeletesFreeSpace() throws {
-        let server = try TestServer.running(["--max-bytes-per-user", "50000"], users: [("alice", "wonderland"), ("bob", "builder")])
+        let server = try LiveServer.running(users: [("alice", "wonderland"), ("bob", "builder")]) { $0.maxBytesPerUser = 50000 }
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         try alice.expect("g GRANT c bob write", equals: "g OK GRANT")

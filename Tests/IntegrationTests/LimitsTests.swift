@@ -4,9 +4,7 @@ import XCTest
 /// Limits that need a server started with non-default settings.
 final class LimitsTests: XCTestCase {
     func testSlowSubscriberIsDroppedWithByeSlow() throws {
-        let server = try TestServer(extraArguments: ["--max-pending-output", "65536"])
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try LiveServer.running { $0.limits.maxPendingOutputBytes = 65536 }
         let writer = try server.login("alice", "pw")
         try writer.expect("c CREATE big", equals: "c OK CREATE big")
         let slow = try server.login("alice", "pw")
@@ -39,7 +37,7 @@ final class CommandLineTests: XCTestCase {
                            "conflicts", "resolve", "versions", "deletes", "backup", "ls", "get", "put", "rm", "mv", "watch",
                            "create", "grant", "bench"]
         for name in subcommands {
-            let (code, help, error) = try PlistSyncBinary.run([name, "--help"])
+            let (code, help, error) = PlistSyncCommand.run([name, "--help"])
             XCTAssertEqual(code, 0, "\(name): \(error)")
             XCTAssertTrue(help.contains("USAGE: plistsync"), "\(name) --help has a usage line:\n\(help)")
             let options = help.split(separator: "\n").filter { $0.hasPrefix("  --") || $0.hasPrefix("  -h, --") || $0.hasPrefix("  -o, --") }
@@ -49,7 +47,7 @@ final class CommandLineTests: XCTestCase {
                 XCTAssertGreaterThan(words.count, 1, "\(name): an option without its line of explanation: \(line)")
             }
         }
-        let (code, version, _) = try PlistSyncBinary.run(["--version"])
+        let (code, version, _) = PlistSyncCommand.run(["--version"])
         XCTAssertEqual(code, 0)
         XCTAssertTrue(version.hasPrefix("plistsync 0."), version)
     }
@@ -57,18 +55,18 @@ final class CommandLineTests: XCTestCase {
     func testUserAdministrationWorksOnTheDataFolder() throws {
         let data = NSTemporaryDirectory() + "plistsync-cli-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: data) }
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
-        let duplicate = try PlistSyncBinary.run(["user", "add", "carol", "--password-stdin", "--data", data], input: "pw\n")
+        XCTAssertEqual(PlistSyncCommand.run(["user", "add", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
+        let duplicate = PlistSyncCommand.run(["user", "add", "carol", "--password-stdin", "--data", data], input: "pw\n")
         XCTAssertEqual(duplicate.0, 1)
         XCTAssertTrue(duplicate.2.contains("exists"), duplicate.2)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "dave", "--admin", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "list", "--data", data]).1, "carol\ndave (admin)\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "passwd", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "new\n").0, 0)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "remove", "carol", "--data", data]).0, 0)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "remove", "carol", "--data", data]).0, 1)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "list", "--data", data]).1, "dave (admin)\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "bad/name", "--password-stdin", "--data", data], input: "pw\n").0, 64)
-        XCTAssertEqual(try PlistSyncBinary.run(["user", "add", "erin", "--password-stdin", "--data", data], input: "\n").0, 1)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "add", "dave", "--admin", "--password-stdin", "--iterations", "1000", "--data", data], input: "pw\n").0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "list", "--data", data]).1, "carol\ndave (admin)\n")
+        XCTAssertEqual(PlistSyncCommand.run(["user", "passwd", "carol", "--password-stdin", "--iterations", "1000", "--data", data], input: "new\n").0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "remove", "carol", "--data", data]).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "remove", "carol", "--data", data]).0, 1)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "list", "--data", data]).1, "dave (admin)\n")
+        XCTAssertEqual(PlistSyncCommand.run(["user", "add", "bad/name", "--password-stdin", "--data", data], input: "pw\n").0, 64)
+        XCTAssertEqual(PlistSyncCommand.run(["user", "add", "erin", "--password-stdin", "--data", data], input: "\n").0, 1)
     }
 
     func testUsageErrorsExit64WithoutABacktrace() throws {
@@ -96,40 +94,38 @@ final class CommandLineTests: XCTestCase {
 /// `login`, `logout` and the scripting commands against a live server.
 final class ScriptingTests: XCTestCase {
     func testLoginStoresAPrivateTokenThatScriptsUseUntilLogout() throws {
-        let server = try TestServer()
-        try server.addUser("alice", password: "pw")
-        try server.start()
+        let server = try LiveServer.running()
         let tokenFile = server.dataPath + "-token"
         defer { try? FileManager.default.removeItem(atPath: tokenFile) }
         let common = ["--server", "127.0.0.1:\(server.port)", "--user", "alice"]
-        let login = try PlistSyncBinary.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "pw\n")
+        let login = PlistSyncCommand.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "pw\n")
         XCTAssertEqual(login.0, 0, login.2)
         let mode = (try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? NSNumber)?.intValue
         XCTAssertEqual(mode, 0o600)
         let withToken = common + ["--token-file", tokenFile]
-        XCTAssertEqual(try PlistSyncBinary.run(["create", "presidents"] + withToken).1, "created presidents\n")
-        let put = try PlistSyncBinary.run(["put", "presidents", "1"] + withToken, input: #"{"number":1,"name":"George Washington","from":1789,"to":1797,"party":"None"}"#)
+        XCTAssertEqual(PlistSyncCommand.run(["create", "presidents"] + withToken).1, "created presidents\n")
+        let put = PlistSyncCommand.run(["put", "presidents", "1"] + withToken, input: #"{"number":1,"name":"George Washington","from":1789,"to":1797,"party":"None"}"#)
         XCTAssertEqual(put.1, "saved presidents/1: rev 1, seq 1\n", put.2)
-        XCTAssertEqual(try PlistSyncBinary.run(["put", "presidents", "2", #"{"number":2,"name":"John Adams"}"#, "--json"] + withToken).1,
+        XCTAssertEqual(PlistSyncCommand.run(["put", "presidents", "2", #"{"number":2,"name":"John Adams"}"#, "--json"] + withToken).1,
                        #"{"collection":"presidents","id":"2","rev":1,"seq":2}"# + "\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["mv", "presidents", "2", "FIRST"] + withToken).1, "moved presidents/2: rev 2, seq 3\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1", "--json"] + withToken).1,
+        XCTAssertEqual(PlistSyncCommand.run(["mv", "presidents", "2", "FIRST"] + withToken).1, "moved presidents/2: rev 2, seq 3\n")
+        XCTAssertEqual(PlistSyncCommand.run(["get", "presidents", "1", "--json"] + withToken).1,
                        #"{"from":1789,"name":"George Washington","number":1,"party":"None","to":1797}"# + "\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["get", "presidents", "1"] + withToken).1,
+        XCTAssertEqual(PlistSyncCommand.run(["get", "presidents", "1"] + withToken).1,
                        "presidents/1  rev 1\n  from    1789\n  name    George Washington\n  number  1\n  party   None\n  to      1797\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["ls", "presidents"] + withToken).1,
+        XCTAssertEqual(PlistSyncCommand.run(["ls", "presidents"] + withToken).1,
                        "ID  REV  FIELDS\n2   2    name=John Adams number=2\n1   1    from=1789 name=George Washington number=1 party=None to=1797\n")
-        let listing = try JSONSerialization.jsonObject(with: Data(try PlistSyncBinary.run(["ls", "presidents", "--json"] + withToken).1.utf8)) as? [[String: Any]]
+        let listing = try JSONSerialization.jsonObject(with: Data(PlistSyncCommand.run(["ls", "presidents", "--json"] + withToken).1.utf8)) as? [[String: Any]]
         XCTAssertEqual(listing?.compactMap { $0["id"] as? String }, ["2", "1"])
-        let stale = try PlistSyncBinary.run(["rm", "presidents", "1", "--rev", "9"] + withToken)
+        let stale = PlistSyncCommand.run(["rm", "presidents", "1", "--rev", "9"] + withToken)
         XCTAssertEqual(stale.0, 1)
         XCTAssertTrue(stale.2.contains("ERR CONFLICT presidents 1 1 "), stale.2)
-        XCTAssertEqual(try PlistSyncBinary.run(["rm", "presidents", "1"] + withToken).1, "deleted presidents/1: rev 2, seq 4\n")
-        XCTAssertEqual(try PlistSyncBinary.run(["logout"] + withToken).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["rm", "presidents", "1"] + withToken).1, "deleted presidents/1: rev 2, seq 4\n")
+        XCTAssertEqual(PlistSyncCommand.run(["logout"] + withToken).0, 0)
         XCTAssertFalse(FileManager.default.fileExists(atPath: tokenFile))
-        let afterLogout = try PlistSyncBinary.run(["ls"] + common + ["--token-file", tokenFile])
+        let afterLogout = PlistSyncCommand.run(["ls"] + common + ["--token-file", tokenFile])
         XCTAssertEqual(afterLogout.0, 64)
-        let wrong = try PlistSyncBinary.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "nope\n")
+        let wrong = PlistSyncCommand.run(["login"] + common + ["--token-file", tokenFile, "--password-stdin"], input: "nope\n")
         XCTAssertEqual(wrong.0, 1)
         XCTAssertTrue(wrong.2.contains("AUTH_FAILED"), wrong.2)
     }

@@ -17,6 +17,8 @@ final class LiveServer: ListeningServer {
     private let configure: (inout ServerConfiguration) -> Void
     private let versionMinimumAge: Int64
     private var running: Running?
+    /// Where this server's lines begin in the process's server log.
+    private let logStart: Int
 
     private struct Running {
         let doorbell: LoopDoorbell
@@ -48,6 +50,7 @@ final class LiveServer: ListeningServer {
         self.dataPath = dataPath ?? (NSTemporaryDirectory() + "plistsync-live-" + UUID().uuidString)
         self.configure = configure
         self.versionMinimumAge = versionMinimumAge
+        logStart = Self.logLines.count
         try FileManager.default.createDirectory(atPath: self.dataPath, withIntermediateDirectories: true)
     }
 
@@ -75,7 +78,8 @@ final class LiveServer: ListeningServer {
 
     /// Starts the server (again, after a stop, on the same port).
     func start() throws {
-        _ = Self.logLines
+        // A client that hangs up must cost one connection, as in `plistsync serve`.
+        ProcessSignals.ignoreBrokenPipe()
         var configuration = ServerConfiguration()
         configuration.dataPath = dataPath
         configure(&configuration)
@@ -108,8 +112,8 @@ final class LiveServer: ListeningServer {
 
     var isRunning: Bool { running != nil }
 
-    /// The log lines of every server this process ran.
-    func log() -> String { Self.logLines.all }
+    /// The server log since this server was made (servers run one at a time in a test).
+    func log() -> String { Self.logLines.since(logStart) }
 
     deinit {
         stop()

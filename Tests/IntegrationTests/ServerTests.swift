@@ -2,14 +2,13 @@ import Foundation
 import XCTest
 
 /// The server over real TCP on 127.0.0.1, with a real SQLite file in a temp folder: what
-/// depends on the process, the socket or the file (the protocol itself: `ProtocolTests`).
+/// depends on the socket or the file (the protocol itself: `ProtocolTests`; the process:
+/// `ServerProcessTests`).
 final class ServerTests: XCTestCase {
-    private var server: TestServer!
+    private var server: LiveServer!
 
     override func setUpWithError() throws {
-        server = try TestServer()
-        try server.addUser("alice", password: "wonderland")
-        try server.start()
+        server = try LiveServer.running(users: [("alice", "wonderland")])
     }
 
     override func tearDown() {
@@ -56,7 +55,7 @@ final class ServerTests: XCTestCase {
             try alice.send("p\(index) PUT contacts r\(index) 0 {\"n\":\(index)}")
         }
         for index in 0..<50 { XCTAssertTrue(try alice.line().hasPrefix("p\(index) OK PUT")) }
-        XCTAssertEqual(server.stop(signal: SIGTERM), 0)
+        server.stop()
         XCTAssertEqual(try alice.readLine(), "* BYE SHUTDOWN")
         XCTAssertNil(try alice.readLine())
         try server.start()
@@ -69,16 +68,6 @@ final class ServerTests: XCTestCase {
         XCTAssertTrue(try again.expect("s STATS", prefix: "s OK STATS {").contains("\"seq\":50,"))
     }
 
-    func testKill9RightAfterOKLosesNothing() throws {
-        let alice = try aliceWithContacts()
-        try alice.expect(#"a PUT contacts Ada 0 {"phone":"555"}"#, equals: "a OK PUT contacts Ada 1 1")
-        server.stop(signal: SIGKILL)
-        try server.start()
-        let again = try server.login("alice", "wonderland")
-        try again.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 1 a0 {"phone":"555"}"#)
-        try again.expect("s STATS", prefix: "s OK STATS {")
-    }
-
     func testHalfClosedClientStillGetsItsReplies() throws {
         let client = try server.connect()
         try client.send("a AUTH alice wonderland\nb CREATE lists\nc PUT lists one 0 {}\nd PING")
@@ -88,5 +77,20 @@ final class ServerTests: XCTestCase {
         XCTAssertEqual(try client.readLine(), "c OK PUT lists one 1 1")
         XCTAssertEqual(try client.readLine(), "d OK PONG")
         XCTAssertNil(try client.readLine())
+    }
+}
+
+/// What only the `plistsync serve` process shows: SIGKILL right after an acknowledgement.
+final class ServerProcessTests: XCTestCase {
+    func testKill9RightAfterOKLosesNothing() throws {
+        let server = try TestServer.running(users: [("alice", "wonderland")])
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE contacts", equals: "c OK CREATE contacts")
+        try alice.expect(#"a PUT contacts Ada 0 {"phone":"555"}"#, equals: "a OK PUT contacts Ada 1 1")
+        server.stop(signal: SIGKILL)
+        try server.start()
+        let again = try server.login("alice", "wonderland")
+        try again.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 1 a0 {"phone":"555"}"#)
+        try again.expect("s STATS", prefix: "s OK STATS {")
     }
 }
