@@ -65,7 +65,7 @@ final class AnonymousLoadTests: XCTestCase {
     /// Buffered bytes of logged-in connections count against the budget too: the slowest
     /// reader is closed once all connections together hold more than `--max-buffered-bytes`.
     func testTheSlowestReaderGoesWhenConnectionsHoldMoreThanTheBudget() throws {
-        let server = try TestServer.running(["--max-buffered-bytes", "\(2 << 20)"], users: [("alice", "pw")])
+        let server = try LiveServer.running { $0.maxBufferedBytes = 2 << 20 }
         let writer = try server.login("alice", "pw")
         try writer.expect("c CREATE c", equals: "c OK CREATE c")
         try writer.expect("p PUT c big 0 {\"v\":\"\(String(repeating: "x", count: 200_000))\"}", prefix: "p OK PUT c big 1 ")

@@ -5,11 +5,11 @@ import XCTest
 /// one's; the agent on the revoked device stops retrying, says why in its status, and logs in
 /// again by itself once `plistsync login` has written a new token.
 final class DevicesTests: XCTestCase {
-    private var server: TestServer!
+    private var server: LiveServer!
     private var scratch: String!
 
     override func setUpWithError() throws {
-        server = try TestServer.running()
+        server = try LiveServer.running()
         scratch = NSTemporaryDirectory() + "plistsync-devices-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     }
@@ -28,15 +28,20 @@ final class DevicesTests: XCTestCase {
         return file
     }
 
-    private func status(_ agent: TestAgent) -> [String: Any] {
+    private func status(_ agent: LiveAgent) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(agent.statusText().utf8))) as? [String: Any] ?? [:]
     }
 
     func testAUserListsDevicesRevokesAnotherAndItsAgentWaitsForANewLogin() throws {
         let laptop = try login("laptop")
         let desktop = try login("desktop")
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        try agent.start(login: ["--token-file", laptop])
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        // `--token-file laptop`: the token it holds, read again when the file changes.
+        let token = try String(contentsOfFile: laptop, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try agent.start { configuration in
+            configuration.credential = .token(token)
+            configuration.credentialFile = laptop
+        }
         eventually(10, agent.statusText()) { status(agent)["connected"] as? Bool == true }
 
         let (code, listed, error) = PlistSyncCommand.run(["devices"] + address + ["--token-file", desktop])

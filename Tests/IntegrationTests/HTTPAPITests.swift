@@ -1,17 +1,21 @@
+import EventLoop
 import Foundation
+import ServerKit
 import XCTest
 
 /// The HTTP/JSON API against a real server's HTTP listener (Protocol/HTTP.md): logins and
 /// cookies, the ETag/If-Match rules, event streams, limits and bad input.
 final class HTTPAPITests: XCTestCase {
-    var server: TestServer!
+    var server: LiveServer!
 
     override func setUpWithError() throws {
-        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0"])
-        try server.addUser("alice", password: "pw", admin: false)
-        try server.addUser("bob", password: "bobpw")
-        try server.start()
+        server = try LiveServer.running(users: [("alice", "pw"), ("bob", "bobpw")], configure: Self.httpOn)
         XCTAssertGreaterThan(server.httpPort, 0)
+    }
+
+    /// `--http-listen 127.0.0.1:0`.
+    static func httpOn(_ configuration: inout ServerConfiguration) {
+        configuration.httpListen = SocketAddress(host: "127.0.0.1", port: 0)
     }
 
     /// XCTest keeps every test case object until the run ends: the server is stopped here.
@@ -94,8 +98,10 @@ final class HTTPAPITests: XCTestCase {
     }
 
     func testAConnectionThatNeverLogsInIsClosedAtThePreAuthDeadline() throws {
-        let quick = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--preauth-timeout", "1"])
-        try quick.start()
+        let quick = try LiveServer.running(users: []) { configuration in
+            Self.httpOn(&configuration)
+            configuration.preAuthTimeoutSeconds = 1
+        }
         let slowloris = try HTTPTestClient(port: quick.httpPort)
         try slowloris.connection.send(bytes: Array("GET /api/me HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ".utf8))
         let started = Date()
@@ -104,9 +110,10 @@ final class HTTPAPITests: XCTestCase {
     }
 
     func testAStreamFromASeqOlderThanTheKeptTombstonesSaysExpired() throws {
-        let purging = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tombstone-ttl", "1"])
-        try purging.addUser("alice", password: "pw")
-        try purging.start()
+        let purging = try LiveServer.running { configuration in
+            Self.httpOn(&configuration)
+            configuration.tombstoneTTLSeconds = 1
+        }
         let client = try HTTPTestClient.login(port: purging.httpPort, "alice", "pw")
         XCTAssertEqual(try client.request("POST", "/api/collections", json: #"{"name":"c"}"#).status, 201)
         XCTAssertEqual(try client.request("PUT", "/api/collections/c/records/a", headers: ["If-None-Match": "*"], json: "{}").status, 201)
@@ -128,9 +135,10 @@ final class HTTPAPITests: XCTestCase {
     }
 
     func testHTTPConnectionsCountInTheServersConnectionLimit() throws {
-        let small = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--max-connections", "2"])
-        try small.addUser("alice", password: "pw")
-        try small.start()
+        let small = try LiveServer.running { configuration in
+            Self.httpOn(&configuration)
+            configuration.maxConnections = 2
+        }
         let first = try HTTPTestClient.login(port: small.httpPort, "alice", "pw")
         let second = try small.login("alice", "pw")
         let third = try HTTPTestClient(port: small.httpPort)
@@ -141,24 +149,6 @@ final class HTTPAPITests: XCTestCase {
         try second.expect("p PING", equals: "p OK PONG")
     }
 
-    func testUnderTLSTheAPIIsHTTPSAndTheCookieIsSecure() throws {
-        let secure = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tls"])
-        try secure.addUser("alice", password: "pw")
-        try secure.start()
-        let (status, output, error) = try PlistSyncBinary.runTool(
-            "/usr/bin/curl", ["-sk", "-i", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"user":"alice","password":"pw"}"#,
-                "https://127.0.0.1:\(secure.httpPort)/api/login"])
-        XCTAssertEqual(status, 0, error)
-        XCTAssertTrue(output.hasPrefix("HTTP/1.1 200 OK"), output)
-        let cookie = try XCTUnwrap(output.split(separator: "\r\n").first { $0.hasPrefix("Set-Cookie:") })
-        XCTAssertTrue(cookie.contains("; Secure"), String(cookie))
-        let plain = try HTTPTestClient(port: secure.httpPort)
-        try plain.send("GET", "/api/me")
-        let refused = try plain.response()
-        XCTAssertEqual(refused.status, 400)
-        XCTAssertEqual(refused.json["message"] as? String, "this port speaks HTTPS: use https://")
-        XCTAssertTrue(plain.connection.closedByServer(), "plaintext on the HTTPS port is not served")
-    }
     func testAStreamWhoseClientLeavesIsClosedAndUnsubscribed() throws {
         let client = try aliceWithCollection("contacts")
         var stream: HTTPTestClient? = try HTTPTestClient(port: server.httpPort)
@@ -213,8 +203,34 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(try client.request("GET", "/api/collections/inventory/records/big").json["rev"] as? Int, 1)
     }
 
+}
+
+/// The HTTP API where the `plistsync serve` process itself matters: its TLS certificate made on
+/// first start (`--tls`), and a clean exit on SIGTERM with streams open.
+final class HTTPAPIProcessTests: XCTestCase {
+    func testUnderTLSTheAPIIsHTTPSAndTheCookieIsSecure() throws {
+        let secure = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tls"])
+        try secure.addUser("alice", password: "pw")
+        try secure.start()
+        let (status, output, error) = try PlistSyncBinary.runTool(
+            "/usr/bin/curl", ["-sk", "-i", "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"user":"alice","password":"pw"}"#,
+                "https://127.0.0.1:\(secure.httpPort)/api/login"])
+        XCTAssertEqual(status, 0, error)
+        XCTAssertTrue(output.hasPrefix("HTTP/1.1 200 OK"), output)
+        let cookie = try XCTUnwrap(output.split(separator: "\r\n").first { $0.hasPrefix("Set-Cookie:") })
+        XCTAssertTrue(cookie.contains("; Secure"), String(cookie))
+        let plain = try HTTPTestClient(port: secure.httpPort)
+        try plain.send("GET", "/api/me")
+        let refused = try plain.response()
+        XCTAssertEqual(refused.status, 400)
+        XCTAssertEqual(refused.json["message"] as? String, "this port speaks HTTPS: use https://")
+        XCTAssertTrue(plain.connection.closedByServer(), "plaintext on the HTTPS port is not served")
+    }
+
     func testShutdownEndsAnOpenStreamWithByeAndTheServerExitsCleanly() throws {
-        let client = try aliceWithCollection("contacts")
+        let server = try TestServer.running(["--http-listen", "127.0.0.1:0"])
+        let client = try HTTPTestClient.login(port: server.httpPort, "alice", "pw")
+        XCTAssertEqual(try client.request("POST", "/api/collections", json: #"{"name":"contacts"}"#).status, 201)
         let stream = try HTTPTestClient(port: server.httpPort)
         stream.token = client.token
         try stream.send("GET", "/api/collections/contacts/events")

@@ -31,7 +31,7 @@ final class ScaleEnvelopeTests: XCTestCase {
     /// Now a crowded gap re-keys a few neighbours: every subscriber stays, and the moves cost
     /// a bounded number of changes each.
     func testTenThousandMovesIntoOneGapOfA50kListKeepEverySubscriber() throws {
-        let server = try TestServer.running(users: [("alice", "pw"), ("bob", "pw")])
+        let server = try LiveServer.running(users: [("alice", "pw"), ("bob", "pw")])
         let alice = try server.login("alice", "pw")
         let records = 50_002
         let seq = try loadList("big", count: records, by: alice)
