@@ -23,7 +23,8 @@ public final class Console: @unchecked Sendable {
 
     /// A line on stdout.
     static func out(_ line: String) {
-        write(Array((line + "\n").utf8))
+        // The process's stdout through stdio, buffered as `print` buffers it.
+        if current.input == nil { Swift.print(line) } else { current.standardOutput += Array((line + "\n").utf8) }
     }
 
     /// Bytes on stdout as they are.

@@ -16,23 +16,23 @@ final class BackupTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: scratch)
     }
 
-    private func onServer(_ server: TestServer, _ id: String) throws -> String {
+    private func onServer(_ server: ListeningServer, _ id: String) throws -> String {
         let client = try server.login("alice", "pw")
         try client.send("g GET notes \(id)")
         return try client.line()
     }
 
     func testABackupTakenWhileServingRestoresAndAgentsSendWhatTheBackupLacks() throws {
-        let server = try TestServer.running()
-        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        let server = try LiveServer.running()
+        let agent = LiveAgent(server: server, user: "alice", password: "pw", device: "laptop")
         try agent.start()
         for id in ["one", "two"] { try agent.save("notes", id, ["text": .string(id)]) }
         eventually(10, agent.log()) { (try? self.onServer(server, "two"))?.hasPrefix("g OK GET notes two 1") == true }
 
         let backup = scratch + "/store.backup"
-        let (code, _, error) = try PlistSyncBinary.run(["backup", backup, "--data", server.dataPath])
+        let (code, _, error) = PlistSyncCommand.run(["backup", backup, "--data", server.dataPath])
         XCTAssertEqual(code, 0, error)
-        let refused = try PlistSyncBinary.run(["restore", backup, "--data", server.dataPath])
+        let refused = PlistSyncCommand.run(["restore", backup, "--data", server.dataPath])
         XCTAssertNotEqual(refused.0, 0)
         XCTAssertTrue(refused.2.contains("stop it first"), refused.2)
 
@@ -40,7 +40,7 @@ final class BackupTests: XCTestCase {
         try agent.save("notes", "three", ["text": .string("three")])
         eventually(10, agent.log()) { (try? self.onServer(server, "three"))?.hasPrefix("g OK GET notes three 1") == true }
         server.stop()
-        let restored = try PlistSyncBinary.run(["restore", backup, "--data", server.dataPath])
+        let restored = PlistSyncCommand.run(["restore", backup, "--data", server.dataPath])
         XCTAssertEqual(restored.0, 0, restored.2)
         try server.start()
         eventually(15, agent.log()) { (try? self.onServer(server, "three"))?.contains("\"text\":\"three\"") == true }
@@ -54,15 +54,15 @@ final class BackupTests: XCTestCase {
     /// record, a new collection) goes back up as edits, with no conflict copies; before, the
     /// backup's values won and the newer ones survived only as conflict copies.
     func testARestoreFromAnOlderBackupIsBroughtForwardByTheMirrors() throws {
-        let server = try TestServer.running()
-        let a = try TestAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        let b = try TestAgent(server: server, user: "alice", password: "pw", device: "desktop")
+        let server = try LiveServer.running()
+        let a = LiveAgent(server: server, user: "alice", password: "pw", device: "laptop")
+        let b = LiveAgent(server: server, user: "alice", password: "pw", device: "desktop")
         try a.start()
         try b.start()
         for id in ["one", "two"] { try a.save("notes", id, ["text": .string(id)]) }
         eventually(10, b.log()) { b.fields("notes", "two") != nil }
         let backup = scratch + "/store.backup"
-        XCTAssertEqual(try PlistSyncBinary.run(["backup", backup, "--data", server.dataPath]).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["backup", backup, "--data", server.dataPath]).0, 0)
 
         try a.save("notes", "one", ["text": .string("newer")])
         try FileManager.default.removeItem(atPath: a.path("notes", "two"))
@@ -74,7 +74,7 @@ final class BackupTests: XCTestCase {
         }
         eventually(10, a.statusText()) { a.statusText().contains("\"pending\":0") }
         server.stop()
-        XCTAssertEqual(try PlistSyncBinary.run(["restore", backup, "--data", server.dataPath]).0, 0)
+        XCTAssertEqual(PlistSyncCommand.run(["restore", backup, "--data", server.dataPath]).0, 0)
         try server.start()
 
         func serverHas() -> Bool {
@@ -97,7 +97,7 @@ final class BackupTests: XCTestCase {
 
     func testARestoreRefusesAFileThatIsNotAStore() throws {
         try Data("not a database".utf8).write(to: URL(fileURLWithPath: scratch + "/junk"))
-        let (code, _, error) = try PlistSyncBinary.run(["restore", scratch + "/junk", "--data", scratch + "/data"])
+        let (code, _, error) = PlistSyncCommand.run(["restore", scratch + "/junk", "--data", scratch + "/data"])
         XCTAssertNotEqual(code, 0)
         XCTAssertTrue(error.contains("cannot restore"), error)
     }
