@@ -28,7 +28,7 @@ if [ "${SANITIZER_TESTS:-1}" != 0 ] && [ "$#" -eq 0 ]; then
     sanitized=(--sanitize=address --build-path .build/asan)
     asan_log=$(mktemp)
     if swift build --build-tests "${sanitized[@]}" > "$asan_log" 2>&1 && ASAN_OPTIONS=detect_leaks=0 swift test --skip-build \
-        --disable-swift-testing "${sanitized[@]}" --filter 'EventLoopTests|ConnectionCloseTests|HTTPAPITests|HTTPKitTests' >> "$asan_log" 2>&1; then
+        --disable-swift-testing "${sanitized[@]}" --filter 'EventLoopTests|ConnectionCloseTests|HTTPAPITests|HTTPAPIProcessTests|HTTPKitTests' >> "$asan_log" 2>&1; then
         echo "address sanitizer: $(grep -E "^[[:space:]]*Executed [0-9]+ tests?" "$asan_log" | tail -n 1 | sed -E 's/^[[:space:]]*//')"
     else
         grep -E "error|ERROR|Sanitizer|Executed" "$asan_log" | head -n 40

@@ -35,6 +35,29 @@ final class EventLoopTests: XCTestCase {
         XCTAssertTrue(loop.close(), "a handle or request leaked")
     }
 
+    /// A doorbell rung from another thread runs its action on the loop's thread (how a test
+    /// stops a server or agent it runs inside its process); a ring after `close` does nothing,
+    /// and the loop closes with nothing left open.
+    func testADoorbellRungFromAnotherThreadRunsOnTheLoopThread() {
+        let loop = EventLoop()
+        let loopThread = pthread_self()
+        let keepAlive = LoopTimer(loop: loop)
+        keepAlive.start(after: 10_000) { XCTFail("the doorbell did not ring within 10 s") }
+        var rangOnLoopThread: Bool?
+        var doorbell: LoopDoorbell!
+        doorbell = LoopDoorbell(loop: loop) {
+            rangOnLoopThread = pthread_equal(pthread_self(), loopThread) != 0
+            keepAlive.close()
+            doorbell.close()
+        }
+        let ringer = Thread { [doorbell] in doorbell!.ring() }
+        ringer.start()
+        loop.run()
+        XCTAssertEqual(rangOnLoopThread, true)
+        doorbell.ring()
+        XCTAssertTrue(loop.close(), "the doorbell's handle was left open")
+    }
+
     func testBlockingWorkCompletesOnLoopThread() {
         let loop = EventLoop()
         let loopThread = pthread_self()
