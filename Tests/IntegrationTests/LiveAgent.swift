@@ -18,7 +18,7 @@ final class LiveAgent: MirrorView {
     private var running: (agent: Agent, thread: LoopThread)?
 
     convenience init(server: ListeningServer, user: String, password: String, device: String) {
-        self.init(port: { [unowned server] in server.port }, user: user, password: password, device: device)
+        self.init(port: { server.port }, user: user, password: password, device: device)
     }
 
     /// `directory`: where the mirror goes; a fresh temp folder by default.
