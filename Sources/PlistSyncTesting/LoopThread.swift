@@ -6,9 +6,12 @@ import Foundation
 /// thread. `body` makes nothing it shares: what it needs is built before and handed over.
 public final class LoopThread: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
+    private let askToStop: @Sendable () -> Void
 
-    /// Starts `body` (typically `loop.run()`) on a new thread.
-    public init(name: String, _ body: @escaping @Sendable () -> Void) {
+    /// Starts `body` (typically `loop.run()`) on a new thread; `stop` asks it, from any
+    /// thread, to return (rings the loop's doorbell).
+    public init(name: String, stop: @escaping @Sendable () -> Void, _ body: @escaping @Sendable () -> Void) {
+        askToStop = stop
         let thread = Thread { [finished] in
             body()
             finished.signal()
@@ -18,9 +21,10 @@ public final class LoopThread: @unchecked Sendable {
         thread.start()
     }
 
-    /// Waits up to `seconds` for `body` to return; false when it did not.
-    public func waitUntilFinished(seconds: Double) -> Bool {
-        finished.wait(timeout: .now() + seconds) == .success
+    /// Asks `body` to return and waits up to `seconds` for it; false when it did not.
+    public func stop(waitingUpTo seconds: Double) -> Bool {
+        askToStop()
+        return finished.wait(timeout: .now() + seconds) == .success
     }
 }
 

@@ -15,7 +15,7 @@ final class LiveAgent: MirrorView {
     private let user: String
     private let password: String
     private let logLines = LogLines()
-    private var running: (agent: Agent, thread: LoopThread)?
+    private var running: LoopThread?
 
     convenience init(server: ListeningServer, user: String, password: String, device: String) {
         self.init(port: { server.port }, user: user, password: password, device: device)
@@ -41,21 +41,20 @@ final class LiveAgent: MirrorView {
         configure(&configuration)
         let agent = try Agent(configuration: configuration, log: { [logLines] in logLines.append($0) })
         let handed = HandedOver(agent)
-        running = (agent, LoopThread(name: "live agent \(device)") { [logLines] in
+        running = LoopThread(name: "live agent \(device)", stop: { handed.value.requestStop() }) { [logLines] in
             do {
                 try handed.value.run(stopOnSignals: false)
             } catch {
                 logLines.append("the agent stopped: \(error)")
             }
-        })
+        }
     }
 
     /// Stops the agent as SIGTERM does and waits until it has let go of the folder.
     func stop() {
         guard let running else { return }
         self.running = nil
-        running.agent.requestStop()
-        XCTAssertTrue(running.thread.waitUntilFinished(seconds: 15), "the in-process agent did not stop")
+        XCTAssertTrue(running.stop(waitingUpTo: 15), "the in-process agent did not stop")
     }
 
     var isRunning: Bool { running != nil }

@@ -16,14 +16,9 @@ final class LiveServer: ListeningServer {
     private(set) var httpPort = 0
     private let configure: (inout ServerConfiguration) -> Void
     private let versionMinimumAge: Int64
-    private var running: Running?
+    private var running: LoopThread?
     /// Where this server's lines begin in the process's server log.
     private let logStart: Int
-
-    private struct Running {
-        let doorbell: LoopDoorbell
-        let thread: LoopThread
-    }
 
     /// The server and its loop, handed to the loop thread, which lets go of the server when
     /// the loop ends.
@@ -63,18 +58,7 @@ final class LiveServer: ListeningServer {
         return server
     }
 
-    /// Adds an account (low KDF work factor) as `plistsync user add` does; a running server is
-    /// told and has applied it when this returns.
-    func addUser(_ name: String, password: String, admin: Bool = false) throws {
-        let folder = DataFolder(path: dataPath)
-        let accounts = try Accounts(folder: folder)
-        XCTAssertTrue(try accounts.addUser(name, passwordHash: PasswordHasher.hash(password, iterations: 1000), isAdmin: admin))
-        guard running != nil else { return }
-        let channel = ControlChannel(folder: folder)
-        let epoch = try accounts.epoch()
-        channel.announceAccountsChanged(epoch: epoch)
-        XCTAssertTrue(channel.waitUntilApplied(epoch: epoch, seconds: 5), "the server did not apply the account change")
-    }
+    var storeArguments: [String] { ["--data", dataPath] }
 
     /// Starts the server (again, after a stop, on the same port).
     func start() throws {
@@ -93,21 +77,20 @@ final class LiveServer: ListeningServer {
         httpPort = Int(server.httpAddress?.port ?? 0)
         let hosted = HostedServer(server: server, loop: loop)
         let doorbell = LoopDoorbell(loop: loop) { [weak hosted] in hosted?.server?.shutdown() }
-        running = Running(doorbell: doorbell, thread: LoopThread(name: "live server") {
+        running = LoopThread(name: "live server", stop: doorbell.ring) {
             hosted.loop.run()
             doorbell.close()
             _ = hosted.loop.close()
             // Let go of the store (and the folder's server lock) before a restart opens it again.
             hosted.server = nil
-        })
+        }
     }
 
     /// Shuts down as SIGTERM does (clients get `* BYE SHUTDOWN`) and waits for the loop to end.
     func stop() {
         guard let running else { return }
         self.running = nil
-        running.doorbell.ring()
-        XCTAssertTrue(running.thread.waitUntilFinished(seconds: 15), "the in-process server did not stop")
+        XCTAssertTrue(running.stop(waitingUpTo: 15), "the in-process server did not stop")
     }
 
     var isRunning: Bool { running != nil }

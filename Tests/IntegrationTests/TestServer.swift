@@ -80,14 +80,6 @@ final class TestServer: ListeningServer {
         return server
     }
 
-    /// Adds an account with a low KDF work factor, so tests stay fast.
-    func addUser(_ name: String, password: String, admin: Bool = false) throws {
-        let (status, _, err) = try PlistSyncBinary.run(
-            ["user", "add", name, "--password-stdin", "--iterations", "1000"] + storeArguments + (admin ? ["--admin"] : []),
-            input: password + "\n")
-        XCTAssertEqual(status, 0, err)
-    }
-
     /// Where `plistsync user` finds this server's accounts: its `--store`, else its data folder.
     var storeArguments: [String] {
         if let index = extraArguments.firstIndex(of: "--store") { return ["--store", extraArguments[index + 1]] }
@@ -170,10 +162,21 @@ protocol ListeningServer: AnyObject {
     var port: Int { get }
     var httpPort: Int { get }
     var dataPath: String { get }
+    /// Where `plistsync user` finds this server's accounts.
+    var storeArguments: [String] { get }
     func log() -> String
 }
 
 extension ListeningServer {
+    /// Adds an account with a low KDF work factor, so tests stay fast, through `plistsync user
+    /// add` (a running server is told and has applied it when this returns).
+    func addUser(_ name: String, password: String, admin: Bool = false) throws {
+        let (status, _, err) = PlistSyncCommand.run(
+            ["user", "add", name, "--password-stdin", "--iterations", "1000"] + storeArguments + (admin ? ["--admin"] : []),
+            input: password + "\n")
+        XCTAssertEqual(status, 0, err)
+    }
+
     /// A connection from another loopback address (127.0.0.2, …), as a second machine would be.
     func connect(from source: String) throws -> LineClient {
         try LineClient(port: port, source: source)
