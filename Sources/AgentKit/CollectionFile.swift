@@ -59,6 +59,7 @@ public enum CollectionFile {
                 switch fields[idKey] {
                 case .string(let text)?: id = text
                 case .integer(let number)?: id = String(number)
+                case .largeInteger(let number)?: id = String(number.value)
                 case nil: throw ShapeError("element \(index) has no \(ValueJSON.quoted(idKey))")
                 default: throw ShapeError("element \(index): \(ValueJSON.quoted(idKey)) is not a string or an integer")
                 }

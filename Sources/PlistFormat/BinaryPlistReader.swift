@@ -39,7 +39,9 @@ struct BinaryPlistReader {
         let count = try unsigned(at: trailer + 8, size: 8)
         let top = try unsigned(at: trailer + 16, size: 8)
         let table = try unsigned(at: trailer + 24, size: 8)
-        guard [1, 2, 4, 8].contains(offsetSize), [1, 2, 4, 8].contains(referenceSize),
+        // Any width from 1 to 8 bytes: writers use 1, 2, 4 or 8, but the format allows the rest
+        // and plistlib reads them (3-byte references in CPython's test_nonstandard_refs_size).
+        guard (1...8).contains(offsetSize), (1...8).contains(referenceSize),
             count > 0, count < UInt64(bytes.count), top < count, table < UInt64(trailer),
             UInt64(table) + count * UInt64(offsetSize) <= UInt64(trailer)
         else { throw failure("bad trailer") }
@@ -76,6 +78,14 @@ struct BinaryPlistReader {
         return (Int(value), position + 2 + size)
     }
 
+    /// A signed 128-bit integer, as plists write values above Int64 (and as some writers sign-
+    /// extend negative ones): kept when it lies in −2⁶³ … 2⁶⁴−1, refused otherwise.
+    private func integer128(high: UInt64, low: UInt64) throws(PlistFile.ParseError) -> Value {
+        if high == 0 { return .unsigned(low) }
+        if high == UInt64.max, low >> 63 == 1 { return .integer(Int64(bitPattern: low)) }
+        throw failure("16-byte integer outside \(Value.integerRangeText)")
+    }
+
     private mutating func spend(bytes count: Int) throws(PlistFile.ParseError) {
         bytesLeft -= count
         guard bytesLeft >= 0 else { throw failure("decodes to more than the reader's byte budget (shared references)") }
@@ -98,10 +108,8 @@ struct BinaryPlistReader {
         case 0x1:
             let size = 1 << Int(nibble)
             guard size <= 16 else { throw failure("bad integer size") }
-            if size == 16 {
-                // 128-bit integers hold values that fit in 64 bits in the low half.
-                return .integer(Int64(bitPattern: try unsigned(at: position + 9, size: 8)))
-            }
+            if size == 16 { return try integer128(high: try unsigned(at: position + 1, size: 8), low: try unsigned(at: position + 9, size: 8)) }
+            // 1, 2 and 4 bytes are unsigned; 8 bytes signed (CoreFoundation's reading).
             let raw = try unsigned(at: position + 1, size: size)
             return .integer(size == 8 ? Int64(bitPattern: raw) : Int64(raw))
         case 0x2:
@@ -126,7 +134,9 @@ struct BinaryPlistReader {
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length <= bytes.count else { throw failure("string past the end") }
             try spend(bytes: length)
-            return .string(String(decoding: bytes[start..<(start + length)], as: UTF8.self))
+            // ASCII by the format; UTF-8 taken too, but never bytes replaced by U+FFFD.
+            guard let text = String(validating: bytes[start..<(start + length)], as: UTF8.self) else { throw failure("string is not ASCII or UTF-8") }
+            return .string(text)
         case 0x6:
             let (length, start) = try count(at: position, nibble: nibble)
             guard start + length * 2 <= bytes.count else { throw failure("string past the end") }
@@ -134,7 +144,8 @@ struct BinaryPlistReader {
             var units: [UInt16] = []
             units.reserveCapacity(length)
             for unit in 0..<length { units.append(UInt16(bytes[start + unit * 2]) << 8 | UInt16(bytes[start + unit * 2 + 1])) }
-            return .string(String(decoding: units, as: UTF16.self))
+            guard let text = String(validating: units, as: UTF16.self) else { throw failure("UTF-16 string with a lone surrogate") }
+            return .string(text)
         case 0x8:
             // A UID (keyed archives' object references), read as XML plists spell it.
             if let known = uids[reference] { return known }

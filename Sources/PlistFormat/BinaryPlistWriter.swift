@@ -131,6 +131,11 @@ enum BinaryPlistWriter {
             out.append(flag ? 0x09 : 0x08)
         case .integer(let integer):
             writeInteger(integer, into: &out)
+        case .largeInteger(let integer):
+            // Above Int64: a 16-byte integer, its high half zero (as CoreFoundation writes it).
+            out.append(0x14)
+            append(0, size: 8, to: &out)
+            append(integer.value, size: 8, to: &out)
         case .real(let real):
             out.append(0x23)
             append(real.bitPattern, size: 8, to: &out)

@@ -120,6 +120,7 @@ public enum KeyedArchive {
                 switch members["NS.time"] {
                 case .real(let value)?: seconds = value
                 case .integer(let value)?: seconds = Double(value)
+                case .largeInteger(let value)?: seconds = Double(value.value)
                 default: throw PlistFile.ParseError("an NSDate without NS.time")
                 }
                 let date = Date(timeIntervalSinceReferenceDate: seconds)
@@ -244,7 +245,7 @@ public enum KeyedArchive {
         /// Any value as Foundation archives it; its archive object number.
         mutating func add(_ value: Value) -> Int {
             switch value {
-            case .string, .integer, .real, .bool, .data:
+            case .string, .integer, .largeInteger, .real, .bool, .data:
                 objects.append(table.add(value))
                 return objects.count - 1
             case .date(let date):
@@ -273,7 +274,7 @@ extension Value {
     /// Numbers and booleans are stored in an archived object itself, not as objects of their own.
     fileprivate var isInlineInArchive: Bool {
         switch self {
-        case .integer, .real, .bool: true
+        case .integer, .largeInteger, .real, .bool: true
         default: false
         }
     }

@@ -6,8 +6,10 @@ struct XMLPlistReader {
     private let bytes: [UInt8]
     private var index = 0
 
+    /// `bytes` in UTF-8, UTF-16 (big- or little-endian, found by its byte order mark or by the
+    /// `<` the document starts with, as XML 1.0 appendix F detects it) or UTF-8 with a mark.
     init(_ bytes: [UInt8]) {
-        self.bytes = bytes
+        self.bytes = XMLTextEncoding.utf8(bytes)
     }
 
     private func failure(_ reason: String) -> PlistFile.ParseError {
@@ -16,7 +18,7 @@ struct XMLPlistReader {
 
     mutating func read() throws(PlistFile.ParseError) -> Value {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
-        guard String(validating: bytes[index...], as: UTF8.self) != nil else { throw failure("not UTF-8 text") }
+        guard String(validating: bytes[index...], as: UTF8.self) != nil else { throw failure("not UTF-8 or UTF-16 text") }
         skipMisc()
         var tag = try readTag()
         var wrapped = false
@@ -85,9 +87,10 @@ struct XMLPlistReader {
         let trimmed = Self.trimmingSpace(text)
         switch name {
         case "integer":
-            if let integer = Int64(trimmed) { return .integer(integer) }
-            if trimmed.lowercased().hasPrefix("0x"), let hex = Int64(trimmed.dropFirst(2), radix: 16) { return .integer(hex) }
-            throw failure("bad <integer> \(trimmed)")
+            if let integer = Value.integer(parsing: trimmed) { return integer }
+            if trimmed.lowercased().hasPrefix("0x"), let hex = UInt64(trimmed.dropFirst(2), radix: 16) { return .unsigned(hex) }
+            guard Value.isIntegerText(trimmed) else { throw failure("bad <integer> \(trimmed)") }
+            throw failure("<integer> \(trimmed) is outside \(Value.integerRangeText)")
         case "real":
             switch trimmed.lowercased() {
             case "nan": return .real(.nan)

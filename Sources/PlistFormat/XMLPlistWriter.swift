@@ -25,6 +25,7 @@ enum XMLPlistWriter {
         switch value {
         case .string(let text): element("string", escaping: text, indent: indent, into: &out)
         case .integer(let integer): element("integer", plain: String(integer), indent: indent, into: &out)
+        case .largeInteger(let integer): element("integer", plain: String(integer.value), indent: indent, into: &out)
         case .real(let real): element("real", plain: realText(real), indent: indent, into: &out)
         case .bool(let flag): line(flag ? "<true/>" : "<false/>", indent: indent, into: &out)
         // Whole seconds, `Z` right after, as Foundation writes them: PropertyListSerialization,

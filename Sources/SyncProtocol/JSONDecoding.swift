@@ -194,8 +194,8 @@ struct JSONReader {
             guard let real = Double(text), real.isFinite else { throw failure("real out of range") }
             return .real(real)
         }
-        guard let integer = Int64(text) else { throw failure("integer out of 64-bit range") }
-        return .integer(integer)
+        guard let integer = Value.integer(parsing: text) else { throw failure("integer outside \(Value.integerRangeText)") }
+        return integer
     }
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

@@ -27,6 +27,8 @@ extension ValueJSON {
             writeString(text, into: &out)
         case .integer(let integer):
             out.append(contentsOf: String(integer).utf8)
+        case .largeInteger(let integer):
+            out.append(contentsOf: String(integer.value).utf8)
         case .real(let real):
             out.append(contentsOf: realText(real).utf8)
         case .bool(let flag):

@@ -51,6 +51,23 @@ final class ValueJSONTests: XCTestCase {
         XCTAssertNotEqual(try ValueJSON.decode(Array("1".utf8)), try ValueJSON.decode(Array("1.0".utf8)))
     }
 
+    /// Issue 43: JSON carries the whole plist integer range as integers, and refuses (never
+    /// wraps or rounds) what lies outside it.
+    func testIntegersRunFromMinusTwoTo63ToTwoTo64MinusOne() throws {
+        for (text, value) in [("18446744073709551615", Value.unsigned(.max)), ("9223372036854775808", .unsigned(UInt64(Int64.max) + 1)),
+                              ("9223372036854775807", .integer(.max)), ("-9223372036854775808", .integer(.min))] {
+            XCTAssertEqual(try ValueJSON.decode(Array(text.utf8)), value, text)
+            XCTAssertEqual(ValueJSON.encode(value), text)
+        }
+        XCTAssertEqual(try ValueJSON.decodeFields(Array(#"{"serial":18446744073709551615}"#.utf8)), ["serial": .largeInteger(LargeInteger(.max)!)])
+        for text in ["18446744073709551616", "-9223372036854775809"] {
+            XCTAssertThrowsError(try ValueJSON.decode(Array(text.utf8)), text) { error in
+                XCTAssertTrue("\(error)".contains("integer outside -9223372036854775808...18446744073709551615"), "\(error)")
+            }
+        }
+        XCTAssertNil(LargeInteger(UInt64(Int64.max)), "one spelling per integer")
+    }
+
     func testTypedObjectsAndDollarKeys() throws {
         XCTAssertEqual(try ValueJSON.decode(Array(#"{"$date":"2020-01-01T00:00:00Z"}"#.utf8)), .date(Date(timeIntervalSince1970: 1_577_836_800)))
         XCTAssertEqual(try ValueJSON.decode(Array(#"{"$data":"AAE="}"#.utf8)), .data(Data([0, 1])))

@@ -153,8 +153,13 @@ export function readEditor(type, input) {
   switch (type) {
     case 'bool': return { type: 'bool', value: raw === 'yes' };
     case 'integer':
+    {
       if (!/^-?\d+$/.test(raw.trim())) throw new Error('a whole number is needed');
-      return { type: 'integer', text: String(BigInt(raw.trim())) };
+      const integer = BigInt(raw.trim());
+      // The plist integer range (PROTOCOL.md §3): Int64's, and up to 2^64-1 above it.
+      if (integer < -(2n ** 63n) || integer >= 2n ** 64n) throw new Error('a whole number from -9223372036854775808 to 18446744073709551615 is needed');
+      return { type: 'integer', text: String(integer) };
+    }
     case 'real': {
       const n = Number(raw);
       if (raw.trim() === '' || !Number.isFinite(n)) throw new Error('a number is needed');
