@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 # postgresql: the cluster tests start a throwaway PostgreSQL server (initdb in a temp folder);
 # haproxy: a cluster test fails a node over through Deploy/cluster/haproxy.cfg; curl: the HTTP API
 # tests replay Protocol/HTTP.md's examples and speak HTTPS; chromium, chromium-driver, python3-selenium:
-# BrowserTests drive the web console in a headless Chromium (Tests/Browser/console.py).
-bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl chromium chromium-driver python3-selenium
+# BrowserTests drive the web console in a headless Chromium (Tests/Browser/console.py);
+# libpython3.11-testsuite, librust-plist-dev, libplist-utils, python3-biplist: other projects' plists
+# and readers that OutsideReadersTests and the plist fuzzers check against (Tests/Fidelity).
+bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl chromium chromium-driver python3-selenium \
+    libpython3.11-testsuite librust-plist-dev libplist-utils python3-biplist
+export PLISTSYNC_REQUIRE_OUTSIDE_DATA=1
 swift build --build-tests
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -103,7 +103,10 @@ struct BinaryPlistReader {
             switch marker {
             case 0x08: return .bool(false)
             case 0x09: return .bool(true)
-            default: throw failure("null and fill objects have no plist value")
+            case 0x00: throw failure("null has no plist value")
+            // The format's padding byte; plistlib alone reads it as empty data.
+            case 0x0F: throw failure("a fill byte (0x0F) is not a value")
+            default: throw failure(String(format: "unsupported object marker 0x%02x", marker))
             }
         case 0x1:
             let size = 1 << Int(nibble)
@@ -149,9 +152,8 @@ struct BinaryPlistReader {
         case 0x8:
             // A UID (keyed archives' object references), read as XML plists spell it.
             if let known = uids[reference] { return known }
-            let uid = try unsigned(at: position + 1, size: Int(nibble) + 1)
-            guard uid <= UInt64(Int64.max) else { throw failure("UID out of range") }
-            let value = Value.dictionary([PlistFile.uidKey: .integer(Int64(uid))])
+            guard nibble < 8 else { throw failure("UID wider than 8 bytes") }
+            let value = PlistFile.uidValue(try unsigned(at: position + 1, size: Int(nibble) + 1))
             uids[reference] = value
             return value
         case 0xA, 0xD:

@@ -40,7 +40,7 @@ public enum KeyedArchive {
         guard case .dictionary(let rootReference)? = top[topKey], let rootIndex = PlistFile.uid(in: rootReference) else {
             throw PlistFile.ParseError("the archive has no root object")
         }
-        let (rootValue, rootClasses) = try reader.object(Int(rootIndex), depth: 0)
+        let (rootValue, rootClasses) = try reader.object(Int(clamping: rootIndex), depth: 0)
         guard case .array(let elements)? = rootValue else { throw PlistFile.ParseError("the archive's root object is not an array") }
         var shape = Shape(topKey: topKey, elementClasses: nil)
         shape.archiver = archiver
@@ -101,7 +101,7 @@ public enum KeyedArchive {
             guard case .dictionary(let members) = object, case .dictionary(let classReference)? = members["$class"],
                 let classIndex = PlistFile.uid(in: classReference)
             else { return (object, nil) }
-            let (className, classes) = try classInfo(Int(classIndex), of: index)
+            let (className, classes) = try classInfo(Int(clamping: classIndex), of: index)
             switch className {
             case _ where Self.arrays.contains(className):
                 return (.array(try references(members["NS.objects"], depth: depth)), classes)
@@ -145,7 +145,7 @@ public enum KeyedArchive {
         mutating func value(_ member: Value?, depth: Int) throws(PlistFile.ParseError) -> Value? {
             guard let member else { return nil }
             if case .dictionary(let reference) = member, let index = PlistFile.uid(in: reference) {
-                return try object(Int(index), depth: depth + 1).0
+                return try object(Int(clamping: index), depth: depth + 1).0
             }
             return member
         }

@@ -28,14 +28,19 @@ public enum PlistFile {
     public static let uidKey = "CF$UID"
 
     /// `{"CF$UID": n}`: a UID value.
-    public static func uidValue(_ index: Int) -> Value {
-        .dictionary([uidKey: .integer(Int64(index))])
+    public static func uidValue(_ index: UInt64) -> Value {
+        .dictionary([uidKey: .unsigned(index)])
     }
 
-    /// The UID a dictionary stands for, when it is exactly `{"CF$UID": n}` with 0 ≤ n < 2³².
+    /// The UID a dictionary stands for, when it is exactly `{"CF$UID": n}` with 0 ≤ n < 2⁶⁴
+    /// (the widest UID a binary plist holds, as plistlib writes them).
     public static func uid(in members: [String: Value]) -> UInt64? {
-        guard members.count == 1, case .integer(let number)? = members[uidKey], (0...Int64(UInt32.max)).contains(number) else { return nil }
-        return UInt64(number)
+        guard members.count == 1 else { return nil }
+        switch members[uidKey] {
+        case .integer(let number)? where number >= 0: return UInt64(number)
+        case .largeInteger(let number)?: return number.value
+        default: return nil
+        }
     }
 
     /// Parses XML or binary plist bytes; returns the value and the format it was in.

@@ -68,6 +68,8 @@ enum XMLPlistWriter {
             case UInt8(ascii: "&"): out += [0x26, 0x61, 0x6D, 0x70, 0x3B]  // &amp;
             case UInt8(ascii: "<"): out += [0x26, 0x6C, 0x74, 0x3B]  // &lt;
             case UInt8(ascii: ">"): out += [0x26, 0x67, 0x74, 0x3B]  // &gt;
+            // XML readers turn a raw CR (and CR LF) into LF; a reference keeps it.
+            case 0x0D: out += [0x26, 0x23, 0x31, 0x33, 0x3B]  // &#13;
             default: out.append(byte)
             }
         }

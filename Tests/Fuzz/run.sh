@@ -26,6 +26,18 @@ sources_for() {
     esac
 }
 
+# Other projects' plists join the seed corpora when their Debian packages are there (Deploy/test.sh
+# installs them): CPython's test_plistlib, the Rust plist crate's test files, biplist, libplist.
+outside="$work/outside"
+rm -rf "$outside"
+mkdir -p "$outside/xml-plist" "$outside/binary-plist"
+if /usr/bin/python3 Tests/Fidelity/outside_plists.py harvest "$outside/all" > /dev/null 2>&1; then
+    for file in "$outside/all"/*.plist; do
+        if [ "$(head -c 8 "$file")" = "bplist00" ]; then cp "$file" "$outside/binary-plist/"; else cp "$file" "$outside/xml-plist/"; fi
+    done
+    echo "fuzz: $(ls "$outside/xml-plist" | wc -l) XML and $(ls "$outside/binary-plist" | wc -l) binary plists from other projects join the seeds"
+fi
+
 status=0
 for target in $targets; do
     src="$work/$target-src"
@@ -39,7 +51,9 @@ for target in $targets; do
         | grep -v "Cannot export local symbol" || true
     log="$work/$target.log"
     echo "== fuzz $target for ${seconds}s"
-    if "$binary" "$work/$target-corpus" "Tests/Fuzz/corpus/$target" -max_total_time="$seconds" -timeout=10 \
+    seeds=("Tests/Fuzz/corpus/$target")
+    [ ! -d "$outside/$target" ] || seeds+=("$outside/$target")
+    if "$binary" "$work/$target-corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=10 \
         -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 -artifact_prefix="$work/$target-artifacts/" > "$log" 2>&1; then
         execs=$(grep -E "^stat::number_of_executed_units" "$log" | awk '{print $2}')
         rate=$(grep -E "^stat::average_exec_per_sec" "$log" | awk '{print $2}')

@@ -41,7 +41,7 @@ final class KeyedArchiveFormatTests: XCTestCase {
         // 40 arrays, each holding the next twice: 2^40 paths through 42 objects.
         var objects: [Value] = [.string("$null"), .dictionary(["$classname": .string("NSArray")])]
         for level in 0..<40 {
-            let next = PlistFile.uidValue(level == 39 ? 0 : objects.count + 1)
+            let next = PlistFile.uidValue(level == 39 ? 0 : UInt64(objects.count + 1))
             objects.append(.dictionary(["NS.objects": .array([next, next]), "$class": PlistFile.uidValue(1)]))
         }
         let doubling: Value = .dictionary([

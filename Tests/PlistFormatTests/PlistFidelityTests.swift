@@ -131,4 +131,26 @@ final class PlistFidelityTests: XCTestCase {
         XCTAssertThrowsError(try PlistFile.decode(binaryPlist([[0x61, 0xD8, 0x00]])))
         XCTAssertEqual(try PlistFile.decode(binaryPlist([[0x62, 0xD8, 0x3C, 0xDF, 0x89]])).0, .string("🎉"))
     }
+
+    /// plistlib writes UIDs up to 2^64 - 1 (test_uid); they were refused above Int64.max and
+    /// written back as dictionaries above 2^32.
+    func testUIDsOfEveryWidthReadAndWriteBackAsUIDs() throws {
+        for uid in [UInt64(0), 255, 1 << 32, 1 << 63, .max] {
+            let width = uid <= 0xFF ? 1 : uid <= 0xFFFF_FFFF ? 4 : 8
+            let bytes = binaryPlist([[0x80 | UInt8(width - 1)] + bigEndian(uid, size: width)])
+            let (value, _) = try PlistFile.decode(bytes)
+            XCTAssertEqual(value, .dictionary([PlistFile.uidKey: .unsigned(uid)]), "\(uid)")
+            XCTAssertEqual(PlistFile.encode(value, as: .binary)[8], 0x80 | UInt8(width - 1), "\(uid) is written back as a UID")
+        }
+    }
+
+    /// XML readers that follow the XML spec (expat, so plistlib) read a raw CR as LF; a
+    /// reference keeps it for every reader.
+    func testCarriageReturnsAreWrittenAsCharacterReferences() throws {
+        let value = Value.dictionary(["note": .string("one\r\ntwo\rthree")])
+        let xml = String(decoding: PlistFile.encode(value, as: .xml), as: UTF8.self)
+        XCTAssertTrue(xml.contains("<string>one&#13;\ntwo&#13;three</string>"), xml)
+        XCTAssertFalse(xml.utf8.contains(0x0D))
+        XCTAssertEqual(try PlistFile.decode(Array(xml.utf8)).0, value)
+    }
 }
