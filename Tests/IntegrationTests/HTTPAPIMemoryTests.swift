@@ -297,6 +297,32 @@ final class HTTPAPIMemoryTests: XCTestCase {
         XCTAssertEqual(try after.request("GET", "/api/me").status, 401, "logout revokes the token")
     }
 
+    /// Issue 43 item 4: the logout's 204 said nothing of the close that followed, so a request
+    /// sent next on the keep-alive connection got no answer at all (h11: dropped mid-exchange).
+    func testLogoutSaysItClosesTheConnectionAndAnswersNothingAfter() throws {
+        let client = try alice()
+        XCTAssertEqual(try client.request("GET", "/api/me").status, 200)
+        let logout = try client.request("POST", "/api/logout")
+        XCTAssertEqual(logout.status, 204)
+        XCTAssertEqual(logout.header("Connection")?.lowercased(), "close")
+        XCTAssertTrue(client.connection.closedByServer(within: 5), "the connection closes after the 204")
+    }
+
+    /// Issue 43 item 5: a 201 names what it made (httplint flags a 201 without Location).
+    func testCreatedAnswersCarryTheLocationOfWhatWasMade() throws {
+        let client = try alice()
+        let collection = try client.request("POST", "/api/collections", json: #"{"name":"inventory"}"#)
+        XCTAssertEqual(collection.status, 201)
+        XCTAssertEqual(collection.header("Location"), "/api/collections/inventory")
+        let record = try client.request("PUT", "/api/collections/inventory/records/desk%20lamp%20%C3%A9", headers: ["If-None-Match": "*"], json: #"{"name":"Desk lamp"}"#)
+        XCTAssertEqual(record.status, 201, record.text)
+        XCTAssertEqual(record.header("Location"), "/api/collections/inventory/records/desk%20lamp%20%C3%A9")
+        XCTAssertEqual(try client.request("GET", try XCTUnwrap(record.header("Location"))).json["id"] as? String, "desk lamp é")
+        let update = try client.request("PUT", "/api/collections/inventory/records/desk%20lamp%20%C3%A9", headers: ["If-Match": "\"1\""], json: #"{"name":"Lamp"}"#)
+        XCTAssertEqual(update.status, 200)
+        XCTAssertNil(update.header("Location"), "an update makes nothing new")
+    }
+
     func testConflictCopiesAreResolvedByKeepingTheCopyOrTheRecord() throws {
         let client = try aliceWithCollection("contacts")
         let line = try memory.login("alice", "pw")

@@ -10,7 +10,9 @@ extension HTTPAPI {
             Route(method: "GET", pattern: ["collections"], needsLogin: true) { exchange, _ in Self.listCollections(exchange) },
             Route(method: "POST", pattern: ["collections"], needsLogin: true) { exchange, _ in
                 guard let body = exchange.jsonBody(), let name = exchange.requiredString(body, "name") else { return }
-                exchange.run(.create(collection: name)) { _, _ in exchange.respond(APIResponse.object(201, ["name": .string(name)])) }
+                exchange.run(.create(collection: name)) { _, _ in
+                    exchange.respond(APIResponse.object(201, ["name": .string(name)], headers: [Self.location("collections", name)]))
+                }
             },
             Route(method: "DELETE", pattern: ["collections", "*"], needsLogin: true) { exchange, path in
                 exchange.run(.drop(collection: path[0])) { _, _ in exchange.respond(APIResponse.noContent()) }
@@ -159,10 +161,17 @@ extension HTTPAPI {
     /// server's state as `current`.
     static func write(_ exchange: Exchange, _ command: Command, created: Bool = false) {
         exchange.run(command) { reply, _ in
-            guard case .written(_, _, let id, let rev, let seq) = reply else { return exchange.respond(APIResponse.unexpected) }
+            guard case .written(_, let collection, let id, let rev, let seq) = reply else { return exchange.respond(APIResponse.unexpected) }
+            // A 201 names what it made (RFC 9110 §9.3.3 / §15.3.2).
+            let location = created ? [location("collections", collection, "records", id)] : []
             exchange.respond(APIResponse.object(
-                created ? 201 : 200, ["id": .string(id), "rev": .integer(rev), "seq": .integer(seq)], headers: [HTTPHeader("ETag", etag(rev))]))
+                created ? 201 : 200, ["id": .string(id), "rev": .integer(rev), "seq": .integer(seq)], headers: [HTTPHeader("ETag", etag(rev))] + location))
         }
+    }
+
+    /// `Location: /api/<segments>`, each segment percent-encoded.
+    static func location(_ segments: String...) -> HTTPHeader {
+        HTTPHeader("Location", "/api/" + segments.map(HTTPTarget.percentEncoded).joined(separator: "/"))
     }
 
     /// The base rev a write names: `If-Match: "<rev>"`, or 0 for `If-None-Match: *` when

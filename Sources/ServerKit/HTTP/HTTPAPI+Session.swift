@@ -56,11 +56,13 @@ extension HTTPAPI {
         return "\(browser) on \(system)"
     }
 
-    /// Revokes the token the request logged in with; its connections (this one too, once
-    /// answered) are closed.
+    /// Revokes the token the request logged in with; its connections are closed, this one
+    /// after its answer, which says so (`Connection: close`): a client never sends a request
+    /// the closing connection would leave unanswered.
     static func logout(_ exchange: Exchange) {
         guard let token = exchange.bridge.token else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "not logged in with a token") }
         exchange.run(.tokenRevoke(token)) { _, _ in
+            exchange.connection.closeAfterResponding()
             exchange.respond(APIResponse.noContent(headers: [clearedCookie(secure: exchange.connection.isSecure)]))
         }
     }

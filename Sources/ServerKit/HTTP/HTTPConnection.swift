@@ -150,6 +150,12 @@ final class HTTPConnection {
         }
     }
 
+    /// The response in progress is the connection's last (its session is ending, as at
+    /// logout): it goes with `Connection: close`, and requests after it are not started.
+    func closeAfterResponding() {
+        closing = true
+    }
+
     /// Whether the response in progress goes without its body (a HEAD request).
     private var headOnly: Bool { current?.method == "HEAD" }
 
