@@ -48,6 +48,10 @@ static plistsync_tls_context *context(const SSL_METHOD *method) {
         return NULL;
     }
     SSL_CTX_set_min_proto_version(context->ctx, TLS1_2_VERSION);
+    // TLS 1.2 with forward secrecy and AEAD only (Mozilla's intermediate profile without DHE):
+    // OpenSSL's default list also offers CBC suites with SHA-1 and SHA-256 MACs, which
+    // testssl.sh and Mozilla list as obsolete. TLS 1.3's suites are all AEAD.
+    SSL_CTX_set_cipher_list(context->ctx, PLISTSYNC_TLS12_CIPHERS);
     SSL_CTX_set_options(context->ctx, SSL_OP_NO_RENEGOTIATION);
     // An idle session gives its record buffers back: thousands of idle subscribers would
     // otherwise hold ~33 KiB each for nothing.
@@ -64,7 +68,7 @@ plistsync_tls_context *plistsync_tls_server_context(const char *cert_path, const
     // No session tickets: clients reconnect rarely, and each would cost a round of bytes.
     SSL_CTX_set_num_tickets(server->ctx, 0);
     // AES-128-GCM first: with AES instructions the cheapest per byte of the TLS 1.3 suites.
-    SSL_CTX_set_ciphersuites(server->ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
+    SSL_CTX_set_ciphersuites(server->ctx, PLISTSYNC_TLS13_CIPHERSUITES);
     SSL_CTX_set_options(server->ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
     if (SSL_CTX_use_certificate_chain_file(server->ctx, cert_path) != 1) {
         fail(error, error_size, "cannot read the certificate", NULL);

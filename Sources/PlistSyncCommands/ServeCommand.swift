@@ -57,7 +57,10 @@ enum ServeCommand: Subcommand {
           --tls                    Speak TLS (1.2 or 1.3) only. Without --tls-cert, a self-signed
                                    certificate is made on first start in DIR/tls/ and its SHA-256
                                    fingerprint printed: clients pin it with --fingerprint, or
-                                   trust cert.pem with --ca.
+                                   trust cert.pem with --ca. Suites: TLS 1.3's AES-128-GCM,
+                                   AES-256-GCM and ChaCha20-Poly1305; TLS 1.2's ECDHE-ECDSA and
+                                   ECDHE-RSA with AES-128-GCM, AES-256-GCM or ChaCha20-Poly1305
+                                   (AEAD only: no CBC, no SHA-1).
           --tls-cert FILE          PEM certificate (chain) to serve; implies --tls.
           --tls-key FILE           Its PEM private key.
           --plain-listen ADDR:PORT Also listen in plaintext there (a loopback address only).

@@ -18,6 +18,10 @@ public final class TLSContext: @unchecked Sendable {
     deinit { plistsync_tls_context_free(raw) }
 
     /// A server context from PEM files.
+    /// The suites offered, OpenSSL's names: TLS 1.2 (ECDHE with AEAD only) and TLS 1.3.
+    public static let offeredSuites = (tls12: PLISTSYNC_TLS12_CIPHERS.split(separator: ":").map(String.init),
+                                       tls13: PLISTSYNC_TLS13_CIPHERSUITES.split(separator: ":").map(String.init))
+
     public static func server(certificate: String, key: String) throws(TLSError) -> TLSContext {
         let raw = try withError { plistsync_tls_server_context(certificate, key, $0, $1) }
         return TLSContext(raw: raw, pinnedFingerprint: nil, isServer: true)

@@ -169,4 +169,27 @@ final class TLSTests: XCTestCase {
         }
         XCTAssertEqual(answers.last, "q OK BYE")
     }
+
+    /// Issue 43 item 6: TLS 1.2 took four ECDHE-ECDSA CBC suites (SHA-1 and SHA-256 MACs), which
+    /// Mozilla's intermediate profile and testssl.sh list as obsolete. Both ports now offer
+    /// AEAD suites only.
+    func testTLS12OffersAEADSuitesOnlyOnTheLineAndHTTPPorts() throws {
+        for suite in TLSContext.offeredSuites.tls12 { XCTAssertTrue(suite.hasPrefix("ECDHE-") && (suite.contains("GCM") || suite.contains("CHACHA20")), suite) }
+        let both = try TestServer.running(["--tls", "--http-listen", "127.0.0.1:0"])
+        func handshake(_ port: Int, _ cipher: String) throws -> (Bool, String) {
+            let (status, output, _) = try PlistSyncBinary.runTool(
+                "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-cipher", cipher, "-CAfile", both.dataPath + "/tls/cert.pem"])
+            return (status == 0, output)
+        }
+        for port in [both.port, both.httpPort] {
+            for obsolete in ["ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA", "ECDHE-ECDSA-AES128-SHA256", "ECDHE-ECDSA-AES256-SHA384"] {
+                let (accepted, output) = try handshake(port, obsolete)
+                XCTAssertFalse(accepted, "port \(port) accepts \(obsolete): \(output.suffix(300))")
+            }
+            for aead in ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"] {
+                let (accepted, output) = try handshake(port, aead)
+                XCTAssertTrue(accepted && output.contains("Cipher is \(aead)"), "port \(port) refuses \(aead): \(output.suffix(300))")
+            }
+        }
+    }
 }

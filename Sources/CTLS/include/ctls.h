@@ -7,6 +7,12 @@
 /// TLS over memory buffers (OpenSSL memory BIOs): the event loop moves the bytes, nothing here
 /// blocks or touches a socket. Errors are returned as text in a caller's buffer.
 
+/// The suites every context offers: TLS 1.2 with ECDHE and AEAD only (no CBC, no SHA-1 MAC),
+/// and TLS 1.3's three (a server prefers AES-128-GCM, the cheapest per byte with AES
+/// instructions). `serve --help` and the README name them.
+#define PLISTSYNC_TLS12_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+#define PLISTSYNC_TLS13_CIPHERSUITES "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
 typedef struct plistsync_tls_context plistsync_tls_context;
 typedef struct plistsync_tls plistsync_tls;
 
