@@ -103,7 +103,7 @@ enum LoginCommand: Subcommand {
             password = Terminal.readSecret(prompt: "Password for \(user): ")
         }
         guard let password, !password.isEmpty else { throw RuntimeError("the password is empty") }
-        let path = options.value("token-file") ?? ClientOptions.defaultTokenPath(server: address, user: user)
+        let path = ClientOptions.absolute(options.value("token-file") ?? ClientOptions.defaultTokenPath(server: address, user: user))
         let label = options.value("label") ?? "login on \(ProcessInfo.processInfo.hostName)"
         var token: String?
         var refusal: String?

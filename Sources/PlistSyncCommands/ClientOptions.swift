@@ -111,6 +111,12 @@ struct ClientOptions {
     }
 
     /// Where `login` keeps a token: `~/.config/plistsync/<user>@<host>_<port>.token`.
+    /// `path` made absolute against the working directory, as every file option is read
+    /// (`tok` names ./tok, whose folder must not be taken for "").
+    static func absolute(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
     static func defaultTokenPath(server: SocketAddress, user: String) -> String {
         let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
         let host = server.host.replacingOccurrences(of: ":", with: "_")

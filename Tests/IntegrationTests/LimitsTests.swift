@@ -93,6 +93,27 @@ final class CommandLineTests: XCTestCase {
 
 /// `login`, `logout` and the scripting commands against a live server.
 final class ScriptingTests: XCTestCase {
+    /// Issue 43 item 7: `--token-file tok` failed with Foundation's "file doesn't exist" (the
+    /// folder of a bare name is ""); a relative path resolves against the working directory,
+    /// for login, the commands that use the token, and logout. A process: the working
+    /// directory is the subject.
+    func testATokenFileGivenRelativeToTheWorkingDirectoryWorks() throws {
+        let server = try LiveServer.running()
+        let folder = server.dataPath + "-cwd"
+        try FileManager.default.createDirectory(atPath: folder + "/sub", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let common = ["--server", "127.0.0.1:\(server.port)", "--user", "alice"]
+        for relative in ["tok", "sub/tok", "./new/tok"] {
+            let login = try PlistSyncBinary.run(["login"] + common + ["--token-file", relative, "--password-stdin"], input: "pw\n", in: folder)
+            XCTAssertEqual(login.0, 0, "\(relative): \(login.2)")
+            XCTAssertTrue(login.1.contains("token stored in \(folder)/\(relative.replacingOccurrences(of: "./", with: ""))"), login.1)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: folder + "/" + relative), relative)
+            XCTAssertEqual(try PlistSyncBinary.run(["ls"] + common + ["--token-file", relative], in: folder).0, 0, relative)
+            XCTAssertEqual(try PlistSyncBinary.run(["logout"] + common + ["--token-file", relative], in: folder).0, 0, relative)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: folder + "/" + relative), relative)
+        }
+    }
+
     func testLoginStoresAPrivateTokenThatScriptsUseUntilLogout() throws {
         let server = try LiveServer.running()
         let tokenFile = server.dataPath + "-token"
