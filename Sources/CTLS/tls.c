@@ -52,6 +52,7 @@ static plistsync_tls_context *context(const SSL_METHOD *method) {
     // OpenSSL's default list also offers CBC suites with SHA-1 and SHA-256 MACs, which
     // testssl.sh and Mozilla list as obsolete. TLS 1.3's suites are all AEAD.
     SSL_CTX_set_cipher_list(context->ctx, PLISTSYNC_TLS12_CIPHERS);
+    SSL_CTX_set1_groups_list(context->ctx, PLISTSYNC_TLS_GROUPS);
     SSL_CTX_set_options(context->ctx, SSL_OP_NO_RENEGOTIATION);
     // An idle session gives its record buffers back: thousands of idle subscribers would
     // otherwise hold ~33 KiB each for nothing.

@@ -18,28 +18,35 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 
     /// The status line and headers (with `Content-Length`, or `Transfer-Encoding: chunked` when
-    /// the body follows in chunks) and the blank line; `keepAlive` false adds `Connection: close`.
-    public func head(keepAlive: Bool, chunked: Bool = false) -> String {
+    /// the body follows in chunks) and the blank line; `keepAlive` false adds `Connection: close`,
+    /// and `date` (an `HTTPDate` text) a `Date` header first, as an origin server with a clock
+    /// must send one (RFC 9110 §6.6.1).
+    public func head(keepAlive: Bool, chunked: Bool = false, date: String? = nil) -> String {
         var bytes: [UInt8] = []
-        appendHead(to: &bytes, keepAlive: keepAlive, chunked: chunked)
+        appendHead(to: &bytes, keepAlive: keepAlive, chunked: chunked, date: date)
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The whole response, head and body, written straight into bytes (one a request).
-    public func encoded(keepAlive: Bool, headOnly: Bool = false) -> [UInt8] {
+    public func encoded(keepAlive: Bool, headOnly: Bool = false, date: String? = nil) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(128 + headers.count * 48 + (headOnly ? 0 : body.count))
-        appendHead(to: &bytes, keepAlive: keepAlive, chunked: false)
+        bytes.reserveCapacity(160 + headers.count * 48 + (headOnly ? 0 : body.count))
+        appendHead(to: &bytes, keepAlive: keepAlive, chunked: false, date: date)
         if !headOnly { bytes += body }
         return bytes
     }
 
-    private func appendHead(to bytes: inout [UInt8], keepAlive: Bool, chunked: Bool) {
+    private func appendHead(to bytes: inout [UInt8], keepAlive: Bool, chunked: Bool, date: String?) {
         bytes += "HTTP/1.1 ".utf8
         bytes += String(status).utf8
         bytes.append(0x20)
         bytes += Self.reason(status).utf8
         bytes += "\r\n".utf8
+        if let date {
+            bytes += "Date: ".utf8
+            bytes += date.utf8
+            bytes += "\r\n".utf8
+        }
         for header in headers {
             bytes += header.name.utf8
             bytes += ": ".utf8

@@ -1,4 +1,5 @@
 import EventLoop
+import Foundation
 import HTTPKit
 
 /// A small HTTP listener that answers `GET /metrics` (and HEAD) with the server's figures in
@@ -43,10 +44,12 @@ final class MetricsEndpoint {
         connection.onData = { [unowned self] bytes in
             let requests = reader.feed(bytes)
             let answer: [UInt8]
+            let date = HTTPDate.text(secondsSince1970: Int64(Date().timeIntervalSince1970))
             if let request = requests.first {
-                answer = response(to: request).encoded(keepAlive: false, headOnly: request.method == "HEAD")
+                answer = response(to: request).encoded(keepAlive: false, headOnly: request.method == "HEAD", date: date)
             } else if let error = reader.error {
-                answer = HTTPResponse(status: error.status, contentType: "text/plain; charset=utf-8", text: error.description + "\n").encoded(keepAlive: false)
+                answer = HTTPResponse(status: error.status, contentType: "text/plain; charset=utf-8", text: error.description + "\n")
+                    .encoded(keepAlive: false, date: date)
             } else {
                 return
             }

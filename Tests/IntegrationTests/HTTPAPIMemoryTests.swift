@@ -308,11 +308,15 @@ final class HTTPAPIMemoryTests: XCTestCase {
         XCTAssertTrue(client.connection.closedByServer(within: 5), "the connection closes after the 204")
     }
 
-    /// Issue 43 item 5: a 201 names what it made (httplint flags a 201 without Location).
+    /// Issue 43 item 5: a 201 names what it made (httplint flags a 201 without Location), and
+    /// (httplint's other warning) every response has a Date.
     func testCreatedAnswersCarryTheLocationOfWhatWasMade() throws {
         let client = try alice()
         let collection = try client.request("POST", "/api/collections", json: #"{"name":"inventory"}"#)
         XCTAssertEqual(collection.status, 201)
+        // And every answer says when it was made (RFC 9110 §6.6.1; httplint warned on each).
+        let date = try XCTUnwrap(collection.header("Date"))
+        XCTAssertNotNil(date.range(of: #"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$"#, options: .regularExpression), date)
         XCTAssertEqual(collection.header("Location"), "/api/collections/inventory")
         let record = try client.request("PUT", "/api/collections/inventory/records/desk%20lamp%20%C3%A9", headers: ["If-None-Match": "*"], json: #"{"name":"Desk lamp"}"#)
         XCTAssertEqual(record.status, 201, record.text)

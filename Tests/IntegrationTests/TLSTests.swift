@@ -172,7 +172,7 @@ final class TLSTests: XCTestCase {
 
     /// Issue 43 item 6: TLS 1.2 took four ECDHE-ECDSA CBC suites (SHA-1 and SHA-256 MACs), which
     /// Mozilla's intermediate profile and testssl.sh list as obsolete. Both ports now offer
-    /// AEAD suites only.
+    /// AEAD suites only, and the profile's key exchange groups.
     func testTLS12OffersAEADSuitesOnlyOnTheLineAndHTTPPorts() throws {
         for suite in TLSContext.offeredSuites.tls12 { XCTAssertTrue(suite.hasPrefix("ECDHE-") && (suite.contains("GCM") || suite.contains("CHACHA20")), suite) }
         let both = try TestServer.running(["--tls", "--http-listen", "127.0.0.1:0"])
@@ -189,6 +189,12 @@ final class TLSTests: XCTestCase {
             for aead in ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"] {
                 let (accepted, output) = try handshake(port, aead)
                 XCTAssertTrue(accepted && output.contains("Cipher is \(aead)"), "port \(port) refuses \(aead): \(output.suffix(300))")
+            }
+            // Key exchange: Mozilla's intermediate groups only (sslyze flagged secp521r1 and X448).
+            for (group, offered) in [("X25519", true), ("prime256v1", true), ("secp384r1", true), ("secp521r1", false), ("X448", false)] {
+                let (status, output, _) = try PlistSyncBinary.runTool(
+                    "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)", "-groups", group, "-CAfile", both.dataPath + "/tls/cert.pem"])
+                XCTAssertEqual(status == 0, offered, "port \(port), group \(group): \(output.suffix(300))")
             }
         }
     }

@@ -12,6 +12,8 @@
 /// instructions). `serve --help` and the README name them.
 #define PLISTSYNC_TLS12_CIPHERS "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 #define PLISTSYNC_TLS13_CIPHERSUITES "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+/// Key exchange groups, Mozilla's intermediate profile's (sslyze flags secp521r1 and X448).
+#define PLISTSYNC_TLS_GROUPS "X25519:prime256v1:secp384r1"
 
 typedef struct plistsync_tls_context plistsync_tls_context;
 typedef struct plistsync_tls plistsync_tls;

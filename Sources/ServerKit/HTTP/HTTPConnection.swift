@@ -122,7 +122,7 @@ final class HTTPConnection {
     /// refused) and closes once it is sent.
     private func closeWith(_ response: HTTPResponse) {
         closing = true
-        connection.write(response.encoded(keepAlive: false))
+        connection.write(response.encoded(keepAlive: false, date: front.dateText))
         connection.closeAfterWriting()
     }
 
@@ -163,7 +163,7 @@ final class HTTPConnection {
     func respond(_ response: HTTPResponse) {
         guard let request = current else { return }
         let keepAlive = request.keepAlive && !closing && !(reader.isClosed && waiting.isEmpty)
-        let bytes = response.encoded(keepAlive: keepAlive, headOnly: headOnly)
+        let bytes = response.encoded(keepAlive: keepAlive, headOnly: headOnly, date: front.dateText)
         front.server.noteQueued(bytes.count)
         connection.write(bytes)
         current = nil
@@ -178,7 +178,7 @@ final class HTTPConnection {
     /// Starts a streamed response (a listing, an event stream): its head, the body to follow
     /// in chunks (`writeBody`) until `streamEnded`.
     func writeHead(_ response: HTTPResponse) {
-        let head = response.head(keepAlive: current?.keepAlive ?? false, chunked: true)
+        let head = response.head(keepAlive: current?.keepAlive ?? false, chunked: true, date: front.dateText)
         front.server.noteQueued(head.utf8.count)
         connection.write(head)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import EventLoop
 import HTTPKit
 import SyncCore
@@ -15,6 +16,13 @@ final class HTTPFront {
     private let heartbeat: LoopTimer
     private let tls: TLSContext?
     let limits = HTTPLimits()
+    private var dates = HTTPDateCache()
+
+    /// The `Date` header's text for a response made now (the wall clock, read as the log's
+    /// and the tokens' times are).
+    var dateText: String {
+        dates.text(at: Int64(Date().timeIntervalSince1970))
+    }
 
     static let heartbeatMilliseconds: UInt64 = 15_000
 
