@@ -362,5 +362,14 @@ final class HTTPAPIMemoryTests: XCTestCase {
         XCTAssertEqual(try client.request("GET", "/style.css").status, 200)
         XCTAssertEqual(try client.request("GET", "/../etc/passwd").status, 404)
         XCTAssertEqual(try client.request("HEAD", "/").status, 200)
+        // A validator, so a browser's revalidation is a 304 (httplint: "no validator").
+        let tag = try XCTUnwrap(page.header("ETag"))
+        XCTAssertEqual(page.header("Cache-Control"), "no-cache")
+        let again = try client.request("GET", "/", headers: ["If-None-Match": "\"other\", \(tag)"])
+        XCTAssertEqual(again.status, 304)
+        XCTAssertEqual(again.header("ETag"), tag)
+        XCTAssertTrue(again.text.isEmpty)
+        XCTAssertEqual(try client.request("GET", "/", headers: ["If-None-Match": "\"other\""]).status, 200)
+        XCTAssertNotEqual(try client.request("GET", "/app.js").header("ETag"), tag, "each file has its own tag")
     }
 }
