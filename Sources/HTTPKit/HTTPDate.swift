@@ -1,30 +1,19 @@
-/// The `Date` header's text, IMF-fixdate (RFC 9110 §5.6.7): `Sun, 06 Dec 2026 06:39:03 GMT`.
+import Foundation
+
+/// The `Date` header's text, IMF-fixdate (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 public enum HTTPDate {
-    private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// The text for a time in whole seconds since 1970 (UTC), from 1970 on.
+    /// The text for a time in whole seconds since 1970 (UTC). The calendar is the C library's
+    /// (`gmtime_r`); the names are English whatever the locale, as the header requires.
     public static func text(secondsSince1970 seconds: Int64) -> String {
-        let days = seconds / 86_400
-        let secondOfDay = Int(seconds % 86_400)
-        let (year, month, day) = civilDate(daysSince1970: days)
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(weekdays[Int(days % 7)]), \(two(day)) \(months[month - 1]) \(year) "
-            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
-    }
-
-    /// Year, month (1-12) and day of a day count, in the proleptic Gregorian calendar (Howard
-    /// Hinnant's days-to-civil algorithm, eras of 400 years).
-    private static func civilDate(daysSince1970 days: Int64) -> (Int, Int, Int) {
-        let shifted = days + 719_468
-        let era = shifted / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (Int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0)), Int(month), Int(day))
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
 

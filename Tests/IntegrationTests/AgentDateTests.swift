@@ -37,11 +37,8 @@ final class AgentDateTests: XCTestCase {
 /// Issue 43 item 1 end to end: an integer above Int64 in a binary plist Cocoa wrote travels from
 /// one mirror through the server to another and back, bit-exact (it became 2^63 + 44's wrapped
 /// twin, -9223372036854775764, and 2^64 - 1 became -1).
-final class AgentIntegerRangeTests: XCTestCase {
+final class AgentIntegerRangeTests: TwoAgentTestCase {
     func testIntegersAboveInt64SyncBitExactThroughEveryHop() throws {
-        let server = try LiveServer.running()
-        let a = LiveAgent(server: server, user: "alice", password: "pw", device: "laptop")
-        let b = LiveAgent(server: server, user: "alice", password: "pw", device: "desktop")
         try a.start()
         try b.start()
         let serial = Value.unsigned(UInt64(1) << 63 + 44)

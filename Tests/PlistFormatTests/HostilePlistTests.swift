@@ -6,21 +6,8 @@ import XCTest
 /// Binary plists made to hurt the reader (issue 9 item 10, found by the fuzzers too): each must
 /// be refused with an error, quickly, never trap or take gigabytes.
 final class HostilePlistTests: XCTestCase {
-    /// A `bplist00` file from raw objects (each already encoded) with 1-byte references.
     private func binaryPlist(_ objects: [[UInt8]], referenceSize: UInt8 = 1) -> [UInt8] {
-        var bytes = Array("bplist00".utf8)
-        var offsets: [Int] = []
-        for object in objects {
-            offsets.append(bytes.count)
-            bytes += object
-        }
-        let table = bytes.count
-        for offset in offsets { bytes += [UInt8(offset >> 8), UInt8(offset & 0xFF)] }
-        bytes += [0, 0, 0, 0, 0, 0, 2, referenceSize]
-        for value in [UInt64(objects.count), 0, UInt64(table)] {
-            bytes += (0..<8).reversed().map { UInt8((value >> (UInt64($0) * 8)) & 0xFF) }
-        }
-        return bytes
+        BinaryPlistBuilder.file(objects, referenceSize: Int(referenceSize))
     }
 
     func testADoublingDAGIsRefusedNotExpanded() throws {

@@ -8,23 +8,12 @@ import XCTest
 final class PlistFidelityTests: XCTestCase {
     private static let twoTo63Plus44 = UInt64(1) << 63 + 44
 
-    /// A binary plist of `objects` (object 0 the top), as CPython's test helper builds one.
     private func binaryPlist(_ objects: [[UInt8]], offsetSize: Int = 1, referenceSize: Int = 1) -> [UInt8] {
-        var out = Array("bplist00".utf8)
-        var offsets: [Int] = []
-        for object in objects {
-            offsets.append(out.count)
-            out += object
-        }
-        let table = out.count
-        for offset in offsets { out += bigEndian(UInt64(offset), size: offsetSize) }
-        out += [0, 0, 0, 0, 0, 0, UInt8(offsetSize), UInt8(referenceSize)]
-        out += bigEndian(UInt64(objects.count), size: 8) + bigEndian(0, size: 8) + bigEndian(UInt64(table), size: 8)
-        return out
+        BinaryPlistBuilder.file(objects, offsetSize: offsetSize, referenceSize: referenceSize)
     }
 
     private func bigEndian(_ value: UInt64, size: Int) -> [UInt8] {
-        (0..<size).map { UInt8(truncatingIfNeeded: value >> UInt64((size - 1 - $0) * 8)) }
+        BinaryPlistBuilder.bigEndian(value, size: size)
     }
 
     /// `{"n": <16-byte integer high:low>}`, as Cocoa writes an integer above Int64.
