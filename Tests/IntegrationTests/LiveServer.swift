@@ -46,6 +46,10 @@ final class LiveServer: ListeningServer {
         self.configure = configure
         self.versionMinimumAge = versionMinimumAge
         logStart = Self.logLines.count
+        // The log as `serve` writes it by default: a test before this one may have quieted the
+        // process's one log (the simulation does), and this server's tests read its info lines.
+        ServerLog.quiet = false
+        ServerLog.format = .text
         try FileManager.default.createDirectory(atPath: self.dataPath, withIntermediateDirectories: true)
     }
 

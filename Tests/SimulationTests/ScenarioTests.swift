@@ -22,6 +22,7 @@ final class ScenarioTests: XCTestCase {
     }
 
     override func tearDown() {
+        ServerLog.quiet = false
         world.close()
         try? FileManager.default.removeItem(atPath: folder)
     }

@@ -12,6 +12,10 @@ final class SimulationTests: XCTestCase {
         ServerLog.quiet = true
     }
 
+    override func tearDown() {
+        ServerLog.quiet = false
+    }
+
     func testSeededRunsConvergeAndLoseNothing() throws {
         let seeds: [UInt64]
         if let one = environment["PLISTSYNC_SIMULATION_SEED"].flatMap(UInt64.init) {
