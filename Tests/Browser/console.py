@@ -377,6 +377,29 @@ def scenario_history(driver, url, line_port, user, password, args):
     result("message", driver.find_element(By.ID, "message").text)
 
 
+def scenario_defects(driver, url, line_port, user, password, args):
+    """Issue 44 item 5: a field someone adds to a record early in the list comes last; adding a
+    record whose id exists says so; the history button draws without an emoji font."""
+    collection, early_id, existing_id = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: early_id in ids(driver))
+    result("before", ",".join(headers(driver)))
+    line = Line(line_port, user, password)
+    result("put", line.ask(f'p PUT {collection} {early_id} 1 {{"email":"a@example.org","name":"{early_id}","phone":"555-0111"}}'))
+    until("the new column", lambda: "email" in headers(driver))
+    result("after", ",".join(headers(driver)))
+    history = row(driver, early_id).find_element(By.CSS_SELECTOR, f'button[aria-label="History of {early_id}"]')
+    result("history_text", json.dumps(history.text))
+    result("history_icon_width", history.find_element(By.CSS_SELECTOR, "svg").size["width"])
+    click(driver, "#add-record", "add-record")
+    until("the form", lambda: driver.find_element(By.ID, "new-record").is_displayed())
+    driver.find_element(By.ID, "new-record-id").send_keys(existing_id)
+    driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='name']").send_keys("Someone else" + Keys.ENTER)
+    until("the refusal", lambda: "exists" in driver.find_element(By.ID, "message").text)
+    result("add_existing", driver.find_element(By.ID, "message").text)
+
+
 def scenario_screenshots(driver, url, line_port, user, password, args):
     collection, folder = args
     log_in(driver, url, user, password)
@@ -418,7 +441,7 @@ def main():
         run(driver, url, int(line_port), user, password, args)
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
-        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409"}.get(scenario, "\0")
+        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409"}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and expected not in entry["message"]]
         result("console_errors", json.dumps(errors))

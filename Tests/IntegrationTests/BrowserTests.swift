@@ -118,6 +118,19 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(try line.line(), #"* RECORD contacts Grace 1 a1 {"name":"Grace","phone":"555-0142"}"#, "sorting the view left the list's order alone")
     }
 
+    /// Issue 44 item 5: a field added to a record early in the list came first (records' keys
+    /// are sorted: `email` before `name`); adding an id that exists said "If-Match is stale";
+    /// the history button was the emoji 🕘, an empty box without an emoji font.
+    func testTheConsolesSmallDefects() throws {
+        let results = try browse("defects", ["contacts", "Ada", "Grace"])
+        XCTAssertEqual(results["before"], "id,name,phone")
+        XCTAssertEqual(results["put"], "p OK PUT contacts Ada 2 4")
+        XCTAssertEqual(results["after"], "id,name,phone,email", "a new field comes last, wherever it first appears")
+        XCTAssertEqual(results["history_text"], #""""#, "no emoji: an SVG icon, named by its label")
+        XCTAssertGreaterThan(Double(results["history_icon_width"] ?? "") ?? 0, 8)
+        XCTAssertEqual(results["add_existing"], #"a record "Grace" already exists in contacts (rev 1): pick another id, or edit that one"#)
+    }
+
     func testANewRecordIsWrittenOnceWithAllItsFields() throws {
         try line.expect("s SUB contacts SINCE 3", equals: "s OK SUB contacts 3")
         let results = try browse("add-form", ["contacts", "Margaret", "Margaret Hamilton", "555-0123"])

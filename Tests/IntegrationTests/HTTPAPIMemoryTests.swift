@@ -327,6 +327,21 @@ final class HTTPAPIMemoryTests: XCTestCase {
         XCTAssertNil(update.header("Location"), "an update makes nothing new")
     }
 
+    /// Issue 44 item 5: `limit=0` answered an empty page with `next: null`, telling a pager the
+    /// list had ended; creating an id that exists said the request's If-Match was stale.
+    func testAPageOfNoneIsRefusedAndACreateOfAnExistingIdSaysItExists() throws {
+        let client = try aliceWithCollection()
+        XCTAssertEqual(try client.request("PUT", "/api/collections/inventory/records/lamp", headers: ["If-None-Match": "*"], json: #"{"name":"Lamp"}"#).status, 201)
+        let none = try client.request("GET", "/api/collections/inventory/records?limit=0")
+        XCTAssertEqual(none.status, 400, none.text)
+        XCTAssertEqual(none.json["error"] as? String, "BAD_REQUEST")
+        let again = try client.request("PUT", "/api/collections/inventory/records/lamp", headers: ["If-None-Match": "*"], json: #"{"name":"Other"}"#)
+        XCTAssertEqual(again.status, 409)
+        XCTAssertEqual(again.json["message"] as? String, #"a record "lamp" already exists in inventory (rev 1): pick another id, or edit that one"#)
+        let stale = try client.request("PUT", "/api/collections/inventory/records/lamp", headers: ["If-Match": "\"7\""], json: #"{"name":"Other"}"#)
+        XCTAssertEqual(stale.json["message"] as? String, "the record is at rev 1; the request's If-Match is stale")
+    }
+
     func testConflictCopiesAreResolvedByKeepingTheCopyOrTheRecord() throws {
         let client = try aliceWithCollection("contacts")
         let line = try memory.login("alice", "pw")

@@ -15,6 +15,21 @@ export function button(text, label, action, kind) {
   return b;
 }
 
+// A clock face drawn as SVG, for the history button: an emoji (🕘) is an empty box on a machine
+// without an emoji font (a stock Debian desktop). Hidden from screen readers, whose name for
+// the button is its label.
+export function clockIcon() {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  for (const [k, v] of Object.entries({ viewBox: '0 0 16 16', width: '1em', height: '1em', 'aria-hidden': 'true', focusable: 'false', class: 'icon' })) svg.setAttribute(k, v);
+  const face = document.createElementNS(ns, 'circle');
+  for (const [k, v] of Object.entries({ cx: '8', cy: '8', r: '6.5', fill: 'none', stroke: 'currentColor', 'stroke-width': '1.5' })) face.setAttribute(k, v);
+  const hands = document.createElementNS(ns, 'path');
+  for (const [k, v] of Object.entries({ d: 'M8 4v4H5', fill: 'none', stroke: 'currentColor', 'stroke-width': '1.5', 'stroke-linecap': 'round' })) hands.setAttribute(k, v);
+  svg.append(face, hands);
+  return svg;
+}
+
 // Shows `text` in the status line (an error in red); `action` adds a button to it (Undo).
 export function say(text, isError = false, action) {
   const message = document.querySelector('#message');

@@ -4,7 +4,7 @@
 // filter and sort come from the column view (columns.js).
 import { call, callTyped, path } from './api.js';
 import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue } from './values.js';
-import { element, button, say } from './dom.js';
+import { element, button, say, clockIcon } from './dom.js';
 import { ColumnView } from './columns.js';
 import { askConflict, showHistory } from './dialogs.js';
 
@@ -20,6 +20,7 @@ let rows = new Map();         // id -> <tr>
 let columns = [];             // shown, in order
 let shape = '';               // what the rows were made for: columns and view
 let extraColumns = new Map(); // added locally, not yet in any record: name -> type
+let knownColumns = null;      // the columns' order once the first replay ended; null before
 let view = null;              // ColumnView
 let editing = null;           // {id, field, td}
 let renderQueued = false;
@@ -32,6 +33,7 @@ export function showCollection(name) {
   columns = [];
   shape = '';
   extraColumns = new Map();
+  knownColumns = null;
   view = name ? new ColumnView(name) : null;
   editing = null;
   head.replaceChildren();
@@ -48,7 +50,10 @@ export function currentCollection() { return collection; }
 function connect() {
   events = new EventSource(path('collections', collection, 'events'));
   events.addEventListener('change', (e) => apply(parseTyped(e.data)));
-  events.addEventListener('ready', () => { live.classList.add('on'); live.title = 'live'; live.dataset.ready = 'yes'; });
+  events.addEventListener('ready', () => {
+    live.classList.add('on'); live.title = 'live'; live.dataset.ready = 'yes';
+    if (!knownColumns) knownColumns = naturalColumns();
+  });
   events.addEventListener('expired', () => { events.close(); showCollection(collection); });
   for (const kind of ['revoked', 'dropped']) {
     events.addEventListener(kind, () => { events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true); });
@@ -77,16 +82,19 @@ function byOrder(a, b) {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-// The collection's fields, each where it first appears (records in list order), then the
-// ones added here and not yet in any record.
+// The collection's fields: as first loaded, each where it first appears (records in list
+// order), then the ones added here and not yet in any record; a field that appears later
+// (someone added it, anywhere in the list) comes last, and the columns already shown stay put.
 export function naturalColumns() {
-  const names = [];
-  const seen = new Set();
+  const present = new Set();
+  const appearing = [];
   for (const record of [...records.values()].sort(byOrder)) {
-    for (const name of record.fields.keys()) if (!seen.has(name)) { seen.add(name); names.push(name); }
+    for (const name of record.fields.keys()) if (!present.has(name)) { present.add(name); appearing.push(name); }
   }
-  for (const name of extraColumns.keys()) if (!seen.has(name)) names.push(name);
-  return names;
+  for (const name of extraColumns.keys()) if (!present.has(name)) { present.add(name); appearing.push(name); }
+  if (!knownColumns) return appearing;
+  for (const name of appearing) if (!knownColumns.includes(name)) knownColumns.push(name);
+  return knownColumns.filter((name) => present.has(name));
 }
 
 export function fieldType(name) {
@@ -166,7 +174,9 @@ function row(record) {
   if (view.isListOrder) {
     actions.append(button('↑', `Move ${record.id} up`, () => moveBy(record.id, -1)), button('↓', `Move ${record.id} down`, () => moveBy(record.id, 1)));
   }
-  actions.append(button('🕘', `History of ${record.id}`, () => showHistory(collection, record.id, records.get(record.id)?.rev, (fields, rev) => put(record.id, fields, rev))), button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
+  const history = button('', `History of ${record.id}`, () => showHistory(collection, record.id, records.get(record.id)?.rev, (fields, rev) => put(record.id, fields, rev)));
+  history.append(clockIcon());
+  actions.append(history, button('✕', `Delete ${record.id}`, () => remove(record.id), 'danger'));
   tr.append(actions);
   return tr;
 }

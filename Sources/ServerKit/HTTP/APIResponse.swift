@@ -41,13 +41,14 @@ enum APIResponse {
     }
 
     /// The response for a request that did not end in `OK`: the session's error, a conflict's
-    /// 409 with the server's record, or the session's end before the answer.
-    static func response(for answer: SessionBridge.Answer) -> HTTPResponse {
+    /// 409 with the server's record (`creating`: the request made a new record, so the conflict
+    /// is that one by its id exists), or the session's end before the answer.
+    static func response(for answer: SessionBridge.Answer, creating: Bool = false) -> HTTPResponse {
         switch answer {
         case .refused(let error):
             return self.error(error)
         case .conflict(let collection, let id, let current):
-            return conflict(collection: collection, id: id, current: current)
+            return conflict(collection: collection, id: id, current: current, creating: creating)
         case .closed(let reason):
             let (status, message) = closedStatus(reason)
             return self.error(status: status, code: (reason.bye ?? .busy).rawValue, message: message)
@@ -59,10 +60,14 @@ enum APIResponse {
     /// A reply of another kind than the request's (a server bug, never a client's doing).
     static let unexpected = error(status: 500, code: ErrorCode.internal.rawValue, message: "the server answered with an unexpected reply")
 
-    /// A stale write's 409: the server's record as `current` (`missing` when it never existed).
-    static func conflict(collection: String, id: String, current: RecordState?) -> HTTPResponse {
+    /// A stale write's 409: the server's record as `current` (`missing` when it never existed);
+    /// a create's names the id that exists.
+    static func conflict(collection: String, id: String, current: RecordState?, creating: Bool = false) -> HTTPResponse {
         let record = current.map { recordJSON($0) } ?? "{\"id\":\(ValueJSON.quoted(id)),\"missing\":true,\"rev\":0}"
-        let message = current.map { "the record is at rev \($0.rev); the request's If-Match is stale" } ?? "there is no such record to change"
+        let message = current.map {
+            creating ? "a record \(ValueJSON.quoted(id)) already exists in \(collection) (rev \($0.rev)): pick another id, or edit that one"
+                : "the record is at rev \($0.rev); the request's If-Match is stale"
+        } ?? "there is no such record to change"
         return jsonText(409, "{\"current\":\(record),\"error\":\"CONFLICT\",\"message\":\(ValueJSON.quoted(message))}")
     }
 

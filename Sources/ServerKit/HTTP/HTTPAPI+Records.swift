@@ -64,7 +64,9 @@ extension HTTPAPI {
         guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else { return listAll(exchange, collection) }
         let offset = Int(query["offset"] ?? "0") ?? -1
         let limit = query["limit"].map { Int($0) ?? -1 } ?? Int.max
-        guard offset >= 0, limit >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset and limit are whole numbers") }
+        guard offset >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset is a whole number") }
+        // A page of none would answer `next: null`, which tells a pager the list has ended.
+        guard limit >= 1 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "limit is a whole number from 1 (LIST … LIMIT 0 is refused too)") }
         var cursor: RecordCursor?
         if let after = query["after"] {
             guard let dot = after.firstIndex(of: "."), dot != after.startIndex else {
@@ -160,7 +162,7 @@ extension HTTPAPI {
     /// Runs a record write: its new rev (as the ETag) and seq; a stale rev answers 409 with the
     /// server's state as `current`.
     static func write(_ exchange: Exchange, _ command: Command, created: Bool = false) {
-        exchange.run(command) { reply, _ in
+        exchange.run(command, creating: created) { reply, _ in
             guard case .written(_, let collection, let id, let rev, let seq) = reply else { return exchange.respond(APIResponse.unexpected) }
             // A 201 names what it made (RFC 9110 §9.3.3 / §15.3.2).
             let location = created ? [location("collections", collection, "records", id)] : []

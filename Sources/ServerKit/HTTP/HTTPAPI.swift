@@ -127,14 +127,14 @@ struct Exchange {
     }
 
     /// Runs `command` in the session; an `OK` goes to `then` with its payload, anything else
-    /// is answered as the API's error (`APIResponse.response(for:)`). `collecting` picks the
+    /// is answered as the API's error (`APIResponse.response(for:creating:)`). `collecting` picks the
     /// notices that belong to the reply, handed to `onNotice`.
     func run(
-        _ command: Command, collecting: @escaping (ServerNotice) -> Bool = { _ in false }, onNotice: @escaping (ServerNotice) -> Void = { _ in },
-        then: @escaping (Reply, _ payload: String?) -> Void
+        _ command: Command, creating: Bool = false, collecting: @escaping (ServerNotice) -> Bool = { _ in false },
+        onNotice: @escaping (ServerNotice) -> Void = { _ in }, then: @escaping (Reply, _ payload: String?) -> Void
     ) {
         bridge.request(command, bytes: 64 + request.body.count, collecting: collecting, onNotice: onNotice) { answer in
-            guard case .ok(let reply, let payload) = answer else { return respond(APIResponse.response(for: answer)) }
+            guard case .ok(let reply, let payload) = answer else { return respond(APIResponse.response(for: answer, creating: creating)) }
             then(reply, payload)
         }
     }
