@@ -16,9 +16,10 @@ cd "$(dirname "$0")/.."
 # tests replay Protocol/HTTP.md's examples and speak HTTPS; chromium, chromium-driver, python3-selenium:
 # BrowserTests drive the web console in a headless Chromium (Tests/Browser/console.py);
 # libpython3.11-testsuite, librust-plist-dev, libplist-utils, python3-biplist: other projects' plists
-# and readers that OutsideReadersTests and the plist fuzzers check against (Tests/Fidelity).
+# and readers that OutsideReadersTests and the plist fuzzers check against (Tests/Fidelity);
+# nodejs: the console's merge module runs the merge table (Tests/Console).
 bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl chromium chromium-driver python3-selenium \
-    libpython3.11-testsuite librust-plist-dev libplist-utils python3-biplist
+    libpython3.11-testsuite librust-plist-dev libplist-utils python3-biplist nodejs
 export PLISTSYNC_REQUIRE_OUTSIDE_DATA=1
 swift build --build-tests
 log=$(mktemp)

@@ -26,7 +26,7 @@ enum ConsoleFiles {
         ] + validation, body: body)
     }
 
-    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "style.css"]
+    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "style.css"]
 
     /// Each file's strong validator: its bytes' 64-bit FNV-1a hash, made once (the files are
     /// compiled in, so a new build is the only way they change).
@@ -49,6 +49,7 @@ enum ConsoleFiles {
         case "columns.js": (PackageResources.columns_js, "text/javascript; charset=utf-8")
         case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
         case "dialogs.js": (PackageResources.dialogs_js, "text/javascript; charset=utf-8")
+        case "merge.js": (PackageResources.merge_js, "text/javascript; charset=utf-8")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }
