@@ -400,6 +400,32 @@ def scenario_defects(driver, url, line_port, user, password, args):
     result("add_existing", driver.find_element(By.ID, "message").text)
 
 
+def scenario_offline_shell(driver, url, line_port, user, password, args):
+    """Issue 44 item 1: installable, and the shell opens with the server gone (it was the
+    browser's "This site can't be reached"); the page says it is offline."""
+    import os
+    import signal
+    collection, server_pid = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    manifest = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(document.querySelector('link[rel=manifest]').href).then(r => r.json()).then(m => done(JSON.stringify(m)), e => done(String(e)));")
+    result("manifest", manifest)
+    until("the service worker in control", lambda: driver.execute_script("return !!navigator.serviceWorker.controller") or driver.refresh(), 20)
+    until("the records view again", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+    result("offline_banner_online", driver.find_element(By.ID, "offline").is_displayed())
+    os.kill(int(server_pid), signal.SIGTERM)
+    until("the offline banner", lambda: driver.find_element(By.ID, "offline").is_displayed(), 15)
+    result("live_dot", driver.find_element(By.ID, "live").get_attribute("class"))
+    started = time.monotonic()
+    driver.refresh()
+    until("the shell with no server", lambda: driver.find_element(By.ID, "offline").is_displayed(), 10)
+    result("offline_start_seconds", f"{time.monotonic() - started:.3f}")
+    result("title", driver.title)
+    result("offline_text", driver.find_element(By.ID, "offline").text)
+
+
 def scenario_screenshots(driver, url, line_port, user, password, args):
     collection, folder = args
     log_in(driver, url, user, password)
@@ -441,7 +467,7 @@ def main():
         run(driver, url, int(line_port), user, password, args)
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
-        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409"}.get(scenario, "\0")
+        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED"}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and expected not in entry["message"]]
         result("console_errors", json.dumps(errors))

@@ -131,6 +131,22 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["add_existing"], #"a record "Grace" already exists in contacts (rev 1): pick another id, or edit that one"#)
     }
 
+    /// Issue 44 item 1: the console is an installable app whose shell opens with the server
+    /// gone, saying it is offline (a reload showed the browser's "This site can't be reached").
+    func testTheConsoleIsInstallableAndItsShellOpensWithTheServerGone() throws {
+        let results = try browse("offline-shell", ["contacts", String(server.pid)])
+        let manifest = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data((results["manifest"] ?? "").utf8)) as? [String: Any], results["manifest"] ?? "")
+        XCTAssertEqual(manifest["display"] as? String, "standalone")
+        XCTAssertEqual(manifest["start_url"] as? String, "/")
+        XCTAssertEqual((manifest["icons"] as? [[String: String]])?.compactMap { $0["sizes"] }.sorted(), ["192x192", "512x512", "512x512"])
+        XCTAssertEqual(results["offline_banner_online"], "False")
+        XCTAssertEqual(results["live_dot"], "live", "the live dot is grey once the server is gone")
+        XCTAssertEqual(results["title"], "PlistSync", "the console's page, not the browser's error page")
+        XCTAssertTrue(results["offline_text"]?.hasPrefix("Offline: the server cannot be reached.") ?? false, results["offline_text"] ?? "")
+        XCTAssertLessThan(Double(results["offline_start_seconds"] ?? "") ?? 99, 1.0, "the cached shell opens in under a second")
+        print("offline shell: opened in \(results["offline_start_seconds"] ?? "?") s with the server gone")
+    }
+
     func testANewRecordIsWrittenOnceWithAllItsFields() throws {
         try line.expect("s SUB contacts SINCE 3", equals: "s OK SUB contacts 3")
         let results = try browse("add-form", ["contacts", "Margaret", "Margaret Hamilton", "555-0123"])

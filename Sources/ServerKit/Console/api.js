@@ -26,13 +26,36 @@ export async function callTyped(method, path, body, headers = {}) {
   return { status: response.status, ok: response.ok, etag: response.headers.get('ETag'), value: text ? parseTyped(text) : null, json: text ? JSON.parse(text) : null };
 }
 
+// A request that got no answer at all: the server (or the network) cannot be reached.
+export class OfflineError extends Error {
+  constructor() { super('the server cannot be reached'); }
+}
+
+// Whether the server answers, as the last request found; `reachability` tells each change
+// (its event's `detail` is true or false).
+export const reachability = new EventTarget();
+let reachable = true;
+
+function noteReachable(now) {
+  if (now === reachable) return;
+  reachable = now;
+  reachability.dispatchEvent(new CustomEvent('change', { detail: now }));
+}
+
+export function isReachable() { return reachable; }
+
+// Asks whether the server answers (any answer counts, a 401 too).
+export function probe() {
+  return send('GET', '/api/me', undefined, {}).then(() => true, () => false);
+}
+
 function send(method, path, body, headers) {
   const init = { method, credentials: 'same-origin', headers: { 'X-PlistSync-CSRF': '1', ...headers } };
   if (body !== undefined) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';
   }
-  return fetch(path, init);
+  return fetch(path, init).then((response) => { noteReachable(true); return response; }, () => { noteReachable(false); throw new OfflineError(); });
 }
 
 export function path(...segments) {

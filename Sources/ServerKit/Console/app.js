@@ -1,5 +1,5 @@
 // The console's start: log in, pick a view, keep the collection picked across views.
-import { call } from './api.js';
+import { call, OfflineError, reachability, probe } from './api.js';
 import { say } from './dom.js';
 import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
 import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
@@ -101,4 +101,28 @@ $('#grant-form').addEventListener('submit', async (e) => {
 
 window.addEventListener('hashchange', route);
 
-call('GET', '/api/me').then(loggedIn, loggedOut);
+// Offline: a banner says so, and the server is asked again every few seconds until it answers.
+// Started with no network (from the home screen, in a tunnel) the shell shows with the banner
+// and logs in once the server answers.
+let probing = null;
+let started = false;
+reachability.addEventListener('change', (e) => {
+  $('#offline').hidden = e.detail;
+  clearInterval(probing);
+  if (!e.detail) probing = setInterval(probe, 3000);
+  else if (!started) start();
+});
+
+function start() {
+  call('GET', '/api/me').then((me) => { started = true; return loggedIn(me); }, (error) => {
+    if (error instanceof OfflineError) return;
+    started = true;
+    loggedOut();
+  });
+}
+
+if ('serviceWorker' in navigator) {
+  // Not on an insecure origin (plain HTTP other than localhost): the console works without it.
+  navigator.serviceWorker.register('/sw.js').catch(() => undefined);
+}
+start();

@@ -2,7 +2,7 @@
 // edited in place (typed; lists, dictionaries and data as typed JSON), added (a whole record,
 // written once), deleted (with undo while the tombstone is fresh) and reordered; its columns,
 // filter and sort come from the column view (columns.js).
-import { call, callTyped, path } from './api.js';
+import { call, callTyped, path, probe } from './api.js';
 import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue } from './values.js';
 import { element, button, say, clockIcon } from './dom.js';
 import { ColumnView } from './columns.js';
@@ -59,7 +59,8 @@ function connect() {
     events.addEventListener(kind, () => { events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true); });
   }
   events.addEventListener('renamed', (e) => { const to = JSON.parse(e.data).to; collection = to; say(`renamed to ${to}`); });
-  events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; };
+  // The stream reconnects by itself; a look at the server tells whether it is offline meanwhile.
+  events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; probe(); };
 }
 
 function apply(change) {

@@ -4,8 +4,10 @@ import HTTPKit
 /// at `/` under a Content-Security-Policy that allows only the server's own scripts and
 /// styles (no inline script, no other origin).
 enum ConsoleFiles {
+    /// Only this server's own files: the service worker and the manifest are named (`worker-src`,
+    /// `manifest-src`) rather than left to fall back to `default-src 'none'`.
     static let policy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        + "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        + "worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
     static func response(for request: HTTPRequest, path: [String]) -> HTTPResponse {
         guard request.method == "GET" || request.method == "HEAD" else {
@@ -26,7 +28,8 @@ enum ConsoleFiles {
         ] + validation, body: body)
     }
 
-    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "style.css"]
+    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "style.css",
+                        "sw.js", "manifest.webmanifest", "icon-192.png", "icon-512.png"]
 
     /// Each file's strong validator: its bytes' 64-bit FNV-1a hash, made once (the files are
     /// compiled in, so a new build is the only way they change).
@@ -50,6 +53,10 @@ enum ConsoleFiles {
         case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
         case "dialogs.js": (PackageResources.dialogs_js, "text/javascript; charset=utf-8")
         case "merge.js": (PackageResources.merge_js, "text/javascript; charset=utf-8")
+        case "sw.js": (PackageResources.sw_js, "text/javascript; charset=utf-8")
+        case "manifest.webmanifest": (PackageResources.manifest_webmanifest, "application/manifest+json")
+        case "icon-192.png": (PackageResources.icon_192_png, "image/png")
+        case "icon-512.png": (PackageResources.icon_512_png, "image/png")
         case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
         default: nil
         }
