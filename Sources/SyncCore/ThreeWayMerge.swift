@@ -5,7 +5,8 @@ import SyncProtocol
 /// Field by field: a field changed on one side only takes that side's value; a field changed on
 /// both sides to different values keeps the remote (server's) value and is reported, so the
 /// caller can save the local version as a conflict copy. A missing field counts as a value
-/// ("absent"), so additions and removals merge the same way as edits.
+/// ("absent"), so additions and removals merge the same way as edits. Values are compared by
+/// `Value.isIdentical`, bit for bit, as the console's merge module compares them.
 public enum ThreeWayMerge {
     /// The merged fields and the fields both sides changed differently.
     public struct Result: Equatable, Sendable {
@@ -26,9 +27,11 @@ public enum ThreeWayMerge {
             let mine = local[key]
             let theirs = remote[key]
             let chosen: Value?
-            if mine == theirs || mine == original {
+            // Compared bit for bit: -0.0 typed over 0.0, or a name retyped in the other Unicode
+            // normalisation, is an edit (Swift's == would take it for the value that was there).
+            if Value.identical(mine, theirs) || Value.identical(mine, original) {
                 chosen = theirs
-            } else if theirs == original {
+            } else if Value.identical(theirs, original) {
                 chosen = mine
             } else {
                 chosen = theirs
