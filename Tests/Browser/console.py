@@ -426,6 +426,39 @@ def scenario_offline_shell(driver, url, line_port, user, password, args):
     result("offline_text", driver.find_element(By.ID, "offline").text)
 
 
+def scenario_replica(driver, url, line_port, user, password, args):
+    """Issue 44 item 2: the collections a person opened are kept on the device; a stream resumes
+    after the kept seq (changes made meanwhile, a delete among them, arrive); with the server
+    gone, a reload shows what is kept."""
+    import os
+    import signal
+    collection, server_pid = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: ids(driver) == ["Ada", "Grace", "Linus"])
+    driver.execute_async_script("const done = arguments[arguments.length - 1]; setTimeout(done, 300);")  # the replica's batch
+    driver.get("about:blank")
+    line = Line(line_port, user, password)
+    result("put", line.ask(f'p PUT {collection} Margaret 0 {{"name":"Margaret","phone":"555-0123"}}'))
+    result("del", line.ask(f"d DEL {collection} Linus 1"))
+    driver.get(url)
+    until("the records view", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+    until("the rows with what changed meanwhile", lambda: ids(driver) == ["Ada", "Grace", "Margaret"])
+    result("resumed", ",".join(ids(driver)))
+    result("resumed_after", driver.find_element(By.ID, "live").get_attribute("data-since"))
+    until("the service worker in control", lambda: driver.execute_script("return !!navigator.serviceWorker.controller") or driver.refresh(), 20)
+    until("the rows again", lambda: ids(driver) == ["Ada", "Grace", "Margaret"])
+    driver.execute_async_script("const done = arguments[arguments.length - 1]; setTimeout(done, 300);")
+    os.kill(int(server_pid), signal.SIGTERM)
+    until("the offline banner", lambda: driver.find_element(By.ID, "offline").is_displayed(), 15)
+    driver.refresh()
+    until("the kept rows with no server", lambda: ids(driver) == ["Ada", "Grace", "Margaret"], 10)
+    result("offline_rows", ",".join(ids(driver)))
+    result("offline_phone", cell(driver, "Margaret", "phone").text)
+    result("picker", driver.find_element(By.CSS_SELECTOR, "#collection option:checked").text)
+    result("offline_banner", driver.find_element(By.ID, "offline").is_displayed())
+
+
 def scenario_screenshots(driver, url, line_port, user, password, args):
     collection, folder = args
     log_in(driver, url, user, password)
@@ -467,7 +500,7 @@ def main():
         run(driver, url, int(line_port), user, password, args)
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
-        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED"}.get(scenario, "\0")
+        expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED", "replica": "ERR_CONNECTION_REFUSED"}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and expected not in entry["message"]]
         result("console_errors", json.dumps(errors))

@@ -147,6 +147,21 @@ final class BrowserTests: XCTestCase {
         print("offline shell: opened in \(results["offline_start_seconds"] ?? "?") s with the server gone")
     }
 
+    /// Issue 44 item 2 (begun): the collections a person opened are kept in IndexedDB with the
+    /// seq they are current to; reopened, the stream resumes after it (what changed meanwhile,
+    /// a delete too, arrives); with the server gone they still show.
+    func testOpenedCollectionsAreKeptOnTheDeviceAndShowWithTheServerGone() throws {
+        let results = try browse("replica", ["contacts", String(server.pid)])
+        XCTAssertEqual(results["put"], "p OK PUT contacts Margaret 1 4")
+        XCTAssertEqual(results["del"], "d OK DEL contacts Linus 2 5")
+        XCTAssertEqual(results["resumed"], "Ada,Grace,Margaret")
+        XCTAssertEqual(results["resumed_after"], "3", "the stream started after the kept seq, not from 0")
+        XCTAssertEqual(results["offline_rows"], "Ada,Grace,Margaret")
+        XCTAssertEqual(results["offline_phone"], "555-0123")
+        XCTAssertEqual(results["picker"], "contacts (kept on this device)")
+        XCTAssertEqual(results["offline_banner"], "True")
+    }
+
     func testANewRecordIsWrittenOnceWithAllItsFields() throws {
         try line.expect("s SUB contacts SINCE 3", equals: "s OK SUB contacts 3")
         let results = try browse("add-form", ["contacts", "Margaret", "Margaret Hamilton", "555-0123"])

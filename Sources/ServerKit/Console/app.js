@@ -2,6 +2,7 @@
 import { call, OfflineError, reachability, probe } from './api.js';
 import { say } from './dom.js';
 import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
+import { forgetAll } from './replica.js';
 import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
 import { showConflicts, showMembers, showDevices, showStatus, grant } from './views.js';
 
@@ -26,6 +27,7 @@ function route() {
 }
 
 async function loggedIn(me) {
+  localStorage.setItem('user', me.user);
   $('#who').textContent = me.user;
   $('#nav').hidden = false;
   $('#account').hidden = false;
@@ -33,7 +35,10 @@ async function loggedIn(me) {
   await loadCollections();
 }
 
+// Logged out (or the login ended): what this device kept of the collections goes too.
 function loggedOut() {
+  localStorage.removeItem('user');
+  forgetAll().catch(() => undefined);
   showCollection(null);
   $('#nav').hidden = true;
   $('#account').hidden = true;
@@ -113,11 +118,13 @@ reachability.addEventListener('change', (e) => {
   else if (!started) start();
 });
 
+// With no network, whoever last logged in here sees what this device kept (the session
+// cookie is checked once the server answers).
 function start() {
   call('GET', '/api/me').then((me) => { started = true; return loggedIn(me); }, (error) => {
-    if (error instanceof OfflineError) return;
-    started = true;
-    loggedOut();
+    if (!(error instanceof OfflineError)) { started = true; loggedOut(); return; }
+    const user = localStorage.getItem('user');
+    if (user && $('#nav').hidden) loggedIn({ user }).catch(() => undefined);
   });
 }
 

@@ -1,14 +1,22 @@
 // The collection picker and what an owner does with collections: create, rename, drop.
-import { call, path } from './api.js';
+import { call, path, OfflineError } from './api.js';
+import * as replica from './replica.js';
 import { say } from './dom.js';
 import { showCollection } from './records.js';
 
 const picker = document.querySelector('#collection');
 
 // Fills the picker (keeping `wanted`, else the last one picked) and opens that collection.
+// Offline, the picker lists the collections kept on this device.
 export async function loadCollections(wanted = localStorage.getItem('collection')) {
-  const { collections } = await call('GET', '/api/collections');
-  picker.replaceChildren(...collections.map((c) => new Option(`${c.name} (${c.role})`, c.name)));
+  let collections;
+  try {
+    collections = (await call('GET', '/api/collections')).collections.map((c) => ({ name: c.name, label: `${c.name} (${c.role})` }));
+  } catch (error) {
+    if (!(error instanceof OfflineError)) throw error;
+    collections = (await replica.collections()).map((c) => ({ name: c.name, label: `${c.name} (kept on this device)` }));
+  }
+  picker.replaceChildren(...collections.map((c) => new Option(c.label, c.name)));
   if (collections.some((c) => c.name === wanted)) picker.value = wanted;
   const chosen = picker.value || null;
   if (chosen) localStorage.setItem('collection', chosen);

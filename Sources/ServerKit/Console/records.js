@@ -7,6 +7,7 @@ import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sa
 import { element, button, say, clockIcon } from './dom.js';
 import { ColumnView } from './columns.js';
 import { askConflict, showHistory } from './dialogs.js';
+import * as replica from './replica.js';
 
 const table = document.querySelector('#records');
 const head = table.querySelector('thead tr');
@@ -24,9 +25,15 @@ let knownColumns = null;      // the columns' order once the first replay ended;
 let view = null;              // ColumnView
 let editing = null;           // {id, field, td}
 let renderQueued = false;
+let opened = 0;               // numbers each opening: a replica read overtaken by another is dropped
+let unsaved = [];             // changes received, not yet in the replica
+let unsavedSeq = 0;
+let saveTimer = null;
 
 export function showCollection(name) {
   if (events) events.close();
+  events = null;
+  flushReplica();
   collection = name;
   records = new Map();
   rows = new Map();
@@ -42,19 +49,47 @@ export function showCollection(name) {
   delete live.dataset.ready;
   document.querySelector('#filter').value = '';
   if (!name) return;
-  connect();
+  const opening = ++opened;
+  // The device's copy first (with no network it is all there is), then the stream from where it ends.
+  replica.load(name).then(({ seq, records: kept }) => {
+    if (opening !== opened) return;
+    for (const record of kept) records.set(record.id, { id: record.id, rev: record.rev, position: record.position, fields: parseTyped(record.fields).entries });
+    if (kept.length) queueRender();
+    connect(seq);
+  }, () => { if (opening === opened) connect(0); });
+}
+
+// Changes go to the replica in batches, each with the seq it is current to.
+function keep(change, seq) {
+  unsaved.push(change);
+  unsavedSeq = seq;
+  if (!saveTimer) saveTimer = setTimeout(flushReplica, 100);
+}
+
+function flushReplica() {
+  clearTimeout(saveTimer);
+  saveTimer = null;
+  if (!unsaved.length || !collection) { unsaved = []; return; }
+  replica.remember(collection, unsaved, unsavedSeq).catch(() => undefined);
+  unsaved = [];
 }
 
 export function currentCollection() { return collection; }
 
-function connect() {
-  events = new EventSource(path('collections', collection, 'events'));
-  events.addEventListener('change', (e) => apply(parseTyped(e.data)));
+function connect(since) {
+  live.dataset.since = since;
+  events = new EventSource(path('collections', collection, 'events') + (since ? `?since=${since}` : ''));
+  events.addEventListener('change', (e) => apply(parseTyped(e.data), Number(e.lastEventId)));
   events.addEventListener('ready', () => {
     live.classList.add('on'); live.title = 'live'; live.dataset.ready = 'yes';
     if (!knownColumns) knownColumns = naturalColumns();
   });
-  events.addEventListener('expired', () => { events.close(); showCollection(collection); });
+  events.addEventListener('expired', () => {
+    events.close();
+    const name = collection;
+    unsaved = [];
+    replica.forget(name).then(() => showCollection(name), () => showCollection(name));
+  });
   for (const kind of ['revoked', 'dropped']) {
     events.addEventListener(kind, () => { events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true); });
   }
@@ -63,13 +98,17 @@ function connect() {
   events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; probe(); };
 }
 
-function apply(change) {
+function apply(change, seq) {
   const id = plain(member(change, 'id'));
   if (plain(member(change, 'deleted'))) {
     records.delete(id);
+    keep({ id, deleted: true }, seq);
   } else {
     const flash = live.dataset.ready === 'yes';
-    records.set(id, { id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: member(change, 'fields').entries, flash });
+    const fields = member(change, 'fields');
+    const record = { id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: fields.entries, flash };
+    records.set(id, record);
+    keep({ id, rev: record.rev, position: record.position, fields: encodeTyped(fields) }, seq);
   }
   queueRender();
 }

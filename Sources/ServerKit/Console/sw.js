@@ -5,7 +5,7 @@
 // go to the network as they would without a worker.
 const CACHE = 'plistsync-shell-1';
 const SHELL = ['/', '/style.css', '/app.js', '/api.js', '/values.js', '/records.js', '/columns.js', '/dialogs.js',
-  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/manifest.webmanifest', '/icon-192.png', '/icon-512.png'];
+  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/replica.js', '/manifest.webmanifest', '/icon-192.png', '/icon-512.png'];
 
 self.addEventListener('install', (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));

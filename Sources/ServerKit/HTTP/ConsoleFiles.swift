@@ -28,7 +28,7 @@ enum ConsoleFiles {
         ] + validation, body: body)
     }
 
-    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "style.css",
+    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "replica.js", "style.css",
                         "sw.js", "manifest.webmanifest", "icon-192.png", "icon-512.png"]
 
     /// Each file's strong validator: its bytes' 64-bit FNV-1a hash, made once (the files are
@@ -53,6 +53,7 @@ enum ConsoleFiles {
         case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
         case "dialogs.js": (PackageResources.dialogs_js, "text/javascript; charset=utf-8")
         case "merge.js": (PackageResources.merge_js, "text/javascript; charset=utf-8")
+        case "replica.js": (PackageResources.replica_js, "text/javascript; charset=utf-8")
         case "sw.js": (PackageResources.sw_js, "text/javascript; charset=utf-8")
         case "manifest.webmanifest": (PackageResources.manifest_webmanifest, "application/manifest+json")
         case "icon-192.png": (PackageResources.icon_192_png, "image/png")
