@@ -4,12 +4,16 @@ import SyncProtocol
 /// Parses the XML plist subset: prolog, DOCTYPE, comments, and the plist elements.
 struct XMLPlistReader {
     private let bytes: [UInt8]
+    /// The text claimed to be UTF-16 and did not decode.
+    private let isBrokenUTF16: Bool
     private var index = 0
 
     /// `bytes` in UTF-8, UTF-16 (big- or little-endian, found by its byte order mark or by the
     /// `<` the document starts with, as XML 1.0 appendix F detects it) or UTF-8 with a mark.
     init(_ bytes: [UInt8]) {
-        self.bytes = XMLTextEncoding.utf8(bytes)
+        let text = XMLTextEncoding.utf8(bytes)
+        self.bytes = text ?? []
+        isBrokenUTF16 = text == nil
     }
 
     private func failure(_ reason: String) -> PlistFile.ParseError {
@@ -17,6 +21,7 @@ struct XMLPlistReader {
     }
 
     mutating func read() throws(PlistFile.ParseError) -> Value {
+        guard !isBrokenUTF16 else { throw failure("UTF-16 text that does not decode (an odd length or a lone surrogate)") }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         guard String(validating: bytes[index...], as: UTF8.self) != nil else { throw failure("not UTF-8 or UTF-16 text") }
         skipMisc()

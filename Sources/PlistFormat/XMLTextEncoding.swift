@@ -4,12 +4,13 @@
 /// order mark; XML 1.0 (appendix F) also lets a UTF-16 document go without one when it starts
 /// with `<`. Files are always written back as UTF-8.
 enum XMLTextEncoding {
-    /// `bytes` as UTF-8: UTF-16 text converted (its mark dropped), anything else as it was, so
-    /// invalid text is still refused by the reader with its byte offset.
-    static func utf8(_ bytes: [UInt8]) -> [UInt8] {
+    /// `bytes` as UTF-8: UTF-16 text converted (its mark dropped), anything else as it was (the
+    /// reader checks that it is UTF-8); nil for UTF-16 that does not decode (an odd length, a
+    /// lone surrogate), which no reader should guess at.
+    static func utf8(_ bytes: [UInt8]) -> [UInt8]? {
         guard let bigEndian = utf16ByteOrder(bytes) else { return bytes }
         let start = bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) ? 2 : 0
-        guard (bytes.count - start) % 2 == 0 else { return bytes }
+        guard (bytes.count - start) % 2 == 0 else { return nil }
         var units: [UInt16] = []
         units.reserveCapacity((bytes.count - start) / 2)
         var index = start
@@ -26,8 +27,7 @@ enum XMLTextEncoding {
             switch decoder.decode(&iterator) {
             case .scalarValue(let scalar): UTF8.encode(scalar) { utf8.append($0) }
             case .emptyInput: return utf8
-            // A lone surrogate: left as bytes that are not UTF-8, so the reader refuses the file.
-            case .error: return bytes
+            case .error: return nil
             }
         }
     }

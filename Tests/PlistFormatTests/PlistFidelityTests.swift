@@ -97,8 +97,13 @@ final class PlistFidelityTests: XCTestCase {
             XCTAssertEqual(value, .dictionary(["name": .string("Zoë 🎉")]), name)
             XCTAssertTrue(String(decoding: PlistFile.encode(value, as: format), as: UTF8.self).hasPrefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"))
         }
-        // A lone surrogate is refused, not replaced.
-        XCTAssertThrowsError(try PlistFile.decode([0xFE, 0xFF] + Array(bigEndian.prefix(20)) + [0xD8, 0x00] + Array(bigEndian.dropFirst(20))))
+        // A lone surrogate, or an odd byte, is refused, not replaced or guessed at, with or without a mark.
+        for broken in [[0xFE, 0xFF] + Array(bigEndian.prefix(20)) + [0xD8, 0x00] + Array(bigEndian.dropFirst(20)),
+                       Array(littleEndian.prefix(20)) + [0x00, 0xD8] + Array(littleEndian.dropFirst(20)), littleEndian + [0x0A]] {
+            XCTAssertThrowsError(try PlistFile.decode(broken)) { error in
+                XCTAssertTrue("\(error)".contains("UTF-16 text that does not decode"), "\(error)")
+            }
+        }
     }
 
     /// CPython's test_nonstandard_refs_size: 3-byte references and offsets.
