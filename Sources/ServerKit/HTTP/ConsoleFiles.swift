@@ -14,52 +14,48 @@ enum ConsoleFiles {
             return APIResponse.error(status: 405, code: "METHOD_NOT_ALLOWED", message: "the console's files are read with GET", headers: [HTTPHeader("Allow", "GET, HEAD")])
         }
         let name = path.isEmpty ? "index.html" : path.joined(separator: "/")
-        guard let (body, type) = file(name), let tag = entityTags[name] else {
+        guard let file = files[name] else {
             return HTTPResponse(status: 404, contentType: "text/plain; charset=utf-8", text: "not found\n")
         }
         // `no-cache` makes a browser ask again each time; the tag lets the answer be a 304.
-        let validation = [HTTPHeader("Cache-Control", "no-cache"), HTTPHeader("ETag", tag)]
-        if let asked = request.header("If-None-Match"), asked.split(separator: ",").contains(where: { $0.trimming(" ") == tag }) {
+        let validation = [HTTPHeader("Cache-Control", "no-cache"), HTTPHeader("ETag", file.entityTag)]
+        if let asked = request.header("If-None-Match"), asked.split(separator: ",").contains(where: { $0.trimming(" ") == file.entityTag }) {
             return HTTPResponse(status: 304, headers: validation)
         }
         return HTTPResponse(status: 200, headers: [
-            HTTPHeader("Content-Type", type), HTTPHeader("Content-Security-Policy", policy),
+            HTTPHeader("Content-Type", file.type), HTTPHeader("Content-Security-Policy", policy),
             HTTPHeader("X-Content-Type-Options", "nosniff"), HTTPHeader("Referrer-Policy", "no-referrer"),
-        ] + validation, body: body)
+        ] + validation, body: file.body)
     }
 
-    static let names = ["index.html", "app.js", "api.js", "values.js", "records.js", "views.js", "dom.js", "columns.js", "collections.js", "dialogs.js", "merge.js", "replica.js", "style.css",
-                        "sw.js", "manifest.webmanifest", "icon-192.png", "icon-512.png"]
+    /// A compiled-in file: its bytes, its media type, and its strong validator (the bytes'
+    /// 64-bit FNV-1a hash: the files change only with a new build).
+    struct File {
+        let body: [UInt8]
+        let type: String
+        let entityTag: String
 
-    /// Each file's strong validator: its bytes' 64-bit FNV-1a hash, made once (the files are
-    /// compiled in, so a new build is the only way they change).
-    static let entityTags: [String: String] = Dictionary(uniqueKeysWithValues: names.compactMap { name in
-        file(name).map { body, _ in
+        init(_ body: [UInt8], _ type: String) {
+            self.body = body
+            self.type = type
             let hash = body.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-            return (name, "\"" + String(hash, radix: 16) + "\"")
-        }
-    })
-
-    static func file(_ name: String) -> ([UInt8], String)? {
-        switch name {
-        case "index.html": (PackageResources.index_html, "text/html; charset=utf-8")
-        case "app.js": (PackageResources.app_js, "text/javascript; charset=utf-8")
-        case "api.js": (PackageResources.api_js, "text/javascript; charset=utf-8")
-        case "values.js": (PackageResources.values_js, "text/javascript; charset=utf-8")
-        case "records.js": (PackageResources.records_js, "text/javascript; charset=utf-8")
-        case "views.js": (PackageResources.views_js, "text/javascript; charset=utf-8")
-        case "dom.js": (PackageResources.dom_js, "text/javascript; charset=utf-8")
-        case "columns.js": (PackageResources.columns_js, "text/javascript; charset=utf-8")
-        case "collections.js": (PackageResources.collections_js, "text/javascript; charset=utf-8")
-        case "dialogs.js": (PackageResources.dialogs_js, "text/javascript; charset=utf-8")
-        case "merge.js": (PackageResources.merge_js, "text/javascript; charset=utf-8")
-        case "replica.js": (PackageResources.replica_js, "text/javascript; charset=utf-8")
-        case "sw.js": (PackageResources.sw_js, "text/javascript; charset=utf-8")
-        case "manifest.webmanifest": (PackageResources.manifest_webmanifest, "application/manifest+json")
-        case "icon-192.png": (PackageResources.icon_192_png, "image/png")
-        case "icon-512.png": (PackageResources.icon_512_png, "image/png")
-        case "style.css": (PackageResources.style_css, "text/css; charset=utf-8")
-        default: nil
+            entityTag = "\"" + String(hash, radix: 16) + "\""
         }
     }
+
+    private static let script = "text/javascript; charset=utf-8"
+
+    /// Every file by the name it is served under.
+    static let files: [String: File] = [
+        "index.html": File(PackageResources.index_html, "text/html; charset=utf-8"),
+        "style.css": File(PackageResources.style_css, "text/css; charset=utf-8"),
+        "app.js": File(PackageResources.app_js, script), "api.js": File(PackageResources.api_js, script),
+        "values.js": File(PackageResources.values_js, script), "records.js": File(PackageResources.records_js, script),
+        "views.js": File(PackageResources.views_js, script), "dom.js": File(PackageResources.dom_js, script),
+        "columns.js": File(PackageResources.columns_js, script), "collections.js": File(PackageResources.collections_js, script),
+        "dialogs.js": File(PackageResources.dialogs_js, script), "merge.js": File(PackageResources.merge_js, script),
+        "replica.js": File(PackageResources.replica_js, script), "sw.js": File(PackageResources.sw_js, script),
+        "manifest.webmanifest": File(PackageResources.manifest_webmanifest, "application/manifest+json"),
+        "icon-192.png": File(PackageResources.icon_192_png, "image/png"), "icon-512.png": File(PackageResources.icon_512_png, "image/png"),
+    ]
 }
