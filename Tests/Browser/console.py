@@ -362,6 +362,15 @@ def scenario_collections(driver, url, line_port, user, password, args):
     click(driver, "#drop-collection", "drop-collection")
     until("the collection gone", lambda: renamed not in [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#collection option")])
     result("message", driver.find_element(By.ID, "message").text)
+    # What the device keeps: neither the old name nor the dropped collection.
+    kept = lambda: driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const open = indexedDB.open('plistsync');"
+        "open.onsuccess = () => { const r = open.result.transaction('collections').objectStore('collections').getAllKeys();"
+        " r.onsuccess = () => done(r.result.sort().join(',')); r.onerror = () => done('error'); };"
+        "open.onerror = () => done('error');")
+    until("the device's copy of the dropped collection gone", lambda: created not in kept().split(",") and renamed not in kept().split(","))
+    result("kept", kept())
 
 
 def scenario_history(driver, url, line_port, user, password, args):

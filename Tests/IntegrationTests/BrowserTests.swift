@@ -204,6 +204,7 @@ final class BrowserTests: XCTestCase {
         let results = try browse("collections", ["inventory", "stock"])
         XCTAssertTrue(results["after_rename"]?.split(separator: ",").contains("stock") ?? false, results["after_rename"] ?? "")
         XCTAssertEqual(results["message"], "dropped stock")
+        XCTAssertEqual(results["kept"], "contacts", "the device keeps no copy under the old name or of the dropped collection")
         try line.send("c COLLECTIONS")
         var listed: [String] = []
         while let next = try line.readLine(timeout: 5), next != "c OK COLLECTIONS 1" {

@@ -12,6 +12,9 @@ export async function loadCollections(wanted = localStorage.getItem('collection'
   let collections;
   try {
     collections = (await call('GET', '/api/collections')).collections.map((c) => ({ name: c.name, label: `${c.name} (${c.role})` }));
+    // What this device kept of collections gone since, or no longer readable, goes too.
+    const current = new Set(collections.map((c) => c.name));
+    replica.collections().then((kept) => Promise.all(kept.filter((c) => !current.has(c.name)).map((c) => replica.forget(c.name)))).catch(() => undefined);
   } catch (error) {
     if (!(error instanceof OfflineError)) throw error;
     collections = (await replica.collections()).map((c) => ({ name: c.name, label: `${c.name} (kept on this device)` }));

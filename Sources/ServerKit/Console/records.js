@@ -90,10 +90,22 @@ function connect(since) {
     unsaved = [];
     replica.forget(name).then(() => showCollection(name), () => showCollection(name));
   });
+  // A collection this person may no longer read leaves the device too.
   for (const kind of ['revoked', 'dropped']) {
-    events.addEventListener(kind, () => { events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true); });
+    events.addEventListener(kind, () => {
+      events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true);
+      unsaved = [];
+      replica.forget(collection).catch(() => undefined);
+    });
   }
-  events.addEventListener('renamed', (e) => { const to = JSON.parse(e.data).to; collection = to; say(`renamed to ${to}`); });
+  // Renamed: the copy under the old name goes, and the collection is read again under the new one.
+  events.addEventListener('renamed', (e) => {
+    const from = collection;
+    const to = JSON.parse(e.data).to;
+    say(`renamed to ${to}`);
+    flushReplica();
+    replica.forget(from).then(() => showCollection(to), () => showCollection(to));
+  });
   // The stream reconnects by itself; a look at the server tells whether it is offline meanwhile.
   events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; probe(); };
 }
