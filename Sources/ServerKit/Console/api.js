@@ -42,8 +42,6 @@ function noteReachable(now) {
   reachability.dispatchEvent(new CustomEvent('change', { detail: now }));
 }
 
-export function isReachable() { return reachable; }
-
 // Asks whether the server answers (any answer counts, a 401 too).
 export function probe() {
   return send('GET', '/api/me', undefined, {}).then(() => true, () => false);
