@@ -78,7 +78,8 @@ enum IntegersInFile {
         guard text.components(separatedBy: "<integer").count == text.components(separatedBy: "<integer>").count else { return nil }
         var spelled: Set<Int128> = []
         for piece in text.components(separatedBy: "<integer>").dropFirst() {
-            guard let end = piece.range(of: "</integer>") else { continue }
+            // An end tag may hold white space before its `>` (`</integer\n>`), as XML allows.
+            guard let end = piece.range(of: "</integer") else { continue }
             let inner = piece[..<end.lowerBound]
             if inner.contains("&") || inner.contains("<") { return nil }
             let trimmed = inner.trimmingCharacters(in: .whitespacesAndNewlines)

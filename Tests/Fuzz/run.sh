@@ -62,6 +62,7 @@ for target in $targets; do
         status=1
         echo "fuzz $target FAILED; the input is in $work/$target-artifacts/ and the log says:" >&2
         grep -E "ERROR|SUMMARY|Fatal error|precondition|artifact" "$log" | head -20 >&2
+        grep -A6 -E '^Thread [0-9]+ .*crashed:' "$log" | head -8 >&2 || true
     fi
 done
 exit $status
