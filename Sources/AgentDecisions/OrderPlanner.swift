@@ -31,7 +31,9 @@ public enum OrderPlanner {
     /// moves). The rows off a longest run that kept its relative order are the user's moves. A
     /// row moved to the top or the bottom goes FIRST or LAST; any other next to its nearest
     /// neighbour in `desired` that nobody else moved (after the one before it, else before the
-    /// one after it), so concurrent moves of other rows stay where their movers put them.
+    /// one after it), so concurrent moves of other rows stay where their movers put them. A row
+    /// both the user and someone else moved stays where the other put it (the server's order
+    /// wins, as the server's value wins a field changed on both sides).
     public static func moves(from base: [RecordID], to desired: [RecordID], current: [RecordID]) -> [(id: RecordID, placement: Placement)] {
         let baseIndex = Dictionary(base.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let present = Set(current)
@@ -45,6 +47,7 @@ public enum OrderPlanner {
         var anchors = Set(wanted.filter { kept.contains($0) && steady.contains($0) })
         var result: [(id: RecordID, placement: Placement)] = []
         for (offset, id) in wanted.enumerated() where !kept.contains(id) {
+            if baseIndex[id] != nil && !steady.contains(id) { continue }
             if offset == 0 {
                 result.append((id, .first))
             } else if offset == wanted.count - 1 {

@@ -71,6 +71,10 @@ final class MergeTableTests: XCTestCase {
         guard case .array(let cases) = try ValueJSON.decode(Array(try Data(contentsOf: Self.table))) else { return XCTFail("the table is not a list") }
         XCTAssertGreaterThanOrEqual(cases.count, 20)
         for item in cases {
+            if case .dictionary(let members) = item, case .dictionary(let order)? = members["order"] {
+                try checkOrderCase(order, name: members["name"].map { ValueJSON.encode($0) } ?? "?")
+                continue
+            }
             guard case .dictionary(let members) = item, case .string(let name)? = members["name"], case .dictionary(let expect)? = members["expect"],
                 case .bool(let push)? = expect["push"]
             else { return XCTFail("a case without name or expect: \(ValueJSON.encode(item))") }
@@ -80,5 +84,28 @@ final class MergeTableTests: XCTestCase {
             let expected = Outcome(result: try XCTUnwrap(state(expect["result"]), name), conflictCopy: copy, push: push)
             XCTAssertEqual(try agentOutcome(base: state(members["base"]), mine: mine, theirs: theirs), expected, name)
         }
+    }
+
+    /// An order case: the agent's OrderPlanner turns this device's reordering (`base` to `mine`)
+    /// into moves against the server's order (`theirs`); applied there, they give `expect`.
+    private func checkOrderCase(_ order: Fields, name: String) throws {
+        func ids(_ key: String) throws -> [String] {
+            guard case .array(let items)? = order[key] else { throw XCTSkip("\(name): no \(key)") }
+            return items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+        }
+        let theirs = try ids("theirs")
+        var result = theirs
+        for move in OrderPlanner.moves(from: try ids("base").recordIDs, to: try ids("mine").recordIDs, current: theirs.recordIDs) {
+            let id = move.id.string
+            guard let from = result.firstIndex(of: id) else { continue }
+            result.remove(at: from)
+            switch move.placement {
+            case .first: result.insert(id, at: 0)
+            case .last: result.append(id)
+            case .after(let anchor): result.insert(id, at: result.firstIndex(of: anchor).map { $0 + 1 } ?? result.endIndex)
+            case .before(let anchor): result.insert(id, at: result.firstIndex(of: anchor) ?? result.endIndex)
+            }
+        }
+        XCTAssertEqual(result, try ids("expect"), name)
     }
 }

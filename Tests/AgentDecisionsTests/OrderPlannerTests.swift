@@ -31,6 +31,13 @@ final class OrderPlannerTests: XCTestCase {
         XCTAssertEqual(plan(["a", "b", "c", "d", "e"], ["b", "c", "d", "a", "e"], ["d", "a", "b", "c", "e"]), ["a AFTER c"])
     }
 
+    func testARowBothMovedStaysWhereTheOtherPersonPutIt() {
+        // Someone moved a after c meanwhile; this user moved a to the bottom.
+        XCTAssertEqual(plan(["a", "b", "c", "d"], ["b", "c", "d", "a"], ["b", "c", "a", "d"]), [])
+        // The same, and this user moved c to the top as well: that move still goes.
+        XCTAssertEqual(plan(["a", "b", "c", "d", "e"], ["c", "b", "d", "e", "a"], ["b", "c", "d", "a", "e"]), ["c FIRST"])
+    }
+
     func testRowsGoneOrUnknownToTheBase() {
         // x was deleted on the server; y was added there and listed by the user.
         XCTAssertEqual(plan(["a", "b", "x"], ["x", "b", "a"], ["a", "b", "y"]), ["b FIRST"])

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseTyped, member, plain, encodeTyped } from '../../Sources/ServerKit/Console/values.js';
-import { mergeRecord, sameFields } from '../../Sources/ServerKit/Console/merge.js';
+import { mergeRecord, sameFields, orderMoves, applyMoves } from '../../Sources/ServerKit/Console/merge.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const table = parseTyped(readFileSync(root + 'Protocol/merge-cases.json', 'utf8'));
@@ -23,6 +23,14 @@ let passed = 0;
 let failed = 0;
 for (const item of table.items) {
   const name = plain(member(item, 'name'));
+  const order = member(item, 'order');
+  if (order) {
+    const ids = (key) => plain(member(order, key));
+    const got = applyMoves(ids('theirs'), orderMoves(ids('base'), ids('mine'), ids('theirs')));
+    if (got.join() === ids('expect').join()) passed++;
+    else { failed++; console.log(`FAIL ${name}: got ${got.join()}; the table says ${ids('expect').join()}`); }
+    continue;
+  }
   const expect = member(item, 'expect');
   const wanted = { result: state(member(expect, 'result')), conflictCopy: member(expect, 'conflict_copy')?.entries ?? null, push: plain(member(expect, 'push')) };
   const got = mergeRecord(state(member(item, 'base')), state(member(item, 'mine')), state(member(item, 'theirs')));

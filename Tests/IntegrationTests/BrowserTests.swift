@@ -162,6 +162,64 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["offline_banner"], "True")
     }
 
+    /// The scenario's own server: this test's is stopped and the scenario runs it on the same
+    /// ports and data folder, stopping and starting it; an agent of alice's mirrors `contacts`.
+    private func offlineScenario(_ scenario: String, _ extra: [String] = []) throws -> [String: String] {
+        let agent = try TestAgent(server: server, user: "alice", password: "pw", device: "desk")
+        try agent.start()
+        let mirror = agent.directory + "/contacts"
+        eventually(20, "the agent's mirror") { FileManager.default.fileExists(atPath: mirror + "/Ada.plist") }
+        let command = [PlistSyncBinary.url.path, "serve", "--listen", "127.0.0.1:\(server.port)", "--http-listen", "127.0.0.1:\(server.httpPort)",
+                       "--data", server.dataPath, "--version-min-age", "0"]
+        let commandText = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
+        let log = NSTemporaryDirectory() + "plistsync-offline-" + UUID().uuidString + ".log"
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        _ = server.stop()
+        let results = try browse(scenario, ["contacts", commandText, mirror, log] + extra)
+        agent.stop()
+        return results
+    }
+
+    /// Issue 44 items 2 and 3: a phone and a desktop edit with the server stopped (the phone
+    /// reloading meanwhile) and an agent edits another field of a record the phone changed;
+    /// back online both fields survive, the field both browsers changed makes exactly one
+    /// conflict copy (listed in the console), and 100 edits queued by the script client reach
+    /// the server and the other console in under a second.
+    func testEditsMadeOfflineAreKeptAcrossAReloadAndMergedLikeTheAgentWhenTheServerReturns() throws {
+        let results = try offlineScenario("offline-edits")
+        XCTAssertEqual(results["offline_message"], "saved phone of Grace on this device; it waits for the server")
+        XCTAssertEqual(results["pending_before_reload"], "2 edits waiting")
+        XCTAssertEqual(results["pending_after_reload"], "2 edits waiting", "the outbox survives a reload with no server")
+        XCTAssertEqual(results["pending_marks"], "Ada,Grace")
+        XCTAssertEqual(results["pending_mark_text"], "waiting")
+        XCTAssertEqual(results["ada"], #"{"name": "Ada Lovelace", "phone": "555-PHONE"}"#, "the phone's field and the agent's field both survive")
+        let grace = results["grace"] ?? ""
+        let copies = results["copies"] ?? ""
+        XCTAssertTrue(grace.contains("555-DESK") || grace.contains("555-PHONE2"), grace)
+        XCTAssertEqual(copies.components(separatedBy: "sync-conflict").count, 1, "the copies' fields only")
+        XCTAssertEqual((results["copy_ids"] ?? "").split(separator: ",").count, 1, "exactly one conflict copy: \(results["copy_ids"] ?? "")")
+        XCTAssertTrue((results["copy_ids"] ?? "").hasPrefix("Grace.sync-conflict-"), results["copy_ids"] ?? "")
+        XCTAssertTrue(copies.contains(grace.contains("555-DESK") ? "555-PHONE2" : "555-DESK"), "the other browser's value is the copy: \(copies)")
+        XCTAssertTrue((results["desk_conflicts"] ?? "").contains("Grace"), results["desk_conflicts"] ?? "")
+        XCTAssertEqual(results["script_pending"], "100")
+        XCTAssertEqual(results["desk_rows"], "103")
+        // The goal (< 1 s) is the product's, measured on a release build (PLISTSYNC_BIN; 0.54-0.58 s
+        // when this was written); the debug build's server commits slower (0.75-0.93 s).
+        let bound = ProcessInfo.processInfo.environment["PLISTSYNC_BIN"] == nil ? 1.5 : 1.0
+        XCTAssertLessThan(Double(results["hundred_seconds"] ?? "") ?? 99, bound, "100 queued edits reach the server and the other console")
+        print("offline edits: back in sync \(results["reconnect_seconds"] ?? "?") s after the server returned; 100 queued edits on the other console in \(results["hundred_seconds"] ?? "?") s")
+    }
+
+    /// Issue 44's safety goal: two browsers and an agent, 20 stops and starts of the server,
+    /// reloads while offline; every value typed is on the server afterwards (in a record, a
+    /// conflict copy, or a version a later edit replaced).
+    func testNoEditIsLostOverTwentyServerRestarts() throws {
+        let results = try offlineScenario("offline-stress", ["20", "44"])
+        XCTAssertEqual(results["missing"], "[]")
+        XCTAssertEqual(results["typed"], "210")
+        print("offline stress: \(results["typed"] ?? "?") values typed over 20 restarts, none lost")
+    }
+
     func testANewRecordIsWrittenOnceWithAllItsFields() throws {
         try line.expect("s SUB contacts SINCE 3", equals: "s OK SUB contacts 3")
         let results = try browse("add-form", ["contacts", "Margaret", "Margaret Hamilton", "555-0123"])

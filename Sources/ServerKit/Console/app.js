@@ -2,7 +2,7 @@
 import { call, OfflineError, reachability, probe } from './api.js';
 import { say } from './dom.js';
 import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
-import { forgetAll } from './replica.js';
+import { forgetAll, pendingCount } from './replica.js';
 import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
 import { showConflicts, showMembers, showDevices, showStatus, grant } from './views.js';
 
@@ -27,6 +27,10 @@ function route() {
 }
 
 async function loggedIn(me) {
+  // What the device kept belongs to the person who last logged in here: another one starts clean.
+  const owner = localStorage.getItem('owner');
+  if (owner && owner !== me.user) await forgetAll().catch(() => undefined);
+  localStorage.setItem('owner', me.user);
   localStorage.setItem('user', me.user);
   $('#who').textContent = me.user;
   $('#nav').hidden = false;
@@ -35,10 +39,11 @@ async function loggedIn(me) {
   await loadCollections();
 }
 
-// Logged out (or the login ended): what this device kept of the collections goes too.
-function loggedOut() {
+// Logged out, or the session ended (expired, revoked). Logging out forgets what this device
+// kept; a session that ended keeps it, edits waiting included, for the same person's next login.
+function loggedOut({ forget = false } = {}) {
   localStorage.removeItem('user');
-  forgetAll().catch(() => undefined);
+  if (forget) { localStorage.removeItem('owner'); forgetAll().catch(() => undefined); }
   showCollection(null);
   $('#nav').hidden = true;
   $('#account').hidden = true;
@@ -57,9 +62,11 @@ $('#login-form').addEventListener('submit', async (e) => {
 });
 
 $('#logout').addEventListener('click', async () => {
+  const waiting = await pendingCount().catch(() => 0);
+  if (waiting && !confirm(`${waiting} edit${waiting === 1 ? '' : 's'} made here ha${waiting === 1 ? 's' : 've'} not reached the server; logging out discards ${waiting === 1 ? 'it' : 'them'}. Log out?`)) return;
   try { await call('POST', '/api/logout'); } catch (error) { /* the token is gone either way */ }
   say('logged out');
-  loggedOut();
+  loggedOut({ forget: true });
 });
 
 $('#collection').addEventListener('change', (e) => {

@@ -34,7 +34,7 @@ export async function createCollection(name) {
     await call('POST', '/api/collections', { name });
     say(`created ${name}`);
     await loadCollections(name);
-  } catch (error) { say(error.message, true); }
+  } catch (error) { say(refusal('creating a collection', error), true); }
 }
 
 export async function renameCollection(from, to) {
@@ -42,7 +42,7 @@ export async function renameCollection(from, to) {
     await call('POST', path('collections', from, 'rename'), { to });
     say(`renamed ${from} to ${to}`);
     await loadCollections(to);
-  } catch (error) { say(error.message, true); }
+  } catch (error) { say(refusal('renaming a collection', error), true); }
 }
 
 export async function dropCollection(name) {
@@ -52,5 +52,11 @@ export async function dropCollection(name) {
     say(`dropped ${name}`);
     localStorage.removeItem('collection');
     await loadCollections(null);
-  } catch (error) { say(error.message, true); }
+  } catch (error) { say(refusal('dropping a collection', error), true); }
+}
+
+// Collections are made, renamed and dropped by the server only: offline, that is refused with
+// a message (records, unlike these, can be edited offline).
+function refusal(what, error) {
+  return error instanceof OfflineError ? `${what} needs the server, which cannot be reached; records can still be edited here` : error.message;
 }

@@ -51,3 +51,76 @@ export function mergeRecord(base, mine, theirs) {
   const { merged, conflicts } = mergeFields(base ?? null, mine, theirs);
   return { result: merged, conflictCopy: conflicts.length ? mine : null, push: !sameFields(merged, theirs) };
 }
+
+// The moves that carry a device's reordering from `base` (the order it saw) to `desired` (the
+// order it wants) over to `current` (the server's order now, with other people's moves): the
+// agent's OrderPlanner, rule for rule. The rows off a longest run that kept their relative
+// order are the ones moved here; a row moved to the top or the bottom goes first or last, any
+// other next to its nearest neighbour in `desired` that nobody else moved (after the one before
+// it, else before the one after it). A row someone else moved meanwhile stays where they put it.
+// Returns [{id, to: 'first'|'last'|'after'|'before', anchor?}].
+export function orderMoves(base, desired, current) {
+  const baseIndex = new Map();
+  base.forEach((id, index) => { if (!baseIndex.has(id)) baseIndex.set(id, index); });
+  const present = new Set(current);
+  const seen = new Set();
+  const wanted = desired.filter((id) => present.has(id) && !seen.has(id) && seen.add(id));
+  const based = wanted.filter((id) => baseIndex.has(id));
+  const kept = new Set(longestIncreasingRun(based.map((id) => baseIndex.get(id))).map((index) => based[index]));
+  const known = current.filter((id) => baseIndex.has(id));
+  const steady = new Set(longestIncreasingRun(known.map((id) => baseIndex.get(id))).map((index) => known[index]));
+  const anchors = new Set(wanted.filter((id) => kept.has(id) && steady.has(id)));
+  const moves = [];
+  wanted.forEach((id, offset) => {
+    if (kept.has(id)) return;
+    if (baseIndex.has(id) && !steady.has(id)) return;
+    let previous;
+    for (let at = offset - 1; at >= 0 && previous === undefined; at--) if (anchors.has(wanted[at])) previous = wanted[at];
+    let next;
+    for (let at = offset + 1; at < wanted.length && next === undefined; at++) if (anchors.has(wanted[at])) next = wanted[at];
+    if (offset === 0) moves.push({ id, to: 'first' });
+    else if (offset === wanted.length - 1) moves.push({ id, to: 'last' });
+    else if (previous !== undefined) moves.push({ id, to: 'after', anchor: previous });
+    else if (next !== undefined) moves.push({ id, to: 'before', anchor: next });
+    else moves.push({ id, to: 'last' });
+    anchors.add(id);
+  });
+  return moves;
+}
+
+// Indices (into `values`) of one longest strictly increasing run, found as OrderPlanner finds it.
+export function longestIncreasingRun(values) {
+  const tails = [];
+  const previous = new Array(values.length).fill(-1);
+  values.forEach((value, index) => {
+    let low = 0;
+    let high = tails.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (values[tails[middle]] < value) low = middle + 1; else high = middle;
+    }
+    if (low > 0) previous[index] = tails[low - 1];
+    if (low === tails.length) tails.push(index); else tails[low] = index;
+  });
+  const run = [];
+  for (let cursor = tails.length ? tails[tails.length - 1] : -1; cursor >= 0; cursor = previous[cursor]) run.push(cursor);
+  return run.reverse();
+}
+
+// `order` with `moves` applied (what the server does with them), for the table and for showing
+// a device's pending moves.
+export function applyMoves(order, moves) {
+  const result = [...order];
+  for (const { id, to, anchor } of moves) {
+    const from = result.indexOf(id);
+    if (from < 0) continue;
+    result.splice(from, 1);
+    if (to === 'first') result.unshift(id);
+    else if (to === 'last') result.push(id);
+    else {
+      const at = result.indexOf(anchor);
+      if (at < 0) result.push(id); else result.splice(to === 'after' ? at + 1 : at, 0, id);
+    }
+  }
+  return result;
+}

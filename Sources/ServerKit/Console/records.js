@@ -2,21 +2,22 @@
 // edited in place (typed; lists, dictionaries and data as typed JSON), added (a whole record,
 // written once), deleted (with undo while the tombstone is fresh) and reordered; its columns,
 // filter and sort come from the column view (columns.js).
-import { call, callTyped, path, probe } from './api.js';
-import { parseTyped, encodeTyped, plain, member, display, editor, readEditor, sameValue } from './values.js';
+import { call, callTyped, path, OfflineError } from './api.js';
+import { encodeTyped, plain, member, display, editor, readEditor, sameValue } from './values.js';
 import { element, button, say, clockIcon } from './dom.js';
 import { ColumnView } from './columns.js';
 import { askConflict, showHistory } from './dialogs.js';
-import * as replica from './replica.js';
+import { SyncedCollection } from './synced.js';
 
 const table = document.querySelector('#records');
 const head = table.querySelector('thead tr');
 const body = table.querySelector('tbody');
 const live = document.querySelector('#live');
+const pendingCount = document.querySelector('#pending');
 
 let collection = null;
-let events = null;
-let records = new Map();      // id -> {id, rev, position, fields: Map}
+let synced = null;            // SyncedCollection: the server's records, the edits waiting here
+let records = new Map();      // id -> {id, rev, position, fields: Map, pending?}, as shown, in order
 let rows = new Map();         // id -> <tr>
 let columns = [];             // shown, in order
 let shape = '';               // what the rows were made for: columns and view
@@ -25,15 +26,11 @@ let knownColumns = null;      // the columns' order once the first replay ended;
 let view = null;              // ColumnView
 let editing = null;           // {id, field, td}
 let renderQueued = false;
-let opened = 0;               // numbers each opening: a replica read overtaken by another is dropped
-let unsaved = [];             // changes received, not yet in the replica
-let unsavedSeq = 0;
-let saveTimer = null;
+let flashing = new Set();     // ids changed live, to flash at the next render
 
 export function showCollection(name) {
-  if (events) events.close();
-  events = null;
-  flushReplica();
+  synced?.close();
+  synced = null;
   collection = name;
   records = new Map();
   rows = new Map();
@@ -43,95 +40,45 @@ export function showCollection(name) {
   knownColumns = null;
   view = name ? new ColumnView(name) : null;
   editing = null;
+  flashing = new Set();
   head.replaceChildren();
   body.replaceChildren();
   live.classList.remove('on');
   delete live.dataset.ready;
+  pendingCount.hidden = true;
   document.querySelector('#filter').value = '';
   if (!name) return;
-  const opening = ++opened;
-  // The device's copy first (with no network it is all there is), then the stream from where it ends.
-  replica.load(name).then(({ seq, records: kept }) => {
-    if (opening !== opened) return;
-    for (const record of kept) records.set(record.id, { id: record.id, rev: record.rev, position: record.position, fields: parseTyped(record.fields).entries });
-    if (kept.length) queueRender();
-    connect(seq);
-  }, () => { if (opening === opened) connect(0); });
-}
-
-// Changes go to the replica in batches, each with the seq it is current to.
-function keep(change, seq) {
-  unsaved.push(change);
-  unsavedSeq = seq;
-  if (!saveTimer) saveTimer = setTimeout(flushReplica, 100);
-}
-
-function flushReplica() {
-  clearTimeout(saveTimer);
-  saveTimer = null;
-  if (!unsaved.length || !collection) { unsaved = []; return; }
-  replica.remember(collection, unsaved, unsavedSeq).catch(() => undefined);
-  unsaved = [];
+  // The device's copy and the edits waiting here first (with no network they are all there
+  // is), then the stream from where the copy ends.
+  const opened = new SyncedCollection(name);
+  synced = opened;
+  opened.addEventListener('change', (e) => {
+    if (e.detail.flash && e.detail.id !== undefined) flashing.add(e.detail.id);
+    queueRender();
+  });
+  opened.addEventListener('live', (e) => {
+    live.classList.toggle('on', e.detail);
+    live.title = e.detail ? 'live' : 'reconnecting';
+    if (!e.detail) return;
+    live.dataset.ready = 'yes';
+    if (!knownColumns) knownColumns = naturalColumns();
+  });
+  opened.addEventListener('conflict', (e) => say(`${e.detail.id} was changed elsewhere too: this device's version is kept as the conflict copy ${e.detail.copy}`));
+  opened.addEventListener('refused', (e) => say(`${e.detail.id}: ${e.detail.message}`, true));
+  opened.addEventListener('gone', (e) => {
+    if (synced !== opened) return;
+    const { kind, to } = e.detail;
+    if (kind !== 'renamed') { say(`${collection} is no longer available (${kind})`, true); return; }
+    say(`renamed to ${to}`);
+    showCollection(to);
+  });
+  opened.open().then(() => { live.dataset.since = opened.seq; });
 }
 
 export function currentCollection() { return collection; }
 
-function connect(since) {
-  live.dataset.since = since;
-  events = new EventSource(path('collections', collection, 'events') + (since ? `?since=${since}` : ''));
-  events.addEventListener('change', (e) => apply(parseTyped(e.data), Number(e.lastEventId)));
-  events.addEventListener('ready', () => {
-    live.classList.add('on'); live.title = 'live'; live.dataset.ready = 'yes';
-    if (!knownColumns) knownColumns = naturalColumns();
-  });
-  events.addEventListener('expired', () => {
-    events.close();
-    const name = collection;
-    unsaved = [];
-    replica.forget(name).then(() => showCollection(name), () => showCollection(name));
-  });
-  // A collection this person may no longer read leaves the device too.
-  for (const kind of ['revoked', 'dropped']) {
-    events.addEventListener(kind, () => {
-      events.close(); live.classList.remove('on'); say(`${collection} is no longer available (${kind})`, true);
-      unsaved = [];
-      replica.forget(collection).catch(() => undefined);
-    });
-  }
-  // Renamed: the copy under the old name goes, and the collection is read again under the new one.
-  events.addEventListener('renamed', (e) => {
-    const from = collection;
-    const to = JSON.parse(e.data).to;
-    say(`renamed to ${to}`);
-    flushReplica();
-    replica.forget(from).then(() => showCollection(to), () => showCollection(to));
-  });
-  // The stream reconnects by itself; a look at the server tells whether it is offline meanwhile.
-  events.onerror = () => { live.classList.remove('on'); live.title = 'reconnecting'; probe(); };
-}
-
-function apply(change, seq) {
-  const id = plain(member(change, 'id'));
-  if (plain(member(change, 'deleted'))) {
-    records.delete(id);
-    keep({ id, deleted: true }, seq);
-  } else {
-    const flash = live.dataset.ready === 'yes';
-    const fields = member(change, 'fields');
-    const record = { id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: fields.entries, flash };
-    records.set(id, record);
-    keep({ id, rev: record.rev, position: record.position, fields: encodeTyped(fields) }, seq);
-  }
-  queueRender();
-}
-
 function queueRender() {
   if (!renderQueued) { renderQueued = true; requestAnimationFrame(render); }
-}
-
-function byOrder(a, b) {
-  if (a.position !== b.position) return a.position < b.position ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 // The collection's fields: as first loaded, each where it first appears (records in list
@@ -140,7 +87,7 @@ function byOrder(a, b) {
 export function naturalColumns() {
   const present = new Set();
   const appearing = [];
-  for (const record of [...records.values()].sort(byOrder)) {
+  for (const record of records.values()) {
     for (const name of record.fields.keys()) if (!present.has(name)) { present.add(name); appearing.push(name); }
   }
   for (const name of extraColumns.keys()) if (!present.has(name)) { present.add(name); appearing.push(name); }
@@ -154,34 +101,51 @@ export function fieldType(name) {
   return extraColumns.get(name) || 'string';
 }
 
+// What a row was drawn from: a new rev, an edit waiting here, or a waiting move draws it anew.
+function rowKey(record) {
+  return `${record.rev}/${record.pending ? 'p' + record.version : ''}/${record.moved ? 'm' : ''}`;
+}
+
 function render() {
   renderQueued = false;
-  if (!view) return;
+  if (!view || !synced) return;
+  records = new Map(synced.records().map((record) => [record.id, record]));
+  showPending();
   columns = view.shown(naturalColumns());
   const nextShape = [columns.join('\u0000'), view.isListOrder, JSON.stringify(view.sort)].join('\u0001');
   const shapeChanged = nextShape !== shape;
   shape = nextShape;
   if (shapeChanged) head.replaceChildren(element('th', '', { scope: 'col' }), header('id'), ...columns.map(header), element('th', '', { scope: 'col' }));
   document.querySelector('#view-hint').hidden = view.isListOrder;
-  const ordered = [...records.values()].sort(view.sort ? (a, b) => view.compare(a, b) || byOrder(a, b) : byOrder);
+  const listed = [...records.values()];
+  const place = new Map(listed.map((record, index) => [record.id, index]));
+  const ordered = view.sort ? listed.sort((a, b) => view.compare(a, b) || place.get(a.id) - place.get(b.id)) : listed;
   let previous = null;
   for (const record of ordered) {
     let tr = rows.get(record.id);
     const isEditing = editing && editing.id === record.id;
-    if (!tr || (!isEditing && (shapeChanged || Number(tr.dataset.rev) !== record.rev))) {
+    if (!tr || (!isEditing && (shapeChanged || tr.dataset.key !== rowKey(record)))) {
       const fresh = row(record);
       if (tr) tr.replaceWith(fresh);
       tr = fresh;
       rows.set(record.id, tr);
-      if (record.flash) { tr.classList.add('flash'); setTimeout(() => tr.classList.remove('flash'), 1600); record.flash = false; }
+      if (flashing.has(record.id)) { tr.classList.add('flash'); setTimeout(() => tr.classList.remove('flash'), 1600); }
     }
     tr.hidden = !view.matches(record);
     const expected = previous ? previous.nextElementSibling : body.firstElementChild;
     if (expected !== tr) body.insertBefore(tr, expected);
     previous = tr;
   }
+  flashing.clear();
   for (const [id, tr] of rows) if (!records.has(id)) { tr.remove(); rows.delete(id); }
   renderColumnsPanel();
+}
+
+// How many edits of this collection wait for the server (none: hidden).
+function showPending() {
+  const waiting = synced.pending;
+  pendingCount.hidden = waiting === 0;
+  pendingCount.textContent = waiting === 1 ? '1 edit waiting' : `${waiting} edits waiting`;
 }
 
 // A column's header: a button that sorts the view by it (up, down, the list's order).
@@ -198,6 +162,8 @@ function row(record) {
   const tr = document.createElement('tr');
   tr.dataset.id = record.id;
   tr.dataset.rev = record.rev;
+  tr.dataset.key = rowKey(record);
+  if (record.pending || record.moved) tr.classList.add('pending');
   const handle = cell('handle', '⠿');
   if (view.isListOrder) {
     handle.title = 'drag to reorder';
@@ -208,6 +174,9 @@ function row(record) {
   }
   const idCell = cell('id', record.id);
   idCell.dataset.label = 'id';
+  if (record.pending || record.moved) {
+    idCell.append(element('span', 'waiting', { class: 'pending-mark', title: 'changed on this device; waiting for the server' }));
+  }
   tr.append(handle, idCell);
   for (const name of columns) {
     const v = record.fields.get(name);
@@ -237,15 +206,16 @@ function cell(kind, text) {
   return element('td', text, { class: kind });
 }
 
-// Editing: the record as it was when the edit began is the base (If-Match); a change made
-// meanwhile elsewhere comes back as 409 and the user picks, seeing everything the other
-// person changed.
+// Editing: the record as it was when the edit began is the base (If-Match). Online with nothing
+// waiting, the edit is written at once and a change made meanwhile elsewhere comes back as 409:
+// the person picks, seeing everything the other person changed. Offline (or behind edits still
+// waiting) it joins the outbox and is merged by the agent's rules when the server answers.
 function startEdit(id, field, td) {
   if (editing) return;
   const record = records.get(id);
   if (!record) return;
   const type = fieldType(field);
-  const base = { rev: record.rev, fields: new Map(record.fields) };
+  const base = { rev: record.rev, fields: new Map(record.fields), pending: record.pending };
   const input = editor(type, record.fields.get(field));
   input.setAttribute('aria-label', `${field} of ${id}`);
   editing = { id, field, td };
@@ -277,10 +247,29 @@ function startEdit(id, field, td) {
   input.addEventListener('blur', () => finish(true));
 }
 
+// Whether a write goes to the server at once: the stream is live and nothing waits before it.
+function writesNow() {
+  return synced.live && synced.pending === 0;
+}
+
+// Runs `now` (a request to the server) when writes go at once; offline, or when it finds the
+// server gone, runs `queue` instead (into the outbox). Returns what the one that ran returned.
+async function writeOrQueue(now, queue) {
+  if (writesNow()) {
+    try { return await now(); } catch (error) { if (!(error instanceof OfflineError)) throw error; }
+  }
+  return queue();
+}
+
 async function save(id, field, value, base) {
   const fields = new Map(base.fields);
   fields.set(field, value);
-  const result = await put(id, fields, base.rev);
+  const result = await writeOrQueue(() => (base.pending ? null : put(id, fields, base.rev)), () => null);
+  if (result === null) {
+    synced.put(id, fields, base.pending ? undefined : { rev: base.rev, fields: base.fields });
+    say(`saved ${field} of ${id} on this device; it waits for the server`);
+    return;
+  }
   if (result.ok) { say(`saved ${field} of ${id}`); return; }
   if (result.status !== 409) { say(result.json?.message || `could not save (HTTP ${result.status})`, true); return; }
   const current = member(result.value, 'current');
@@ -302,7 +291,13 @@ function put(id, fields, rev) {
 // A new record, its fields typed in the form, written in one PUT (agents never see it half
 // filled in).
 export async function addRecord(id, fields) {
-  const result = await put(id, fields, 0);
+  const result = await writeOrQueue(() => put(id, fields, 0), () => null);
+  if (result === null) {
+    if (records.has(id)) { say(`a record "${id}" already exists in ${collection}: pick another id, or edit that one`, true); return false; }
+    synced.put(id, fields, null);
+    say(`added ${id} on this device; it waits for the server`);
+    return true;
+  }
   if (result.ok) say(`added ${id}`);
   else say(result.json?.message || `could not add ${id}`, true);
   return result.ok;
@@ -343,8 +338,13 @@ export function addField(name, type) {
 async function remove(id) {
   const record = records.get(id);
   if (!record || !confirm(`Delete ${id}?`)) return;
-  const ordered = [...records.values()].sort(byOrder);
+  const ordered = [...records.values()];
   const before = ordered[ordered.indexOf(record) - 1]?.id;
+  const queued = () => {
+    synced.delete(id, record.pending ? undefined : { rev: record.rev, fields: record.fields });
+    say(`deleted ${id} on this device; it waits for the server`);
+  };
+  if (!writesNow() || record.pending) { queued(); return; }
   try {
     const { rev } = await call('DELETE', path('collections', collection, 'records', id), undefined, { 'If-Match': `"${record.rev}"` });
     const at = collection;
@@ -361,20 +361,22 @@ async function remove(id) {
     };
     say(`deleted ${id}`, false, { label: 'Undo', run: undo });
     setTimeout(() => { if (!undone && document.querySelector('#message').textContent.startsWith(`deleted ${id}`)) say(''); }, 15000);
-  } catch (error) { say(error.message, true); }
+  } catch (error) { if (error instanceof OfflineError) queued(); else say(error.message, true); }
 }
 
 async function move(id, to, anchor) {
   const record = records.get(id);
   if (!record) return;
+  const queued = () => { synced.move(id, to, anchor); say(`moved ${id} on this device; it waits for the server`); };
+  if (!writesNow()) { queued(); return; }
   try {
     await call('POST', path('collections', collection, 'records', id, 'move'), anchor ? { to, anchor } : { to }, { 'If-Match': `"${record.rev}"` });
     say(`moved ${id}`);
-  } catch (error) { say(error.message, true); }
+  } catch (error) { if (error instanceof OfflineError) queued(); else say(error.message, true); }
 }
 
 function moveBy(id, step) {
-  const ordered = [...records.values()].sort(byOrder).map((r) => r.id);
+  const ordered = [...records.keys()];
   const at = ordered.indexOf(id);
   const neighbour = ordered[at + step];
   if (neighbour === undefined) return;

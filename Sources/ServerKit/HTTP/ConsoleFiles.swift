@@ -55,6 +55,8 @@ enum ConsoleFiles {
         "columns.js": File(PackageResources.columns_js, script), "collections.js": File(PackageResources.collections_js, script),
         "dialogs.js": File(PackageResources.dialogs_js, script), "merge.js": File(PackageResources.merge_js, script),
         "replica.js": File(PackageResources.replica_js, script), "sw.js": File(PackageResources.sw_js, script),
+        "outbox.js": File(PackageResources.outbox_js, script), "synced.js": File(PackageResources.synced_js, script),
+        "sdk/plistsync.js": File(PackageResources.sdk_js, script),
         "manifest.webmanifest": File(PackageResources.manifest_webmanifest, "application/manifest+json"),
         "icon-192.png": File(PackageResources.icon_192_png, "image/png"), "icon-512.png": File(PackageResources.icon_512_png, "image/png"),
     ]

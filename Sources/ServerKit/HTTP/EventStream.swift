@@ -114,7 +114,12 @@ final class EventStream {
             HTTPHeader("Content-Type", "text/event-stream"), HTTPHeader("Cache-Control", "no-store"),
             HTTPHeader("X-Content-Type-Options", "nosniff"), HTTPHeader("X-Accel-Buffering", "no"),
         ]))
+        connection.writeBody(HTTPResponse.chunk(Self.reconnectHint))
     }
+
+    /// Asks EventSource to reconnect half a second after a drop (its default is about 3 s): a
+    /// device offline while the server restarted sends what waits as soon as it is back.
+    static let reconnectHint = "retry: 500\n\n"
 
     /// Writes events made already (the head first, once).
     func send(chunk: String) {
