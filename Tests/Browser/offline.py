@@ -303,3 +303,59 @@ def kept_values(api, collection, record, field):
     for fields in api.versions(collection, record):
         values.add(fields.get(field))
     return values
+
+
+def emulate_offline(driver, offline):
+    """Chromium's own offline mode for the page (DevTools' network emulation). It covers neither
+    the page's service worker nor an event stream already open: the stream goes on delivering,
+    so the page must not take it as a sign that it can write."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+
+
+def scenario_browser_offline(driver, url, line_port, user, password, args):
+    """Issue 44 with the browser's own offline mode and the server up: an edit made offline
+    waits (its stream still open), someone else edits another field meanwhile; online again,
+    the edit goes up and both fields stay."""
+    from console import Line
+    collection, = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: "Ada" in ids(driver))
+    emulate_offline(driver, True)
+    edit(driver, "Ada", "phone", "555-TUNNEL")
+    until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
+    result("message", driver.find_element(By.ID, "message").text)
+    result("pending", driver.find_element(By.ID, "pending").text)
+    line = Line(line_port, user, password)
+    current = line.ask(f"g GET {collection} Ada")
+    result("their_put", line.ask(f'p PUT {collection} Ada {current.split(" ")[5]} {{"name":"Ada King","phone":"555-0111"}}'))
+    emulate_offline(driver, False)
+    back = time.monotonic()
+    until("the edit sent", lambda: not driver.find_element(By.ID, "pending").is_displayed(), 10)
+    result("sent_seconds", f"{time.monotonic() - back:.3f}")
+    answer = line.ask(f"g GET {collection} Ada")
+    result("ada", json.dumps(json.loads(answer[answer.index("{"):]), sort_keys=True))
+
+
+def scenario_offline_shell_https(driver, url, line_port, user, password, args):
+    """Issue 44 item 1 over HTTPS (`serve --tls`): a browser that trusts the server's certificate
+    (here by its public key, as a CA-issued one would be trusted) installs the worker, and the
+    shell opens with the server gone."""
+    from console import scenario_offline_shell
+    collection, server_pid, certificate = args
+    public_key = subprocess.run(["openssl", "x509", "-in", certificate, "-pubkey", "-noout"], capture_output=True, check=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-pubin", "-outform", "der"], input=public_key, capture_output=True, check=True).stdout
+    import base64
+    import hashlib
+    trusted = base64.b64encode(hashlib.sha256(der).digest()).decode()
+    secure = browser(extra=[f"--ignore-certificate-errors-spki-list={trusted}"])
+    try:
+        scenario_offline_shell(secure, url, line_port, user, password, [collection, server_pid])
+        result("is_secure_context", secure.execute_script("return window.isSecureContext"))
+        result("protocol", secure.execute_script("return location.protocol"))
+        errors = [entry["message"] for entry in secure.get_log("browser")
+                  if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and "ERR_CONNECTION_REFUSED" not in entry["message"]]
+        result("https_console_errors", json.dumps(errors))
+    finally:
+        secure.quit()

@@ -33,9 +33,9 @@ final class BrowserTests: XCTestCase {
     }
 
     /// Runs a scenario: its `RESULT key value` lines by key (it failed the test if it failed).
-    func browse(_ scenario: String, _ arguments: [String], file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
+    func browse(_ scenario: String, _ arguments: [String], url: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
         let (status, output, error) = try PlistSyncBinary.runTool(
-            "/usr/bin/python3", [Self.script, scenario, "http://127.0.0.1:\(server.httpPort)/", String(server.port), "alice", "pw"] + arguments)
+            "/usr/bin/python3", [Self.script, scenario, url ?? "http://127.0.0.1:\(server.httpPort)/", String(server.port), "alice", "pw"] + arguments)
         XCTAssertEqual(status, 0, "\(scenario): \(error)\n\(output)", file: file, line: line)
         var results: [String: String] = [:]
         for resultLine in output.split(separator: "\n") where resultLine.hasPrefix("RESULT ") {
@@ -147,6 +147,21 @@ final class BrowserTests: XCTestCase {
         print("offline shell: opened in \(results["offline_start_seconds"] ?? "?") s with the server gone")
     }
 
+    /// Issue 44 item 1 over HTTPS: `serve --tls`, a browser that trusts its certificate, the
+    /// worker installed, the shell opening with the server gone.
+    func testOverHTTPSTheShellIsKeptAndOpensWithTheServerGone() throws {
+        _ = server.stop()
+        let secure = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--tls"], dataPath: server.dataPath)
+        try secure.start()
+        let results = try browse("offline-shell-https", ["contacts", String(secure.pid), secure.dataPath + "/tls/cert.pem"],
+                                 url: "https://127.0.0.1:\(secure.httpPort)/")
+        XCTAssertEqual(results["protocol"], "https:")
+        XCTAssertEqual(results["is_secure_context"], "True")
+        XCTAssertEqual(results["title"], "PlistSync", "the console's page, not the browser's error page")
+        XCTAssertTrue(results["offline_text"]?.hasPrefix("Offline: the server cannot be reached.") ?? false, results["offline_text"] ?? "")
+        XCTAssertEqual(results["https_console_errors"], "[]")
+    }
+
     /// Issue 44 item 2 (begun): the collections a person opened are kept in IndexedDB with the
     /// seq they are current to; reopened, the stream resumes after it (what changed meanwhile,
     /// a delete too, arrives); with the server gone they still show.
@@ -208,6 +223,17 @@ final class BrowserTests: XCTestCase {
         let bound = ProcessInfo.processInfo.environment["PLISTSYNC_BIN"] == nil ? 1.5 : 1.0
         XCTAssertLessThan(Double(results["hundred_seconds"] ?? "") ?? 99, bound, "100 queued edits reach the server and the other console")
         print("offline edits: back in sync \(results["reconnect_seconds"] ?? "?") s after the server returned; 100 queued edits on the other console in \(results["hundred_seconds"] ?? "?") s")
+    }
+
+    /// Issue 44 with Chromium's own offline mode (the server up, the page's stream still open):
+    /// the edit waits instead of failing, and goes up merged with another person's edit of
+    /// another field once the browser is online again.
+    func testAnEditMadeInTheBrowsersOfflineModeWaitsAndMergesWhenItIsBack() throws {
+        let results = try browse("browser-offline", ["contacts"])
+        XCTAssertEqual(results["message"], "saved phone of Ada on this device; it waits for the server")
+        XCTAssertEqual(results["pending"], "1 edit waiting")
+        XCTAssertEqual(results["their_put"], "p OK PUT contacts Ada 2 4")
+        XCTAssertEqual(results["ada"], #"{"name": "Ada King", "phone": "555-TUNNEL"}"#)
     }
 
     /// Issue 44's safety goal: two browsers and an agent, 20 stops and starts of the server,

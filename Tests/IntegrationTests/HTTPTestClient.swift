@@ -159,6 +159,7 @@ final class HTTPExchangeClient<Stream: TestStream> {
             if !line.contains(":") { continue }  // a chunk size
             let pair = line.split(separator: ":", maxSplits: 1)
             let value = pair.count > 1 ? String(pair[1].drop { $0 == " " }) : ""
+            if pair[0] == "retry" { continue }  // the reconnect hint opening each stream: no event (EventSource dispatches none)
             hasField = true
             switch pair[0] {
             case "event": event.event = value

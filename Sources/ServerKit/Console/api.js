@@ -32,15 +32,22 @@ export class OfflineError extends Error {
 }
 
 // Whether the server answers, as the last request found; `reachability` tells each change
-// (its event's `detail` is true or false).
+// (its event's `detail` is true or false). While it does not, it is asked again every 3 s (and
+// at once when the browser says it is online), so a page whose event stream stayed open (a
+// proxy, the browser's own offline mode) still learns that it can send again.
 export const reachability = new EventTarget();
 let reachable = true;
+let probing = null;
 
 function noteReachable(now) {
   if (now === reachable) return;
   reachable = now;
+  clearInterval(probing);
+  probing = now ? null : setInterval(probe, 3000);
   reachability.dispatchEvent(new CustomEvent('change', { detail: now }));
 }
+
+window.addEventListener('online', () => { if (!reachable) probe(); });
 
 // Asks whether the server answers (any answer counts, a 401 too).
 export function probe() {

@@ -1,5 +1,5 @@
 // The console's start: log in, pick a view, keep the collection picked across views.
-import { call, OfflineError, reachability, probe } from './api.js';
+import { call, OfflineError, reachability } from './api.js';
 import { say } from './dom.js';
 import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
 import { forgetAll, pendingCount } from './replica.js';
@@ -113,16 +113,13 @@ $('#grant-form').addEventListener('submit', async (e) => {
 
 window.addEventListener('hashchange', route);
 
-// Offline: a banner says so, and the server is asked again every few seconds until it answers.
+// Offline: a banner says so (api.js asks the server again every few seconds until it answers).
 // Started with no network (from the home screen, in a tunnel) the shell shows with the banner
 // and logs in once the server answers.
-let probing = null;
 let started = false;
 reachability.addEventListener('change', (e) => {
   $('#offline').hidden = e.detail;
-  clearInterval(probing);
-  if (!e.detail) probing = setInterval(probe, 3000);
-  else if (!started) start();
+  if (e.detail && !started) start();
 });
 
 // With no network, whoever last logged in here sees what this device kept (the session

@@ -9,7 +9,7 @@
 // true when the stream is caught up, false when it dropped), `gone` (detail: {kind, to}: the
 // collection was `revoked`, `dropped` or `renamed` to `to`), and the outbox's `conflict` and
 // `refused`.
-import { path, probe } from './api.js';
+import { path, probe, reachability } from './api.js';
 import { parseTyped, encodeTyped, plain, member } from './values.js';
 import * as replica from './replica.js';
 import { Outbox } from './outbox.js';
@@ -42,6 +42,9 @@ export class SyncedCollection extends EventTarget {
     this.droppedAt = null;    // when the stream dropped, while it stays down
     this.onOnline = () => { if (!this.live && this.droppedAt !== null) this.reconnectAfter(0); };
     window.addEventListener('online', this.onOnline);
+    // The server answers again: what waits goes up (the stream may never have dropped).
+    this.onReachable = (e) => { if (e.detail) this.send(); };
+    reachability.addEventListener('change', this.onReachable);
     this.outbox = new Outbox(name, {
       record: (id) => this.server.get(id),
       order: () => [...this.server.values()].sort(byOrder).map((record) => record.id),
@@ -69,6 +72,7 @@ export class SyncedCollection extends EventTarget {
     this.outbox.closed = true;
     clearTimeout(this.retry);
     window.removeEventListener('online', this.onOnline);
+    reachability.removeEventListener('change', this.onReachable);
     this.stream?.close();
     this.saveChanges();
   }
@@ -182,7 +186,8 @@ export class SyncedCollection extends EventTarget {
     this.live = false;
     this.unsaved = [];
     this.emit('live', false);
-    replica.forget(this.name, { outbox: withOutbox }).catch(() => undefined).then(() => { if (!this.closed) this.emit('gone', { kind, to }); });
+    this.emit('gone', { kind, to });
+    replica.forget(this.name, { outbox: withOutbox }).catch(() => undefined);
   }
 
   apply(change, seq) {
