@@ -2,6 +2,8 @@
 # Makes the console's screenshots in this folder (desktop 1280x800 and phone 390x844, each view)
 # from a throwaway server with an inventory, a conflict copy and a few devices.
 # Needs a built plistsync (swift build) and chromium, chromium-driver, python3-selenium.
+# The offline ones (edits waiting, the merged conflict) come from the offline browser test:
+#   PLISTSYNC_SCREENSHOTS=$PWD/docs/console swift test --filter testEditsMadeOffline
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binary=${PLISTSYNC_BINARY:-.build/debug/plistsync}
