@@ -513,7 +513,8 @@ def main():
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
         expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED", "replica": "ERR_CONNECTION_REFUSED",
-                    "offline-edits": ("ERR_CONNECTION_REFUSED", "status of 409"), "browser-offline": ("ERR_INTERNET_DISCONNECTED", "status of 409")}.get(scenario, "\0")
+                    "offline-edits": ("ERR_CONNECTION_REFUSED", "status of 409"), "browser-offline": ("ERR_INTERNET_DISCONNECTED", "status of 409"),
+                    "session-ended": ("ERR_INTERNET_DISCONNECTED", "status of 401")}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and not any(e in entry["message"] for e in (expected if isinstance(expected, tuple) else (expected,)))]
         result("console_errors", json.dumps(errors))

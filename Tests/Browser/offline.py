@@ -359,3 +359,35 @@ def scenario_offline_shell_https(driver, url, line_port, user, password, args):
         result("https_console_errors", json.dumps(errors))
     finally:
         secure.quit()
+
+
+def scenario_session_ended(driver, url, line_port, user, password, args):
+    """An edit waiting on the device when the session ends (the device revoked elsewhere): the
+    server's 401 is "not now", never "drop it"; the console asks for a login and, logged in
+    again, sends it."""
+    from console import Line
+    collection, = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: "Ada" in ids(driver))
+    emulate_offline(driver, True)
+    edit(driver, "Ada", "phone", "555-LATER")
+    until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
+    api = API(url, user, password)
+    browsers = [device["id"] for device in api.call("GET", "api/tokens")["devices"] if "Chrome" in device["label"]]
+    for device in browsers:
+        api.call("DELETE", f"api/tokens/{device}")
+    result("revoked", len(browsers))
+    emulate_offline(driver, False)
+    until("the login form", lambda: driver.find_element(By.ID, "login-user").is_displayed(), 10)
+    result("message", driver.find_element(By.ID, "message").text)
+    line = Line(line_port, user, password)
+    result("before_login", line.ask(f"g GET {collection} Ada"))
+    driver.find_element(By.ID, "login-user").clear()
+    driver.find_element(By.ID, "login-user").send_keys(user)
+    driver.find_element(By.ID, "login-password").send_keys(password + "\n")
+    until("the records view", lambda: driver.find_element(By.ID, "records-view").is_displayed())
+    until("the waiting edit sent", lambda: "555-LATER" in line.ask(f"g GET {collection} Ada"), 10)
+    until("nothing waiting", lambda: not driver.find_element(By.ID, "pending").is_displayed(), 10)
+    answer = line.ask(f"g GET {collection} Ada")
+    result("ada", json.dumps(json.loads(answer[answer.index("{"):]), sort_keys=True))

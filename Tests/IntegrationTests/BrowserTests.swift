@@ -236,6 +236,16 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["ada"], #"{"name": "Ada King", "phone": "555-TUNNEL"}"#)
     }
 
+    /// A session that ends while an edit waits (the browser's device revoked elsewhere) keeps
+    /// the edit: the console asks for a login and sends it after.
+    func testAnEditWaitingWhenTheSessionEndsIsSentAfterTheNextLogin() throws {
+        let results = try browse("session-ended", ["contacts"])
+        XCTAssertEqual(results["revoked"], "1")
+        XCTAssertEqual(results["message"], "Your session ended: log in again (edits made here are kept and sent after the login).")
+        XCTAssertFalse(results["before_login"]?.contains("555-LATER") ?? true, results["before_login"] ?? "")
+        XCTAssertEqual(results["ada"], #"{"name": "Ada", "phone": "555-LATER"}"#)
+    }
+
     /// Issue 44's safety goal: two browsers and an agent, 20 stops and starts of the server,
     /// reloads while offline; every value typed is on the server afterwards (in a record, a
     /// conflict copy, or a version a later edit replaced).

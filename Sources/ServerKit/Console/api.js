@@ -49,10 +49,15 @@ function noteReachable(now) {
 
 window.addEventListener('online', () => { if (!reachable) probe(); });
 
-// Asks whether the server answers (any answer counts, a 401 too).
+// Asks whether the server answers (any answer counts, a 401 too); resolves to the status, or 0
+// when there was no answer.
 export function probe() {
-  return send('GET', '/api/me', undefined, {}).then(() => true, () => false);
+  return send('GET', '/api/me', undefined, {}).then((response) => response.status, () => 0);
 }
+
+// Tells when the server answered 401 to a request made with the session: it ended (revoked,
+// expired, the password changed). The console then asks for a login; what waits stays.
+export const session = new EventTarget();
 
 function send(method, path, body, headers) {
   const init = { method, credentials: 'same-origin', headers: { 'X-PlistSync-CSRF': '1', ...headers } };
@@ -60,7 +65,11 @@ function send(method, path, body, headers) {
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';
   }
-  return fetch(path, init).then((response) => { noteReachable(true); return response; }, () => { noteReachable(false); throw new OfflineError(); });
+  return fetch(path, init).then((response) => {
+    noteReachable(true);
+    if (response.status === 401 && path !== '/api/login') session.dispatchEvent(new Event('ended'));
+    return response;
+  }, () => { noteReachable(false); throw new OfflineError(); });
 }
 
 export function path(...segments) {

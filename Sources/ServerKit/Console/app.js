@@ -1,5 +1,5 @@
 // The console's start: log in, pick a view, keep the collection picked across views.
-import { call, OfflineError, reachability } from './api.js';
+import { call, OfflineError, reachability, session } from './api.js';
 import { say } from './dom.js';
 import { showCollection, currentCollection, addRecord, addField, fillRecordForm } from './records.js';
 import { forgetAll, pendingCount } from './replica.js';
@@ -120,6 +120,15 @@ let started = false;
 reachability.addEventListener('change', (e) => {
   $('#offline').hidden = e.detail;
   if (e.detail && !started) start();
+});
+
+// The session ended while the console was open (the device revoked, the password changed, the
+// login expired): a login is asked for; what this device kept, edits waiting included, stays for
+// the same person.
+session.addEventListener('ended', () => {
+  if (!started || $('#nav').hidden) return;
+  loggedOut();
+  say('Your session ended: log in again (edits made here are kept and sent after the login).', true);
 });
 
 // With no network, whoever last logged in here sees what this device kept (the session

@@ -21,6 +21,22 @@ function queuedNow() {
   return lastQueued;
 }
 
+// An answer that says "not now" rather than "no": the session ended (401: the edits wait for
+// the next login), the server is busy or shutting down (5xx), too many requests (429), idle
+// (408). The flush stops there and what waits stays, as when the server cannot be reached.
+class NotNow extends Error {
+  constructor(response) {
+    super(response.json?.message || `HTTP ${response.status}`);
+    this.status = response.status;
+  }
+}
+
+function checked(response) {
+  const { status } = response;
+  if (status === 401 || status === 408 || status === 429 || status >= 500) throw new NotNow(response);
+  return response;
+}
+
 const encode = (fields) => (fields ? encodeTyped({ type: 'dict', entries: fields }) : null);
 const decode = (text) => (text === null ? null : parseTyped(text).entries);
 
@@ -42,11 +58,13 @@ export function deviceName() {
 
 // Events: `change` (detail: {id}; the order entry's id is ''), `conflict` (detail: {id, copy}:
 // this device's version was filed as `copy`), `refused` (detail: {id, message}: the server will
-// not take the edit, as for a member who may only read).
+// not take the edit, as for a member who may only read), `waiting` (detail: {message}: the
+// server said not now, a session that ended say; the edits stay and are tried again).
 export class Outbox extends EventTarget {
   // Requests in flight at once: a browser opens at most six connections to a server, and the
   // event stream holds one.
   static window = 5;
+  static busyRetry = 2000;
 
   // `server` answers what the device knows of the server's state: record(id) ->
   // {rev, position, fields} or undefined, order() -> ids, and acknowledge(id, {rev, fields})
@@ -139,7 +157,13 @@ export class Outbox extends EventTarget {
         await this.sendAll([...this.entries.values()].sort((a, b) => a.queued - b.queued));
       } while (this.again && !this.closed);
     } catch (error) {
-      if (!(error instanceof OfflineError)) throw error;
+      if (error instanceof NotNow) {
+        this.dispatchEvent(new CustomEvent('waiting', { detail: { message: error.message, status: error.status } }));
+        // A busy server is asked again shortly; a session that ended waits for a login.
+        if (error.status !== 401 && !this.closed) setTimeout(() => this.flush(), Outbox.busyRetry);
+      } else if (!(error instanceof OfflineError)) {
+        throw error;
+      }
     } finally {
       this.flushing = false;
     }
@@ -203,7 +227,7 @@ export class Outbox extends EventTarget {
 
   request(method, id, body, rev) {
     const headers = rev ? { 'If-Match': `"${rev}"` } : { 'If-None-Match': '*' };
-    return callTyped(method, path('collections', this.collection, 'records', id), body, headers);
+    return callTyped(method, path('collections', this.collection, 'records', id), body, headers).then(checked);
   }
 
   // This device's version of `id` beside the record, in `<c>~conflicts`, for anyone to resolve.
@@ -211,7 +235,7 @@ export class Outbox extends EventTarget {
     const base = conflictCopyID(id, deviceName());
     for (let n = 0; n < 20; n++) {
       const copy = n ? `${base}-${n}` : base;
-      const response = await callTyped('PUT', path('collections', `${this.collection}~conflicts`, 'records', copy), encode(fields), { 'If-None-Match': '*' });
+      const response = checked(await callTyped('PUT', path('collections', `${this.collection}~conflicts`, 'records', copy), encode(fields), { 'If-None-Match': '*' }));
       if (response.ok) { this.dispatchEvent(new CustomEvent('conflict', { detail: { id, copy } })); return; }
       if (response.status !== 409) {
         this.dispatchEvent(new CustomEvent('refused', { detail: { id, message: response.json?.message || `could not file a conflict copy of ${id}` } }));
@@ -228,7 +252,7 @@ export class Outbox extends EventTarget {
       let { rev } = known;
       const body = move.anchor === undefined ? { to: move.to } : { to: move.to, anchor: move.anchor };
       for (let attempt = 0; attempt < 3; attempt++) {
-        const response = await callTyped('POST', path('collections', this.collection, 'records', move.id, 'move'), body, { 'If-Match': `"${rev}"` });
+        const response = checked(await callTyped('POST', path('collections', this.collection, 'records', move.id, 'move'), body, { 'If-Match': `"${rev}"` }));
         if (response.status !== 409) break;
         // Changed meanwhile: moved by someone (their place stands) or edited (the move goes on).
         const current = member(response.value, 'current');

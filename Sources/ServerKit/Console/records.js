@@ -65,6 +65,7 @@ export function showCollection(name) {
   });
   opened.addEventListener('conflict', (e) => say(`${e.detail.id} was changed elsewhere too: this device's version is kept as the conflict copy ${e.detail.copy}`));
   opened.addEventListener('refused', (e) => say(`${e.detail.id}: ${e.detail.message}`, true));
+  opened.addEventListener('waiting', (e) => say(`edits made here wait: ${e.detail.message}`, true));
   opened.addEventListener('gone', (e) => {
     if (synced !== opened) return;
     const { kind, to } = e.detail;

@@ -7,8 +7,8 @@
 //
 // Events: `change` (detail: {id, flash}; id undefined when many changed), `live` (detail:
 // true when the stream is caught up, false when it dropped), `gone` (detail: {kind, to}: the
-// collection was `revoked`, `dropped` or `renamed` to `to`), and the outbox's `conflict` and
-// `refused`.
+// collection was `revoked`, `dropped` or `renamed` to `to`), and the outbox's `conflict`,
+// `refused` and `waiting`.
 import { path, probe, reachability } from './api.js';
 import { parseTyped, encodeTyped, plain, member } from './values.js';
 import * as replica from './replica.js';
@@ -50,7 +50,7 @@ export class SyncedCollection extends EventTarget {
       order: () => [...this.server.values()].sort(byOrder).map((record) => record.id),
       acknowledge: (id, state) => this.acknowledge(id, state),
     });
-    for (const kind of ['conflict', 'refused']) this.outbox.addEventListener(kind, (e) => this.emit(kind, e.detail));
+    for (const kind of ['conflict', 'refused', 'waiting']) this.outbox.addEventListener(kind, (e) => this.emit(kind, e.detail));
     this.outbox.addEventListener('change', (e) => this.emit('change', { id: e.detail.id || undefined }));
   }
 
@@ -168,9 +168,13 @@ export class SyncedCollection extends EventTarget {
       this.stream.close();
       this.live = false;
       this.emit('live', false);
-      probe();
       this.droppedAt ??= Date.now();
-      this.reconnectAfter(SyncedCollection.reconnectDelay(Date.now() - this.droppedAt));
+      const delay = SyncedCollection.reconnectDelay(Date.now() - this.droppedAt);
+      // A session that ended is not retried: the stream would be refused forever.
+      probe().then((status) => {
+        if (status === 401) this.emit('waiting', { message: 'the session ended: log in again to send what waits here', status });
+        else this.reconnectAfter(delay);
+      });
     };
   }
 
