@@ -16,7 +16,7 @@ import urllib.request
 
 from selenium.webdriver.common.by import By
 
-from console import browser, cell, edit, fail, ids, log_in, open_collection, result, until
+from console import browser, cell, click, edit, fail, ids, log_in, open_collection, result, until
 
 
 class Server:
@@ -326,7 +326,12 @@ def scenario_browser_offline(driver, url, line_port, user, password, args):
     edit(driver, "Ada", "phone", "555-TUNNEL")
     until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
     result("message", driver.find_element(By.ID, "message").text)
+    # Linus up twice: the order waits too, and only the row moved is marked.
+    for expected in (["Ada", "Linus", "Grace"], ["Linus", "Ada", "Grace"]):
+        click(driver, "button[aria-label='Move Linus up']", "Move Linus up")
+        until("the row moved", lambda: ids(driver) == expected)
     result("pending", driver.find_element(By.ID, "pending").text)
+    result("pending_marks", ",".join(tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#records tbody tr.pending")))
     line = Line(line_port, user, password)
     current = line.ask(f"g GET {collection} Ada")
     result("their_put", line.ask(f'p PUT {collection} Ada {current.split(" ")[5]} {{"name":"Ada King","phone":"555-0111"}}'))
@@ -336,6 +341,7 @@ def scenario_browser_offline(driver, url, line_port, user, password, args):
     result("sent_seconds", f"{time.monotonic() - back:.3f}")
     answer = line.ask(f"g GET {collection} Ada")
     result("ada", json.dumps(json.loads(answer[answer.index("{"):]), sort_keys=True))
+    result("order", ",".join(API(url, user, password).records(collection)))
 
 
 def scenario_offline_shell_https(driver, url, line_port, user, password, args):

@@ -96,8 +96,12 @@ export class Outbox extends EventTarget {
   // How many times the entry of `id` changed here (0 when loaded): a new one draws its row anew.
   version(id) { return this.entries.get(id)?.version ?? 0; }
 
-  // The order this device wants, or null when none waits.
-  wantedOrder() { return this.entries.get(ORDER)?.desired ?? null; }
+  // The order this device wants and the order it was made on ({base, desired}), or null when
+  // none waits.
+  wantedOrder() {
+    const entry = this.entries.get(ORDER);
+    return entry ? { base: entry.base, desired: entry.desired } : null;
+  }
 
   // Records made, edited or deleted here and not yet taken.
   pendingIDs() { return [...this.entries.keys()].filter((id) => id !== ORDER); }

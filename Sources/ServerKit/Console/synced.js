@@ -13,7 +13,7 @@ import { path, probe, reachability } from './api.js';
 import { parseTyped, encodeTyped, plain, member } from './values.js';
 import * as replica from './replica.js';
 import { Outbox } from './outbox.js';
-import { applyMoves } from './merge.js';
+import { applyMoves, orderMoves } from './merge.js';
 
 function byOrder(a, b) {
   if (a.position !== b.position) return a.position < b.position ? -1 : 1;
@@ -91,10 +91,12 @@ export class SyncedCollection extends EventTarget {
     const ordered = [...shown.values()].sort(byOrder);
     const wanted = this.outbox.wantedOrder();
     if (!wanted) return ordered;
-    const at = new Map(wanted.map((id, index) => [id, index]));
+    // The rows moved here (and not by someone else meanwhile) are marked as waiting.
+    const moved = new Set(orderMoves(wanted.base, wanted.desired, ordered.map((record) => record.id)).map((move) => move.id));
+    const at = new Map(wanted.desired.map((id, index) => [id, index]));
     const placed = ordered.filter((record) => at.has(record.id)).sort((a, b) => at.get(a.id) - at.get(b.id));
     const rest = ordered.filter((record) => !at.has(record.id));
-    return [...placed, ...rest].map((record) => (at.has(record.id) && !record.pending ? { ...record, moved: true } : record));
+    return [...placed, ...rest].map((record) => (moved.has(record.id) && !record.pending ? { ...record, moved: true } : record));
   }
 
   // One record as this device shows it (undefined when it has none or deleted it).
