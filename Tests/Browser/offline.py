@@ -15,6 +15,7 @@ import urllib.parse
 import urllib.request
 
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from console import browser, cell, click, edit, fail, ids, log_in, open_collection, result, until
 
@@ -330,6 +331,17 @@ def scenario_browser_offline(driver, url, line_port, user, password, args):
     for expected in (["Ada", "Linus", "Grace"], ["Linus", "Ada", "Grace"]):
         click(driver, "button[aria-label='Move Linus up']", "Move Linus up")
         until("the row moved", lambda: ids(driver) == expected)
+    # A record added with the form and another deleted, offline too.
+    click(driver, "#add-record", "add-record")
+    until("the form", lambda: driver.find_element(By.ID, "new-record").is_displayed())
+    driver.find_element(By.ID, "new-record-id").send_keys("Margaret")
+    driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='name']").send_keys("Margaret")
+    driver.find_element(By.CSS_SELECTOR, "#new-record-fields input[data-field='phone']").send_keys("555-0123" + Keys.ENTER)
+    until("the new row", lambda: "Margaret" in ids(driver))
+    result("added_message", driver.find_element(By.ID, "message").text)
+    driver.execute_script("window.confirm = () => true")
+    click(driver, 'button[aria-label="Delete Grace"]', "Delete Grace")
+    until("the row gone", lambda: "Grace" not in ids(driver))
     result("pending", driver.find_element(By.ID, "pending").text)
     result("pending_marks", ",".join(tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#records tbody tr.pending")))
     line = Line(line_port, user, password)

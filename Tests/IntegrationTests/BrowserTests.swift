@@ -226,16 +226,17 @@ final class BrowserTests: XCTestCase {
     }
 
     /// Issue 44 with Chromium's own offline mode (the server up, the page's stream still open):
-    /// an edit and a move wait instead of failing, and go up (the edit merged with another
-    /// person's edit of another field) once the browser is online again.
+    /// an edit, a move, an add and a delete wait instead of failing, and go up (the edit merged
+    /// with another person's edit of another field) once the browser is online again.
     func testAnEditMadeInTheBrowsersOfflineModeWaitsAndMergesWhenItIsBack() throws {
         let results = try browse("browser-offline", ["contacts"])
         XCTAssertEqual(results["message"], "saved phone of Ada on this device; it waits for the server")
-        XCTAssertEqual(results["pending"], "2 edits waiting", "the field edit and the order")
-        XCTAssertEqual(results["pending_marks"], "Linus,Ada", "the row moved and the row edited, not every row")
+        XCTAssertEqual(results["added_message"], "added Margaret on this device; it waits for the server")
+        XCTAssertEqual(results["pending"], "4 edits waiting", "the field edit, the order, the record added, the record deleted")
+        XCTAssertEqual(results["pending_marks"], "Linus,Ada,Margaret", "the rows moved, edited and added, not every row")
         XCTAssertEqual(results["their_put"], "p OK PUT contacts Ada 2 4")
         XCTAssertEqual(results["ada"], #"{"name": "Ada King", "phone": "555-TUNNEL"}"#)
-        XCTAssertEqual(results["order"], "Linus,Ada,Grace", "the move made offline")
+        XCTAssertEqual(results["order"], "Linus,Ada,Margaret", "the move, the add and the delete made offline")
     }
 
     /// A session that ends while an edit waits (the browser's device revoked elsewhere) keeps
