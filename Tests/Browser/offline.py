@@ -344,6 +344,11 @@ def scenario_browser_offline(driver, url, line_port, user, password, args):
     until("the row gone", lambda: "Grace" not in ids(driver))
     result("pending", driver.find_element(By.ID, "pending").text)
     result("pending_marks", ",".join(tr.get_attribute("data-id") for tr in driver.find_elements(By.CSS_SELECTOR, "#records tbody tr.pending")))
+    # Collections are the server's to make: refused offline, with a message.
+    click(driver, "#create-collection", "create-collection")
+    driver.find_element(By.ID, "new-collection-name").send_keys("stock" + Keys.ENTER)
+    until("the refusal", lambda: "needs the server" in driver.find_element(By.ID, "message").text)
+    result("create_offline", driver.find_element(By.ID, "message").text)
     line = Line(line_port, user, password)
     current = line.ask(f"g GET {collection} Ada")
     result("their_put", line.ask(f'p PUT {collection} Ada {current.split(" ")[5]} {{"name":"Ada King","phone":"555-0111"}}'))

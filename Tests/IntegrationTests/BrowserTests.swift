@@ -235,6 +235,7 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["pending"], "4 edits waiting", "the field edit, the order, the record added, the record deleted")
         XCTAssertEqual(results["pending_marks"], "Linus,Ada,Margaret", "the rows moved, edited and added, not every row")
         XCTAssertEqual(results["their_put"], "p OK PUT contacts Ada 2 4")
+        XCTAssertEqual(results["create_offline"], "creating a collection needs the server, which cannot be reached; records can still be edited here")
         XCTAssertEqual(results["ada"], #"{"name": "Ada King", "phone": "555-TUNNEL"}"#)
         XCTAssertEqual(results["order"], "Linus,Ada,Margaret", "the move, the add and the delete made offline")
     }
