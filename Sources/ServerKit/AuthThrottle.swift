@@ -40,7 +40,7 @@ struct AuthThrottle {
     /// nothing.
     func earliestSlot(address: String, account: String, now: UInt64) -> UInt64 {
         func next(_ pace: Pace?) -> UInt64 {
-            guard let pace, now - pace.last <= Self.forgetAfterMilliseconds else { return now }
+            guard let pace, Self.elapsed(since: pace.last, now: now) <= Self.forgetAfterMilliseconds else { return now }
             return max(now, pace.nextSlot)
         }
         var slot = next(addresses[address])
@@ -93,18 +93,18 @@ struct AuthThrottle {
 
     private static func strike(_ table: inout [String: Pace], _ key: String, now: UInt64) {
         if table[key] == nil, table.count >= maxEntries {
-            table = table.filter { now - $0.value.last < forgetAfterMilliseconds }
+            table = table.filter { elapsed(since: $0.value.last, now: now) < forgetAfterMilliseconds }
             if table.count >= maxEntries { table.removeAll() }
         }
         var pace = table[key] ?? Pace()
-        if now - pace.last > forgetAfterMilliseconds { pace = Pace() }
+        if elapsed(since: pace.last, now: now) > forgetAfterMilliseconds { pace = Pace() }
         pace.strikes += 1
-        pace.last = now
+        pace.last = max(pace.last, now)
         table[key] = pace
     }
 
     private static func take(_ table: inout [String: Pace], _ key: String, now: UInt64, free: Int) -> UInt64 {
-        guard var pace = table[key], now - pace.last <= forgetAfterMilliseconds else { return now }
+        guard var pace = table[key], elapsed(since: pace.last, now: now) <= forgetAfterMilliseconds else { return now }
         let slot = max(now, pace.nextSlot)
         if pace.strikes >= free {
             let shift = UInt64(min(pace.strikes - free, 16))
@@ -115,5 +115,14 @@ struct AuthThrottle {
         pace.last = max(pace.last, now)
         table[key] = pace
         return slot
+    }
+
+    /// Milliseconds from `last` to `now`; 0 when `now` is the earlier. A caller's `now` can be
+    /// older than a time another attempt recorded: a token check takes its `now` when it
+    /// arrives and strikes after the store answers, and a failure noted meanwhile is later.
+    /// Subtracting crashed the server (an arithmetic overflow) on two bad logins from one
+    /// address at once.
+    private static func elapsed(since last: UInt64, now: UInt64) -> UInt64 {
+        now >= last ? now - last : 0
     }
 }

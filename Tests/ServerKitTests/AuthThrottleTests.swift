@@ -37,6 +37,18 @@ final class AuthThrottleTests: XCTestCase {
         return checked
     }
 
+    /// A token check strikes with the time it arrived, after the store answered; a failure from
+    /// the same address noted meanwhile is later. That earlier `now` crashed the server (UInt64
+    /// overflow in `now - last`; ConnectionCloseTests caught it under load).
+    func testAStrikeWithAnEarlierNowThanTheLastOneIsCountedNotACrash() {
+        var throttle = AuthThrottle()
+        for _ in 0..<4 { throttle.failed(address: "10.0.0.1", now: 2_000) }
+        let slot = throttle.tokenFailed(address: "10.0.0.1", now: 1_000)
+        XCTAssertEqual(slot, 1_000, "its own turn is when it arrived")
+        XCTAssertEqual(throttle.earliestSlot(address: "10.0.0.1", account: "alice", now: 1_500), 3_000, "five strikes space the next turn by 2 s")
+        _ = throttle.reserve(address: "10.0.0.1", account: "alice", now: 500)
+    }
+
     func testConcurrentGuessesFromManyAddressesKeepTheAccountsPace() {
         let alone = guessesChecked(addresses: 1, seconds: 30)
         let flood = guessesChecked(addresses: 40, seconds: 30)
