@@ -314,18 +314,23 @@ def emulate_offline(driver, offline):
     driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
 
 
+def edit_offline(driver, url, user, password, collection, phone):
+    """Logs in, opens `collection`, switches the page offline and edits Ada's phone: it waits."""
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    until("the rows", lambda: "Ada" in ids(driver))
+    emulate_offline(driver, True)
+    edit(driver, "Ada", "phone", phone)
+    until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
+
+
 def scenario_browser_offline(driver, url, line_port, user, password, args):
     """Issue 44 with the browser's own offline mode and the server up: an edit made offline
     waits (its stream still open), someone else edits another field meanwhile; online again,
     the edit goes up and both fields stay."""
     from console import Line
     collection, = args
-    log_in(driver, url, user, password)
-    open_collection(driver, collection)
-    until("the rows", lambda: "Ada" in ids(driver))
-    emulate_offline(driver, True)
-    edit(driver, "Ada", "phone", "555-TUNNEL")
-    until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
+    edit_offline(driver, url, user, password, collection, "555-TUNNEL")
     result("message", driver.find_element(By.ID, "message").text)
     # Linus up twice: the order waits too, and only the row moved is marked.
     for expected in (["Ada", "Linus", "Grace"], ["Linus", "Ada", "Grace"]):
@@ -390,12 +395,7 @@ def scenario_session_ended(driver, url, line_port, user, password, args):
     again, sends it."""
     from console import Line
     collection, = args
-    log_in(driver, url, user, password)
-    open_collection(driver, collection)
-    until("the rows", lambda: "Ada" in ids(driver))
-    emulate_offline(driver, True)
-    edit(driver, "Ada", "phone", "555-LATER")
-    until("the edit waiting", lambda: driver.find_element(By.ID, "pending").is_displayed())
+    edit_offline(driver, url, user, password, collection, "555-LATER")
     api = API(url, user, password)
     browsers = [device["id"] for device in api.call("GET", "api/tokens")["devices"] if "Chrome" in device["label"]]
     for device in browsers:
