@@ -150,8 +150,8 @@ export class Outbox extends EventTarget {
 
   // Sends every entry, oldest first; stops quietly when the server cannot be reached (the
   // entries wait for the next call). Edits of different records go up a few at a time (each is
-  // a durable commit: one after the other, 100 took 3.5 s; side by side the server commits them
-  // together); an order waits for every edit before it, and the edits after it wait for it.
+  // a durable commit: one after the other, each waits for its own; side by side the server
+  // commits them together); an order waits for every edit before it, and those after wait for it.
   async flush() {
     if (this.flushing) { this.again = true; return; }
     this.flushing = true;
@@ -162,7 +162,7 @@ export class Outbox extends EventTarget {
       } while (this.again && !this.closed);
     } catch (error) {
       if (error instanceof NotNow) {
-        this.dispatchEvent(new CustomEvent('waiting', { detail: { message: error.message, status: error.status } }));
+        this.emit('waiting', { message: error.message, status: error.status });
         // A busy server is asked again shortly; a session that ended waits for a login.
         if (error.status !== 401 && !this.closed) setTimeout(() => this.flush(), Outbox.busyRetry);
       } else if (!(error instanceof OfflineError)) {
@@ -214,7 +214,7 @@ export class Outbox extends EventTarget {
         continue;
       }
       if (response.status !== 409 || !member(response.value, 'current')) {
-        this.dispatchEvent(new CustomEvent('refused', { detail: { id: entry.id, message: response.json?.message || `HTTP ${response.status}` } }));
+        this.emit('refused', { id: entry.id, message: response.json?.message || `HTTP ${response.status}` });
         return this.settled(entry, version, null);
       }
       const current = member(response.value, 'current');
@@ -226,7 +226,8 @@ export class Outbox extends EventTarget {
       base = { rev, fields: theirs };
       mine = merged.result;
     }
-    this.dispatchEvent(new CustomEvent('refused', { detail: { id: entry.id, message: `${entry.id} kept changing on the server; the edit waits` } }));
+    // Not dropped: it stays for the next flush.
+    this.emit('waiting', { message: `${entry.id} kept changing on the server; the edit waits` });
   }
 
   request(method, id, body, rev) {
@@ -240,9 +241,9 @@ export class Outbox extends EventTarget {
     for (let n = 0; n < 20; n++) {
       const copy = n ? `${base}-${n}` : base;
       const response = checked(await callTyped('PUT', path('collections', `${this.collection}~conflicts`, 'records', copy), encode(fields), { 'If-None-Match': '*' }));
-      if (response.ok) { this.dispatchEvent(new CustomEvent('conflict', { detail: { id, copy } })); return; }
+      if (response.ok) { this.emit('conflict', { id, copy }); return; }
       if (response.status !== 409) {
-        this.dispatchEvent(new CustomEvent('refused', { detail: { id, message: response.json?.message || `could not file a conflict copy of ${id}` } }));
+        this.emit('refused', { id, message: response.json?.message || `could not file a conflict copy of ${id}` });
         return;
       }
     }
@@ -281,9 +282,11 @@ export class Outbox extends EventTarget {
     this.changed(entry.id, replica.settle(this.collection, entry.id));
   }
 
+  emit(kind, detail) { this.dispatchEvent(new CustomEvent(kind, { detail })); }
+
   // Tells of a change to `id`'s entry; resolves when `saving` (its write to IndexedDB) ends.
   changed(id, saving) {
-    this.dispatchEvent(new CustomEvent('change', { detail: { id } }));
+    this.emit('change', { id });
     return saving.catch(() => undefined);
   }
 }

@@ -253,22 +253,25 @@ function writesNow() {
   return synced.live && synced.pending === 0;
 }
 
-// Runs `now` (a request to the server) when writes go at once; offline, or when it finds the
-// server gone, runs `queue` instead (into the outbox). Returns what the one that ran returned.
-async function writeOrQueue(now, queue) {
-  if (writesNow()) {
-    try { return await now(); } catch (error) { if (!(error instanceof OfflineError)) throw error; }
-  }
-  return queue();
+// Sends `request()` when writes go at once; null when the edit belongs in the outbox instead
+// (offline, behind edits waiting, or the server found gone by the request itself).
+async function writeNow(request) {
+  if (!writesNow()) return null;
+  try { return await request(); } catch (error) { if (error instanceof OfflineError) return null; throw error; }
+}
+
+// Says that an edit was kept here for the server.
+function keptHere(what) {
+  say(`${what} on this device; it waits for the server`);
 }
 
 async function save(id, field, value, base) {
   const fields = new Map(base.fields);
   fields.set(field, value);
-  const result = await writeOrQueue(() => (base.pending ? null : put(id, fields, base.rev)), () => null);
+  const result = base.pending ? null : await writeNow(() => put(id, fields, base.rev));
   if (result === null) {
     synced.put(id, fields, base.pending ? undefined : { rev: base.rev, fields: base.fields });
-    say(`saved ${field} of ${id} on this device; it waits for the server`);
+    keptHere(`saved ${field} of ${id}`);
     return;
   }
   if (result.ok) { say(`saved ${field} of ${id}`); return; }
@@ -292,11 +295,11 @@ function put(id, fields, rev) {
 // A new record, its fields typed in the form, written in one PUT (agents never see it half
 // filled in).
 export async function addRecord(id, fields) {
-  const result = await writeOrQueue(() => put(id, fields, 0), () => null);
+  const result = await writeNow(() => put(id, fields, 0));
   if (result === null) {
     if (records.has(id)) { say(`a record "${id}" already exists in ${collection}: pick another id, or edit that one`, true); return false; }
     synced.put(id, fields, null);
-    say(`added ${id} on this device; it waits for the server`);
+    keptHere(`added ${id}`);
     return true;
   }
   if (result.ok) say(`added ${id}`);
@@ -341,13 +344,14 @@ async function remove(id) {
   if (!record || !confirm(`Delete ${id}?`)) return;
   const ordered = [...records.values()];
   const before = ordered[ordered.indexOf(record) - 1]?.id;
-  const queued = () => {
-    synced.delete(id, record.pending ? undefined : { rev: record.rev, fields: record.fields });
-    say(`deleted ${id} on this device; it waits for the server`);
-  };
-  if (!writesNow() || record.pending) { queued(); return; }
   try {
-    const { rev } = await call('DELETE', path('collections', collection, 'records', id), undefined, { 'If-Match': `"${record.rev}"` });
+    const answer = record.pending ? null : await writeNow(() => call('DELETE', path('collections', collection, 'records', id), undefined, { 'If-Match': `"${record.rev}"` }));
+    if (answer === null) {
+      synced.delete(id, record.pending ? undefined : { rev: record.rev, fields: record.fields });
+      keptHere(`deleted ${id}`);
+      return;
+    }
+    const { rev } = answer;
     const at = collection;
     let undone = false;
     const undo = async () => {
@@ -362,18 +366,17 @@ async function remove(id) {
     };
     say(`deleted ${id}`, false, { label: 'Undo', run: undo });
     setTimeout(() => { if (!undone && document.querySelector('#message').textContent.startsWith(`deleted ${id}`)) say(''); }, 15000);
-  } catch (error) { if (error instanceof OfflineError) queued(); else say(error.message, true); }
+  } catch (error) { say(error.message, true); }
 }
 
 async function move(id, to, anchor) {
   const record = records.get(id);
   if (!record) return;
-  const queued = () => { synced.move(id, to, anchor); say(`moved ${id} on this device; it waits for the server`); };
-  if (!writesNow()) { queued(); return; }
   try {
-    await call('POST', path('collections', collection, 'records', id, 'move'), anchor ? { to, anchor } : { to }, { 'If-Match': `"${record.rev}"` });
+    const answer = await writeNow(() => call('POST', path('collections', collection, 'records', id, 'move'), anchor ? { to, anchor } : { to }, { 'If-Match': `"${record.rev}"` }));
+    if (answer === null) { synced.move(id, to, anchor); keptHere(`moved ${id}`); return; }
     say(`moved ${id}`);
-  } catch (error) { if (error instanceof OfflineError) queued(); else say(error.message, true); }
+  } catch (error) { say(error.message, true); }
 }
 
 function moveBy(id, step) {

@@ -94,8 +94,8 @@ export async function settle(collection, id) {
 }
 
 // Forgets one collection's copy (its changes expired on the server: it is read again from 0;
-// the outbox stays, its entries carry their own bases).
-// With `outbox` its unsent edits go too (the collection was dropped, or may no longer be written).
+// the outbox stays, its entries carry their own bases). With `outbox` its unsent edits go too
+// (the collection was dropped, or may no longer be written).
 export async function forget(collection, { outbox = false } = {}) {
   const db = await database();
   const transaction = db.transaction(['records', 'collections', 'outbox'], 'readwrite');

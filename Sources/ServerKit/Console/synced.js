@@ -83,10 +83,8 @@ export class SyncedCollection extends EventTarget {
     const shown = new Map();
     for (const [id, record] of this.server) shown.set(id, record);
     for (const id of this.outbox.pendingIDs()) {
-      const fields = this.outbox.wanted(id);
-      const known = this.server.get(id);
-      if (fields === null) shown.delete(id);
-      else shown.set(id, { id, rev: known?.rev ?? 0, position: known?.position ?? '\uffff', fields, pending: true, version: this.outbox.version(id) });
+      const record = this.get(id);
+      if (record) shown.set(id, record); else shown.delete(id);
     }
     const ordered = [...shown.values()].sort(byOrder);
     const wanted = this.outbox.wantedOrder();
@@ -141,7 +139,7 @@ export class SyncedCollection extends EventTarget {
       this.seq = Math.max(this.seq, Number(e.lastEventId) || 0);
       this.live = true;
       this.emit('live', true);
-      this.outbox.flush();
+      this.send();
     });
     this.stream.addEventListener('expired', () => {
       // The server no longer has the changes since the kept seq: the copy is read again from 0.
@@ -203,8 +201,10 @@ export class SyncedCollection extends EventTarget {
       this.keep({ id, deleted: true }, seq);
     } else {
       const fields = member(change, 'fields');
-      this.server.set(id, { id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: fields.entries });
-      this.keep({ id, rev: plain(member(change, 'rev')), position: plain(member(change, 'position')), fields: encodeTyped(fields) }, seq);
+      const rev = plain(member(change, 'rev'));
+      const position = plain(member(change, 'position'));
+      this.server.set(id, { id, rev, position, fields: fields.entries });
+      this.keep({ id, rev, position, fields: encodeTyped(fields) }, seq);
     }
     this.seq = seq;
     this.emit('change', { id, flash: this.live });
