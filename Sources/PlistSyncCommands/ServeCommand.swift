@@ -39,6 +39,8 @@ enum ServeCommand: Subcommand {
                                    Time a connection has to log in (default 10; 0 never).
           --max-collections-per-user N
                                    Collections a non-admin user may own (default 1000; 0 no limit).
+          --password-iterations N  PBKDF2 iterations for passwords set over the wire (USER ADD,
+                                   PASSWD; default 600000, OWASP 2023; at least 1000).
           --max-bytes-per-user N   Bytes of records the collections one user owns may hold
                                    (default 0: no limit).
           --max-buffered-bytes N   Bytes all connections together may hold unsent or unread
@@ -83,7 +85,7 @@ enum ServeCommand: Subcommand {
         "listen", "data", "idle-timeout", "tombstone-ttl", "version-min-age", "sqlite-cache-mb", "sqlite-mmap-mb", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
-        "store-timeout", "http-listen",
+        "store-timeout", "http-listen", "password-iterations",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls"]
 
@@ -109,6 +111,8 @@ enum ServeCommand: Subcommand {
         configuration.maxCollectionsPerUser = try options.integer(
             "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
+        configuration.passwordIterations = try options.integer(
+            "password-iterations", default: PasswordHasher.defaultIterations, range: PasswordHasher.minimumIterations...100_000_000)
         configuration.maxBufferedBytes = try options.integer(
             "max-buffered-bytes", default: configuration.maxBufferedBytes, range: (1 << 20)...(1 << 40))
         configuration.socketSendBufferBytes = try options.integer(

@@ -99,6 +99,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
     }
 
     public func user(named name: String) -> StoredUser? { reading { $0.users[name] } }
+    public func users() -> [StoredUser] { reading { $0.users.values.sorted { $0.name < $1.name } } }
     public func tokenOwner(hash: String) -> String? { reading { $0.tokens[hash]?.info.user } }
     public func tokenExists(hash: String) -> Bool { tokenOwner(hash: hash) != nil }
 
@@ -193,6 +194,28 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             return .done
         case .touchToken(let hash, let time):
             contents.tokens[hash]?.info.lastUsedAt = time
+            return .done
+        case .addUser(let name, let passwordHash, let isAdmin):
+            guard contents.users[name] == nil else { return .refused(ProtocolError(.exists, "user \(name) exists")) }
+            contents.users[name] = StoredUser(name: name, passwordHash: passwordHash, isAdmin: isAdmin)
+            contents.accountsEpoch += 1
+            return .done
+        case .setPassword(let name, let passwordHash, let kept):
+            guard contents.users[name] != nil else { return .refused(ProtocolError(.notFound, "no user \(name)")) }
+            contents.users[name]?.passwordHash = passwordHash
+            contents.tokens = contents.tokens.filter { $0.value.info.user != name || $0.key == kept }
+            contents.accountsEpoch += 1
+            return .done
+        case .removeUser(let name):
+            guard contents.users.removeValue(forKey: name) != nil else { return .refused(ProtocolError(.notFound, "no user \(name)")) }
+            contents.tokens = contents.tokens.filter { $0.value.info.user != name }
+            for collection in contents.collections.keys { contents.collections[collection]?.members[name] = nil }
+            contents.accountsEpoch += 1
+            return .done
+        case .setServerAdmin(let name, let isAdmin):
+            guard contents.users[name] != nil else { return .refused(ProtocolError(.notFound, "no user \(name)")) }
+            contents.users[name]?.isAdmin = isAdmin
+            contents.accountsEpoch += 1
             return .done
         case .purgeTombstones(let cutoff):
             for (collection, rows) in contents.records {

@@ -192,6 +192,14 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         }
     }
 
+    public func users() throws(StoreFailure) -> [StoredUser] {
+        try read { connection throws(PGError) in
+            try connection.query("SELECT name, password_hash, is_admin FROM users ORDER BY name").map { row in
+                StoredUser(name: row.text(0) ?? "", passwordHash: row.text(1) ?? "", isAdmin: row.text(2) == "t")
+            }
+        }
+    }
+
     public func tokenOwner(hash: String) throws(StoreFailure) -> String? {
         try read { connection throws(PGError) in
             let rows = try connection.query("SELECT user_name FROM tokens WHERE hash = $1", [hash])

@@ -197,6 +197,30 @@ final class PostgresWriter {
         case .touchToken(let hash, let time):
             try connection.query("UPDATE tokens SET last_used_at = $2 WHERE hash = $1", [hash, String(time)])
             return .done
+        case .addUser(let name, let passwordHash, let isAdmin):
+            let added = try connection.query(
+                "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+                [name, passwordHash, isAdmin ? "t" : "f", now])
+            guard added.affected == 1 else { return .refused(ProtocolError(.exists, "user \(name) exists")) }
+            return try accountsChanged()
+        case .setPassword(let name, let passwordHash, let kept):
+            guard try connection.query("UPDATE users SET password_hash = $2 WHERE name = $1", [name, passwordHash]).affected == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            try connection.query("DELETE FROM tokens WHERE user_name = $1 AND hash IS DISTINCT FROM $2", [name, kept])
+            return try accountsChanged()
+        case .removeUser(let name):
+            try connection.query("DELETE FROM members WHERE user_name = $1", [name])
+            try connection.query("DELETE FROM tokens WHERE user_name = $1", [name])
+            guard try connection.query("DELETE FROM users WHERE name = $1", [name]).affected == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            return try accountsChanged()
+        case .setServerAdmin(let name, let isAdmin):
+            guard try connection.query("UPDATE users SET is_admin = $2 WHERE name = $1", [name, isAdmin ? "t" : "f"]).affected == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            return try accountsChanged()
         case .purgeTombstones(let cutoff):
             try connection.query(
                 """
@@ -209,6 +233,13 @@ final class PostgresWriter {
         case .put, .delete, .move:
             preconditionFailure("record operations are applied by apply(_:timestamp:)")
         }
+    }
+
+    /// Raises the accounts epoch in the batch's transaction (the NOTIFY that tells the other
+    /// nodes goes with the batch's events: `ClusterEvent.after`).
+    private func accountsChanged() throws(PGError) -> StoreOutcome {
+        try connection.query("UPDATE meta SET value = (value::bigint + 1)::text WHERE key = 'accounts_epoch'")
+        return .done
     }
 
     private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement) throws(PGError) -> StoreOutcome {

@@ -109,6 +109,30 @@ public final class RecordWriter: @unchecked Sendable {
         case .touchToken(let hash, let time):
             try db.execute("UPDATE tokens SET last_used_at = ? WHERE hash = ?", .integer(time), .text(hash))
             return .done
+        case .addUser(let name, let passwordHash, let isAdmin):
+            let added = try db.execute(
+                "INSERT OR IGNORE INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)",
+                .text(name), .text(passwordHash), .integer(isAdmin ? 1 : 0), .integer(timestamp))
+            guard added == 1 else { return .refused(ProtocolError(.exists, "user \(name) exists")) }
+            return try accountsChanged()
+        case .setPassword(let name, let passwordHash, let kept):
+            guard try db.execute("UPDATE users SET password_hash = ? WHERE name = ?", .text(passwordHash), .text(name)) == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            try db.execute("DELETE FROM tokens WHERE user = ? AND hash IS NOT ?", .text(name), kept.map(SQLValue.text) ?? .null)
+            return try accountsChanged()
+        case .removeUser(let name):
+            guard try db.execute("DELETE FROM users WHERE name = ?", .text(name)) == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            try db.execute("DELETE FROM members WHERE user = ?", .text(name))
+            try db.execute("DELETE FROM tokens WHERE user = ?", .text(name))
+            return try accountsChanged()
+        case .setServerAdmin(let name, let isAdmin):
+            guard try db.execute("UPDATE users SET is_admin = ? WHERE name = ?", .integer(isAdmin ? 1 : 0), .text(name)) == 1 else {
+                return .refused(ProtocolError(.notFound, "no user \(name)"))
+            }
+            return try accountsChanged()
         case .purgeTombstones(let cutoff):
             let newest = try db.queryFirst(
                 "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
@@ -119,6 +143,13 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(cutoff))
             return .done
         }
+    }
+
+    /// Raises the accounts epoch in the batch's transaction, as the `user` commands do.
+    private func accountsChanged() throws(StoreError) -> StoreOutcome {
+        try db.execute(
+            "INSERT INTO meta (key, value) VALUES ('accounts_epoch', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1")
+        return .done
     }
 
     private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {

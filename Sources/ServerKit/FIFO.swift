@@ -30,6 +30,11 @@ struct FIFO<Element> {
         return taken
     }
 
+    /// Changes the element `offset` places behind the front.
+    mutating func update(atOffset offset: Int, _ change: (inout Element) -> Void) {
+        change(&storage[head + offset])
+    }
+
     /// Visits the elements from the front.
     func forEach(_ body: (Element) -> Void) {
         for index in head..<storage.count { body(storage[index]) }

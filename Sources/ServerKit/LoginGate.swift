@@ -39,6 +39,9 @@ final class LoginGate {
     private let loop: EventLoop
     private let reads: StoreReads
     private let hasher: WorkerThread
+    /// Hashes new passwords (USER ADD, PASSWD): a thread of its own, so a script adding
+    /// thousands of accounts never queues in front of a login.
+    private let maker: WorkerThread
     private var throttle = AuthThrottle()
     /// Password checks waiting for the hashing thread, in two lines: logins from an address the
     /// account knows go first, so a flood of guesses from elsewhere does not keep the owner out
@@ -68,6 +71,7 @@ final class LoginGate {
         self.loop = loop
         self.reads = reads
         hasher = WorkerThread(loop: loop)
+        maker = WorkerThread(loop: loop)
     }
 
     /// Checks `password` for `name`; `completion` runs on the loop thread exactly once (unless
@@ -243,7 +247,13 @@ final class LoginGate {
     }
 
     /// Stops the hashing thread and drops logins still waiting for their turn (at shutdown).
+    /// Hashes a new password at `iterations`; `completion` gets the stored form on the loop.
+    func hashNewPassword(_ password: String, iterations: Int, completion: @escaping (String) -> Void) {
+        maker.submit({ PasswordHasher.hash(password, iterations: iterations) }, then: completion)
+    }
+
     func close() {
+        maker.close()
         hasher.close()
         for timer in timers.values { timer.close() }
         timers.removeAll()

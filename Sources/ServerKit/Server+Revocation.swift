@@ -63,7 +63,7 @@ extension Server {
                 }
                 if let token = session.tokenHash {
                     if !snapshot.liveTokens.contains(token) { session.revoke() }
-                } else if account.passwordHash != session.passwordHash {
+                } else if account.passwordHash != session.passwordHash, account.passwordHash != session.nextPasswordHash {
                     session.revoke()
                 }
                 mayHaveLostAccess = mayHaveLostAccess || account.isAdmin != session.isAdmin

@@ -47,13 +47,17 @@ extension Session {
         isAdmin = admin
     }
 
-    func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {
-        let error = switch refusal {
+    static func loginError(_ refusal: LoginGate.Refusal) -> ProtocolError {
+        switch refusal {
         case .failed: ProtocolError(.authFailed, "wrong user name, password or token")
         case .busy: ProtocolError(.busy, "too many logins are being checked; retry in a moment")
         case .rateLimited(let seconds): ProtocolError(.rateLimited, "too many failed logins; retry in \(seconds) s")
         case .unavailable: Self.storeUnavailable
         }
+    }
+
+    func refuseLogin(_ tag: String, _ refusal: LoginGate.Refusal, user name: String?) {
+        let error = Self.loginError(refusal)
         context.loginFailed()
         ServerLog.event("login_failed", ["user": name ?? "(token)", "address": address, "code": error.code.rawValue])
         finishAsync(.error(tag: tag, error))

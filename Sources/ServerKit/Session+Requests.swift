@@ -81,13 +81,13 @@ extension Session {
             }
             send(.notices(members.map { .member(user: $0.0, role: $0.1) }))
             send(.ok(tag: tag, .members(collection: collection, count: members.count)))
-        case .grant(let collection, let grantee, let role):
-            try requireRole(.admin, collection)
-            storeOperation(tag, .grant(collection: collection, user: grantee, role: role)) { [self] _ in
-                ServerLog.event("grant", ["collection": collection, "to": grantee, "role": role?.name ?? "none", "by": user ?? "-", "address": address])
-                perform(.announce(.granted(collection: collection, user: grantee, role: role)))
-                return .ok(tag: tag, .granted)
-            }
+        case .grant, .userAdd, .userPassword, .userRemove, .userAdmin:
+            // Logged-in connections pipeline these (`processInbox`); before login AUTH_REQUIRED answered.
+            submitAdministration(tag, command, bytes: 0)
+        case .userList:
+            try listUsers(tag)
+        case .passwd(let old, let new):
+            changeOwnPassword(tag, old: old, new: new)
         case .put, .move, .delete:
             submitWrite(tag, command, bytes: 0)
         case .get(let collection, let id):

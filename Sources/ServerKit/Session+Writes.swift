@@ -89,16 +89,7 @@ extension Session {
     func storeOperation(_ tag: String, _ operation: StoreOperation, onDone: @escaping (StoreOutcome) -> ServerOutput) {
         wait.forCommit()
         commit(operation) { [self] result in
-            switch result {
-            case .success(.done):
-                finishAsync(onDone(.done))
-            case .success(.refused(let error)):
-                finishAsync(.error(tag: tag, error))
-            case .failure(let error):
-                finishAsync(.error(tag: tag, Self.commitFailure(error)))
-            default:
-                finishAsync(.error(tag: tag, ProtocolError(.internal, "the change could not be committed; retry")))
-            }
+            finishAsync(Self.administrativeReply(tag, result) { onDone(.done) })
         }
     }
 

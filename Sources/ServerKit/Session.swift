@@ -37,6 +37,13 @@ final class Session {
     /// from the store (passwd, remove, revoke), so is this session.
     var passwordHash: String?
     var tokenHash: String?
+    /// The password this session's PASSWD is storing: the store may hold it before the session
+    /// hears its commit, and an account check meanwhile must not close the session for it.
+    var nextPasswordHash: String?
+    /// A PASSWD whose old password is being checked: its tag and the new password.
+    var pendingPasswordChange: (tag: String, new: String)?
+    /// GRANT and USER changes on their way to the committer, in order.
+    let administration = AdministrationQueue()
     var watchesCollections = false
     let subscriptions = SubscribedCollections()
     var isSubscribed: Bool { !subscriptions.isEmpty }
@@ -121,7 +128,7 @@ final class Session {
             transport.perform(action)
         case .pauseReading, .resumeReading, .close, .closeNow:
             transport.perform(action)
-        case .commit, .read, .checkPassword, .checkToken, .announce, .subscribe, .unsubscribe:
+        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .announce, .subscribe, .unsubscribe:
             context.carryOut(action, for: self)
         }
     }
@@ -253,15 +260,21 @@ final class Session {
                 guard slotsEmpty else { break requests }
                 send(.error(tag: tag, error))
             case .command(let tag, let command, let bytes):
-                if command.isRecordWrite, user != nil {
+                if command.isRecordWrite || command.isPipelinedAdministration, user != nil {
                     guard replies.writesInFlight < Self.maxWritesInFlight,
                         replies.bytesInFlight < Self.maxWriteBytesInFlight
                     else { break requests }
+                    // A write is checked against roles the changes before it may still alter.
+                    if command.isRecordWrite, !administration.isEmpty { break requests }
                     guard context.commitQueueHasRoom else {
                         context.waitForCommitRoom(self)
                         break requests
                     }
-                    submitWrite(tag, command, bytes: bytes)
+                    if command.isRecordWrite {
+                        submitWrite(tag, command, bytes: bytes)
+                    } else {
+                        submitAdministration(tag, command, bytes: bytes)
+                    }
                 } else {
                     guard slotsEmpty else { break requests }
                     execute(tag, command)

@@ -22,6 +22,12 @@ enum SessionAction {
     /// through `Session.loginAnswered`.
     case checkPassword(user: String, password: String)
     case checkToken(String)
+    /// PASSWD's check of the caller's old password, paced as a login; the answer comes back
+    /// through `Session.passwordVerified`.
+    case verifyPassword(user: String, password: String)
+    /// Hash a new password (USER ADD, USER PASSWD, PASSWD) off the loop at the server's work
+    /// factor; the hash comes back through `Session.passwordHashed(ticket, _)`.
+    case hashPassword(String, ticket: Int)
     /// A committed change to collections or tokens that every other connection must hear of
     /// (created, dropped, renamed, granted, token revoked), as the cluster's nodes tell it.
     case announce(ClusterEvent.Kind)

@@ -60,6 +60,12 @@ extension Server: SessionContext {
             logins.checkToken(token, from: session.address, isStillWanted: { session.closeReason == nil }) { result in
                 session.loginAnswered(result.map { LoggedIn(account: $0.0, tokenHash: $0.tokenHash) })
             }
+        case .verifyPassword(let user, let password):
+            logins.checkPassword(password, for: user, from: session.address, isStillWanted: { session.closeReason == nil }) { result in
+                session.passwordVerified(result)
+            }
+        case .hashPassword(let password, let ticket):
+            logins.hashNewPassword(password, iterations: configuration.passwordIterations) { hash in session.passwordHashed(ticket, hash) }
         case .announce(.tokenRevoked(let hash)):
             // After the reply that revoked it has gone out.
             loop.atEndOfTurn { [self] in tokenRevoked(hash) }

@@ -139,6 +139,7 @@ enum StoreQuery: Sendable, Equatable {
     case versions(collection: String, id: String, limit: Int)
     case changes(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
+    case users
 
     func run(on store: ServerStore) throws(StoreFailure) -> StoreAnswer {
         switch self {
@@ -149,6 +150,7 @@ enum StoreQuery: Sendable, Equatable {
         case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
         case .tokens(let user): .tokens(try store.tokens(of: user))
+        case .users: .users(try store.users())
         }
     }
 }
@@ -161,6 +163,7 @@ enum StoreAnswer: Sendable {
     /// nil: changes after the asked seq are no longer kept.
     case changes((changes: [Change], seq: Int64)?)
     case tokens([TokenInfo])
+    case users([StoredUser])
     case versions([RecordVersion])
 }
 

@@ -12,7 +12,7 @@ public struct ClusterEvent: Equatable, Sendable {
         case renamed(from: String, to: String)
         case granted(collection: String, user: String, role: Role?)
         case tokenRevoked(hash: String)
-        /// Accounts changed outside any server (`plistsync user`): re-read them.
+        /// Accounts changed (`plistsync user`, or a USER verb on a node): re-read them.
         case accountsChanged
     }
 
@@ -70,6 +70,7 @@ public struct ClusterEvent: Equatable, Sendable {
         case .renameCollection(let from, let to): ClusterEvent(node: node, .renamed(from: from, to: to))
         case .grant(let collection, let user, let role): ClusterEvent(node: node, .granted(collection: collection, user: user, role: role))
         case .revokeToken(let hash, _): ClusterEvent(node: node, .tokenRevoked(hash: hash))
+        case .addUser, .setPassword, .removeUser, .setServerAdmin: ClusterEvent(node: node, .accountsChanged)
         default: nil
         }
     }

@@ -41,8 +41,20 @@ public enum Reply: Equatable, Sendable {
     case versions(collection: String, id: String, count: Int)
     /// `OK WHOAMI <user> admin|user`.
     case whoami(user: String, isAdmin: Bool)
+    /// `OK USER ADD|PASSWD|REMOVE <name>`, `OK USER ADMIN <name> ON|OFF`.
+    case account(AccountChange, user: String)
+    /// `OK USER LIST <count>`.
+    case users(count: Int)
+    /// `OK PASSWD`: the caller's own password changed.
+    case passwordChanged
     /// An OK this client does not know how to read (a newer server's), its words kept.
     case other([String])
+
+    /// What a USER verb changed.
+    public enum AccountChange: Equatable, Sendable {
+        case added, passwordSet, removed
+        case admin(Bool)
+    }
 
     /// The verb of a record write.
     public enum WriteVerb: String, Sendable {
@@ -75,6 +87,15 @@ public enum Reply: Equatable, Sendable {
         case .bye: ["BYE"]
         case .versions(let collection, let id, let count): ["VERSIONS", collection, ResponseLine.argument(id), String(count)]
         case .whoami(let user, let isAdmin): ["WHOAMI", ResponseLine.argument(user), isAdmin ? "admin" : "user"]
+        case .account(let change, let user):
+            switch change {
+            case .added: ["USER", "ADD", user]
+            case .passwordSet: ["USER", "PASSWD", user]
+            case .removed: ["USER", "REMOVE", user]
+            case .admin(let on): ["USER", "ADMIN", user, on ? "ON" : "OFF"]
+            }
+        case .users(let count): ["USER", "LIST", String(count)]
+        case .passwordChanged: ["PASSWD"]
         case .other(let words): words
         }
     }
@@ -142,6 +163,13 @@ public enum Reply: Equatable, Sendable {
         case ("STATS", 1): return .stats
         case ("BYE", 1): return .bye
         case ("VERSIONS", 4): return number(3).map { .versions(collection: words[1], id: words[2], count: Int($0)) }
+        case ("USER", 3) where words[1] == "LIST": return number(2).map { .users(count: Int($0)) }
+        case ("USER", 3) where words[1] == "ADD": return .account(.added, user: words[2])
+        case ("USER", 3) where words[1] == "PASSWD": return .account(.passwordSet, user: words[2])
+        case ("USER", 3) where words[1] == "REMOVE": return .account(.removed, user: words[2])
+        case ("USER", 4) where words[1] == "ADMIN" && (words[3] == "ON" || words[3] == "OFF"):
+            return .account(.admin(words[3] == "ON"), user: words[2])
+        case ("PASSWD", 1): return .passwordChanged
         case ("WHOAMI", 3) where words[2] == "admin" || words[2] == "user": return .whoami(user: words[1], isAdmin: words[2] == "admin")
         default: return nil
         }

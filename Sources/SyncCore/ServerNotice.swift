@@ -22,6 +22,8 @@ public enum ServerNotice: Equatable, Sendable {
     case member(user: String, role: Role)
     /// `* VERSION <collection> <id> <rev> <replaced-at> {fields}`, a VERSIONS line.
     case version(collection: String, id: String, RecordVersion)
+    /// `* USER <name> admin|user`, a USER LIST line.
+    case user(name: String, isAdmin: Bool)
 
     /// The line, with its LF.
     public var line: String {
@@ -33,6 +35,7 @@ public enum ServerNotice: Equatable, Sendable {
         case .unsubscribedRevoked(let collection): "* UNSUB \(collection) REVOKED\n"
         case .bye(let reason, let detail): "* BYE \(reason)\(detail.map { " " + $0 } ?? "")\n"
         case .member(let user, let role): "* MEMBER \(user) \(role.name)\n"
+        case .user(let name, let isAdmin): "* USER \(name) \(isAdmin ? "admin" : "user")\n"
         case .version(let collection, let id, let version):
             "* VERSION \(collection) \(ResponseLine.argument(id)) \(version.rev) \(Self.time(version.replacedAt)) \(version.fieldsJSON)\n"
         case .token(let token, let isThisConnection):

@@ -38,6 +38,8 @@ public protocol ServerStore: AnyObject, Sendable {
     func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?
 
     func user(named name: String) throws(StoreFailure) -> StoredUser?
+    /// Every account, by name.
+    func users() throws(StoreFailure) -> [StoredUser]
     /// The user a token (given as its SHA-256 hex) belongs to.
     func tokenOwner(hash: String) throws(StoreFailure) -> String?
     func tokenExists(hash: String) throws(StoreFailure) -> Bool

@@ -20,6 +20,15 @@ public enum StoreOperation: Sendable {
     /// Notes a token's login time (seconds since 1970).
     case touchToken(hash: String, at: Int64)
     case purgeTombstones(updatedBefore: Int64)
+    /// Account changes made through a server (USER, PASSWD); each raises the accounts epoch in
+    /// its transaction, as the `plistsync user` commands do, so every node re-reads accounts.
+    case addUser(name: String, passwordHash: String, isAdmin: Bool)
+    /// A new password: the user's tokens are revoked, all but `keepingToken` (the hash of the
+    /// token the user changed it through, so that device stays logged in).
+    case setPassword(user: String, passwordHash: String, keepingToken: String?)
+    /// Removes a user with their tokens and memberships.
+    case removeUser(name: String)
+    case setServerAdmin(user: String, isAdmin: Bool)
 }
 
 extension StoreOperation {
@@ -29,6 +38,14 @@ extension StoreOperation {
         case .put(let collection, let id, _, let fieldsJSON): 64 + collection.utf8.count + id.utf8.count + fieldsJSON.utf8.count
         case .move(let collection, let id, _, _), .delete(let collection, let id, _): 64 + collection.utf8.count + id.utf8.count
         default: 128
+        }
+    }
+
+    /// Whether the operation changes accounts (so every node re-reads them once it commits).
+    public var changesAccounts: Bool {
+        switch self {
+        case .addUser, .setPassword, .removeUser, .setServerAdmin: true
+        default: false
         }
     }
 }

@@ -30,6 +30,15 @@ public enum Command: Equatable, Sendable {
     case quit
     /// Who the connection is logged in as.
     case whoami
+    /// Server admins' account verbs: the same rules as `plistsync user` on the data folder.
+    case userAdd(name: String, password: String, isAdmin: Bool)
+    /// Sets a user's password (their tokens are revoked, their connections closed).
+    case userPassword(name: String, password: String)
+    case userRemove(name: String)
+    case userAdmin(name: String, isAdmin: Bool)
+    case userList
+    /// The caller changes their own password, proving the old one.
+    case passwd(old: String, new: String)
 
     /// Whether the verb may be used before AUTH succeeds.
     public var allowedBeforeAuth: Bool {
@@ -48,6 +57,15 @@ public enum Command: Equatable, Sendable {
     public var isRecordWrite: Bool {
         switch self {
         case .put, .move, .delete: true
+        default: false
+        }
+    }
+
+    /// Administrative changes that pipeline like record writes (each keeps its reply's place,
+    /// none waits for the one before to commit): GRANT and the USER changes.
+    public var isPipelinedAdministration: Bool {
+        switch self {
+        case .grant, .userAdd, .userPassword, .userRemove, .userAdmin: true
         default: false
         }
     }
@@ -153,6 +171,24 @@ public enum CommandParser {
         VerbSpec(verb: "STATS", arguments: 0...0, takesPayload: false, usage: "STATS") { _, _, _ in .stats },
         VerbSpec(verb: "QUIT", arguments: 0...0, takesPayload: false, usage: "QUIT") { _, _, _ in .quit },
         VerbSpec(verb: "WHOAMI", arguments: 0...0, takesPayload: false, usage: "WHOAMI") { _, _, _ in .whoami },
+        VerbSpec(verb: "USER", arguments: 1...4, takesPayload: false,
+                 usage: "USER ADD <name> <password> [ADMIN] | USER PASSWD <name> <password> | USER REMOVE <name> | USER ADMIN <name> ON|OFF | USER LIST") {
+            args, _, usage throws(ProtocolError) in
+            switch (args[0].uppercased(), args.count) {
+            case ("LIST", 1): return .userList
+            case ("ADD", 3): return .userAdd(name: try newUser(args[1]), password: try password(args[2]), isAdmin: false)
+            case ("ADD", 4) where args[3].uppercased() == "ADMIN":
+                return .userAdd(name: try newUser(args[1]), password: try password(args[2]), isAdmin: true)
+            case ("PASSWD", 3): return .userPassword(name: try user(args[1]), password: try password(args[2]))
+            case ("REMOVE", 2): return .userRemove(name: try user(args[1]))
+            case ("ADMIN", 3) where ["ON", "OFF"].contains(args[2].uppercased()):
+                return .userAdmin(name: try user(args[1]), isAdmin: args[2].uppercased() == "ON")
+            default: throw ProtocolError(.badRequest, "usage: \(usage)")
+            }
+        },
+        VerbSpec(verb: "PASSWD", arguments: 2...2, takesPayload: false, usage: "PASSWD <old-password> <new-password>") { args, _, _ throws(ProtocolError) in
+            .passwd(old: args[0], new: try password(args[1]))
+        },
     ].map { ($0.verb, $0) })
 
     /// The verbs, for `UNKNOWN_COMMAND` replies and documentation checks.
@@ -179,8 +215,18 @@ public enum CommandParser {
     /// checks those of a line, with the same errors: no request reaches a session unchecked.
     public static func validate(_ command: Command) throws(ProtocolError) {
         switch command {
-        case .hello, .auth, .authToken, .tokenNew, .tokenRevoke, .tokenList, .collections, .ping, .stats, .quit, .whoami:
+        case .hello, .auth, .authToken, .tokenNew, .tokenRevoke, .tokenList, .collections, .ping, .stats, .quit, .whoami, .userList:
             break
+        case .userAdd(let name, let secret, _):
+            _ = try newUser(name)
+            _ = try password(secret)
+        case .userPassword(let name, let secret):
+            _ = try user(name)
+            _ = try password(secret)
+        case .userRemove(let name), .userAdmin(let name, _):
+            _ = try user(name)
+        case .passwd(_, let new):
+            _ = try password(new)
         case .drop(let name), .create(let name), .members(let name):
             _ = try collection(name)
         case .rename(let from, let to):
@@ -213,6 +259,29 @@ public enum CommandParser {
             _ = try collection(name, orConflicts: true)
             guard since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
         }
+    }
+
+    private static func user(_ name: String) throws(ProtocolError) -> String {
+        guard Names.isValidUser(name) else { throw ProtocolError(.badRequest, "invalid user name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}") }
+        return name
+    }
+
+    /// A name for a new account: a valid one, and not the word AUTH TOKEN logs in with.
+    private static func newUser(_ name: String) throws(ProtocolError) -> String {
+        guard !Names.isReservedUser(name) else {
+            throw ProtocolError(.badRequest, "'\(name)' is reserved (AUTH TOKEN is the token login); choose another name")
+        }
+        return try user(name)
+    }
+
+    /// The most bytes a password may have (PBKDF2 takes any length; a line should not).
+    public static let maxPasswordBytes = 1024
+
+    private static func password(_ text: String) throws(ProtocolError) -> String {
+        guard !text.isEmpty, text.utf8.count <= maxPasswordBytes else {
+            throw ProtocolError(.badRequest, "a password is 1 to \(maxPasswordBytes) bytes")
+        }
+        return text
     }
 
     /// `orConflicts`: the verb also takes a collection's conflicts companion (`<c>~conflicts`).

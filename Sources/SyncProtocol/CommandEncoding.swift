@@ -31,6 +31,12 @@ extension Command {
         case .stats: return "STATS"
         case .quit: return "QUIT"
         case .whoami: return "WHOAMI"
+        case .userAdd(let name, let password, let isAdmin): return "USER ADD \(name) \(arg(password))" + (isAdmin ? " ADMIN" : "")
+        case .userPassword(let name, let password): return "USER PASSWD \(name) \(arg(password))"
+        case .userRemove(let name): return "USER REMOVE \(name)"
+        case .userAdmin(let name, let isAdmin): return "USER ADMIN \(name) \(isAdmin ? "ON" : "OFF")"
+        case .userList: return "USER LIST"
+        case .passwd(let old, let new): return "PASSWD \(arg(old)) \(arg(new))"
         }
     }
 }

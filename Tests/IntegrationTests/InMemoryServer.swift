@@ -27,6 +27,7 @@ final class InMemoryServer {
         })
         var configuration = ServerConfiguration()
         configuration.dataPath = "memory"
+        configuration.passwordIterations = PasswordHasher.minimumIterations
         configure(&configuration)
         server = try Server(configuration: configuration, store: store, loop: loop)
         heartbeat.start(after: 1000, repeatEvery: 1000) { [unowned self] in server.housekeep() }

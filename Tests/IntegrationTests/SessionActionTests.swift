@@ -56,6 +56,8 @@ final class SessionActionTests: XCTestCase {
         case .read(let query): "read \(query)"
         case .checkPassword(let user, _): "checkPassword \(user)"
         case .checkToken: "checkToken"
+        case .verifyPassword(let user, _): "verifyPassword \(user)"
+        case .hashPassword(_, let ticket): "hashPassword \(ticket)"
         case .announce(let event): "announce \(event)"
         case .subscribe(let collection): "subscribe \(collection)"
         case .unsubscribe(let collection): "unsubscribe \(collection)"

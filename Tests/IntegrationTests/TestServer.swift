@@ -86,12 +86,18 @@ final class TestServer: ListeningServer {
         return ["--data", dataPath]
     }
 
+    /// Passwords set over the wire are hashed at the least work factor (as `addUser`'s are),
+    /// unless the test asks for another.
+    private var fastPasswords: [String] {
+        extraArguments.contains("--password-iterations") ? [] : ["--password-iterations", "1000"]
+    }
+
     /// Starts the server (again, after a stop, on the same port) and waits until it listens.
     func start() throws {
         let portFile = logPath + ".port"
         try? FileManager.default.removeItem(atPath: portFile)
         let process = try PlistSyncBinary.launch(
-            ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + extraArguments, log: logPath)
+            ["serve", "--listen", "127.0.0.1:\(port)", "--data", dataPath, "--port-file", portFile] + fastPasswords + extraArguments, log: logPath)
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {

@@ -69,7 +69,8 @@ final class TranscriptTests: XCTestCase {
         let text = try FileManager.default.contentsOfDirectory(atPath: Self.folder.path)
             .map { try String(contentsOf: Self.folder.appendingPathComponent($0), encoding: .utf8) }.joined()
         for verb in ["HELLO", "AUTH", "TOKEN NEW", "TOKEN LIST", "TOKEN REVOKE", "CREATE", "DROP", "RENAME", "COLLECTIONS", "GRANT", "PUT", "MOVE", "DEL",
-                     "GET", "LIST", "SUB", "UNSUB", "PING", "STATS", "QUIT"] {
+                     "GET", "LIST", "SUB", "UNSUB", "PING", "STATS", "QUIT",
+                     "USER ADD", "USER LIST", "USER PASSWD", "USER REMOVE", "USER ADMIN", "PASSWD"] {
             XCTAssertTrue(text.contains(" \(verb) "), "no transcript uses \(verb)")
         }
     }

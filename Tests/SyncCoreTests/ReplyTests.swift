@@ -24,6 +24,8 @@ final class ReplyTests: XCTestCase {
             .created("c"), .dropped("c"), .renamed(from: "c", to: "d"), .granted, .collections(count: 2), .members(collection: "c", count: 3), .token("Zm9vYmFy"),
             .tokens(count: 4), .tokenRevoked, .pong, .bye, .whoami(user: "Ada L", isAdmin: false), .whoami(user: "root", isAdmin: true),
             .versions(collection: "c", id: "desk lamp", count: 3),
+            .account(.added, user: "bob"), .account(.passwordSet, user: "bob"), .account(.removed, user: "bob"),
+            .account(.admin(true), user: "bob"), .account(.admin(false), user: "bob"), .users(count: 3), .passwordChanged,
             .other(["WARP", "9"]),
         ]
         for reply in replies {

@@ -124,6 +124,9 @@ final class CommandEncodingTests: XCTestCase {
             .delete(collection: "c", id: "é ü", baseRev: 9), .get(collection: "c", id: "x"), .list(collection: "c"),
             .subscribe(collection: "c", since: 42), .unsubscribe(collection: "c"), .ping, .stats, .quit, .whoami, .versions(collection: "c", id: "desk lamp"),
             .listPage(collection: "c", after: nil, limit: 1000), .listPage(collection: "c", after: RecordCursor(position: "a0V", id: "desk lamp"), limit: 7),
+            .userAdd(name: "bob", password: "correct horse \"battery\"", isAdmin: false), .userAdd(name: "root2", password: "x", isAdmin: true),
+            .userPassword(name: "bob", password: "staple"), .userRemove(name: "bob"), .userAdmin(name: "bob", isAdmin: true),
+            .userAdmin(name: "bob", isAdmin: false), .userList, .passwd(old: "old pass", new: "new pass"),
         ]
         for command in commands {
             XCTAssertNoThrow(try CommandParser.validate(command), command.requestText)
@@ -132,5 +135,42 @@ final class CommandEncodingTests: XCTestCase {
             let line = try XCTUnwrap(RequestParser.parse(Array(("t " + command.requestText).utf8)))
             XCTAssertEqual(try CommandParser.parse(line), command, command.requestText)
         }
+    }
+}
+
+/// Issue 45: the account verbs' arguments are checked as `plistsync user` checks them.
+final class AccountVerbParsingTests: XCTestCase {
+    private func parse(_ text: String) throws -> Command {
+        try CommandParser.parse(XCTUnwrap(RequestParser.parse(Array(("t " + text).utf8))))
+    }
+
+    private func refusal(_ text: String) -> String? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch let error as ProtocolError {
+            return "\(error.code.rawValue) \(error.message)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    func testUserVerbsReadTheirWords() throws {
+        XCTAssertEqual(try parse("USER ADD bob pw"), .userAdd(name: "bob", password: "pw", isAdmin: false))
+        XCTAssertEqual(try parse("user add bob pw admin"), .userAdd(name: "bob", password: "pw", isAdmin: true))
+        XCTAssertEqual(try parse("USER ADMIN bob off"), .userAdmin(name: "bob", isAdmin: false))
+        XCTAssertEqual(try parse("PASSWD \"a b\" c"), .passwd(old: "a b", new: "c"))
+    }
+
+    func testBadNamesPasswordsAndShapesAreRefused() {
+        XCTAssertEqual(refusal("USER ADD Token pw"), "BAD_REQUEST 'Token' is reserved (AUTH TOKEN is the token login); choose another name")
+        XCTAssertEqual(refusal("USER ADD .hidden pw"), "BAD_REQUEST invalid user name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+        XCTAssertEqual(refusal("USER REMOVE \(String(repeating: "a", count: 65))"), "BAD_REQUEST invalid user name: [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+        XCTAssertEqual(refusal("USER ADD bob \"\""), "BAD_REQUEST a password is 1 to 1024 bytes")
+        XCTAssertEqual(refusal("USER ADD bob \(String(repeating: "x", count: 1025))"), "BAD_REQUEST a password is 1 to 1024 bytes")
+        XCTAssertEqual(refusal("PASSWD old \"\""), "BAD_REQUEST a password is 1 to 1024 bytes")
+        XCTAssertEqual(refusal("USER ADD bob pw root")?.hasPrefix("BAD_REQUEST usage: USER ADD"), true)
+        XCTAssertEqual(refusal("USER ADMIN bob maybe")?.hasPrefix("BAD_REQUEST usage: USER ADD"), true)
+        XCTAssertEqual(refusal("USER DELETE bob")?.hasPrefix("BAD_REQUEST usage: USER ADD"), true)
     }
 }
