@@ -39,6 +39,9 @@ enum ServeCommand: Subcommand {
                                    Time a connection has to log in (default 10; 0 never).
           --max-collections-per-user N
                                    Collections a non-admin user may own (default 1000; 0 no limit).
+          --invitations-make-accounts
+                                   Let an invitation's link make a new account (a name and a
+                                   password); without it, invitees log in to an account they have.
           --password-iterations N  PBKDF2 iterations for passwords set over the wire (USER ADD,
                                    PASSWD; default 600000, OWASP 2023; at least 1000).
           --max-bytes-per-user N   Bytes of records the collections one user owns may hold
@@ -87,7 +90,7 @@ enum ServeCommand: Subcommand {
         "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
         "store-timeout", "http-listen", "password-iterations",
     ]
-    static let flagOptions: Set<String> = ["quiet", "tls"]
+    static let flagOptions: Set<String> = ["quiet", "tls", "invitations-make-accounts"]
 
     static func run(_ arguments: [String]) throws {
         // The config file's options go first, so the command line's win.
@@ -111,6 +114,7 @@ enum ServeCommand: Subcommand {
         configuration.maxCollectionsPerUser = try options.integer(
             "max-collections-per-user", default: configuration.maxCollectionsPerUser, range: 0...100_000_000)
         configuration.maxBytesPerUser = try options.integer("max-bytes-per-user", default: 0, range: 0...(1 << 50))
+        configuration.invitationsMakeAccounts = options.flag("invitations-make-accounts")
         configuration.passwordIterations = try options.integer(
             "password-iterations", default: PasswordHasher.defaultIterations, range: PasswordHasher.minimumIterations...100_000_000)
         configuration.maxBufferedBytes = try options.integer(

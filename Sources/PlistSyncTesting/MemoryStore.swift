@@ -26,6 +26,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
         var tokens: [String: (info: TokenInfo, made: Int)] = [:]
         var tokensMade = 0
         var accountsEpoch: Int64 = 0
+        var invitations: [String: Invitation] = [:]
     }
 
     private let lock = NSLock()
@@ -99,6 +100,10 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
     }
 
     public func user(named name: String) -> StoredUser? { reading { $0.users[name] } }
+    public func invitation(hash: String) -> Invitation? { reading { $0.invitations[hash] } }
+    public func invitations(of collection: String) -> [Invitation] {
+        reading { $0.invitations.values.filter { $0.collection == collection }.sorted { ($0.createdAt, $0.hash) < ($1.createdAt, $1.hash) } }
+    }
     public func users() -> [StoredUser] { reading { $0.users.values.sorted { $0.name < $1.name } } }
     public func tokenOwner(hash: String) -> String? { reading { $0.tokens[hash]?.info.user } }
     public func tokenExists(hash: String) -> Bool { tokenOwner(hash: hash) != nil }
@@ -164,6 +169,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             return .done
         case .dropCollection(let name):
             guard contents.collections.removeValue(forKey: name) != nil else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
+            contents.invitations = contents.invitations.filter { $0.value.collection != name }
             for gone in [name, Names.conflictsCollection(of: name)] {
                 contents.records[gone] = nil
                 contents.versions[gone] = nil
@@ -173,6 +179,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             guard contents.collections[to] == nil else { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
             guard let entry = contents.collections.removeValue(forKey: from) else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
             contents.collections[to] = entry
+            for (hash, invitation) in contents.invitations where invitation.collection == from { contents.invitations[hash]?.collection = to }
             for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
                 contents.records[new] = contents.records.removeValue(forKey: old)
                 contents.versions[new] = contents.versions.removeValue(forKey: old)
@@ -182,9 +189,40 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             guard contents.users[user] != nil else { return .refused(ProtocolError(.notFound, "no user \(user)")) }
             contents.collections[collection]?.members[user] = role
             return .done
-        case .createToken(let hash, let user, let label):
+        case .createToken(let hash, let user, let label, let endsWithBrowser):
             contents.tokensMade += 1
-            contents.tokens[hash] = (TokenInfo(hash: hash, user: user, label: label, createdAt: now, lastUsedAt: nil), contents.tokensMade)
+            contents.tokens[hash] = (TokenInfo(hash: hash, user: user, label: label, createdAt: now, lastUsedAt: nil, endsWithBrowser: endsWithBrowser), contents.tokensMade)
+            return .done
+        case .createInvitation(let invitation):
+            contents.invitations[invitation.hash] = invitation
+            return .done
+        case .revokeInvitation(let collection, let id):
+            let matching = contents.invitations.values.filter { $0.collection == collection && $0.hash.hasPrefix(id) }
+            guard matching.count == 1, let gone = matching.first else {
+                return .refused(ProtocolError(matching.isEmpty ? .notFound : .badRequest,
+                                              matching.isEmpty ? "no invitation \(id) to \(collection)" : "more than one invitation has id \(id)"))
+            }
+            contents.invitations[gone.hash] = nil
+            contents.tokens = contents.tokens.filter { $0.value.info.invitation != gone.id }
+            contents.accountsEpoch += 1
+            return .done
+        case .redeemInvitation(let hash, let user, let newPasswordHash, let token, let at):
+            guard let invitation = contents.invitations[hash] else { return .refused(ProtocolError(.authFailed, "no such invitation")) }
+            if let closed = invitation.closedReason(at: at) { return .refused(closed) }
+            guard contents.collections[invitation.collection] != nil else { return .refused(ProtocolError(.notFound, "no collection \(invitation.collection)")) }
+            if let newPasswordHash {
+                guard contents.users[user] == nil else { return .refused(ProtocolError(.exists, "user \(user) exists; log in to it instead")) }
+                contents.users[user] = StoredUser(name: user, passwordHash: newPasswordHash, isAdmin: false)
+            } else if contents.users[user] == nil {
+                return .refused(ProtocolError(.notFound, "no user \(user)"))
+            }
+            let held = contents.collections[invitation.collection]?.members[user]
+            contents.collections[invitation.collection]?.members[user] = max(held ?? invitation.role, invitation.role)
+            contents.invitations[hash]?.uses += 1
+            contents.tokensMade += 1
+            contents.tokens[token.hash] = (TokenInfo(hash: token.hash, user: user, label: token.label, createdAt: now, lastUsedAt: nil,
+                                                     endsWithBrowser: token.endsWithBrowser, invitation: invitation.id), contents.tokensMade)
+            contents.accountsEpoch += 1
             return .done
         case .revokeToken(let hash, let user):
             guard let token = contents.tokens[hash], user == nil || token.info.user == user else {

@@ -4,7 +4,7 @@ import PostgresKit
 /// ordered or compared (ids, position keys, names) uses the "C" collation: byte order, as in
 /// the SQLite store and on the wire.
 enum PostgresSchema {
-    static let version = 1
+    static let version = 2
 
     static let tables = """
         -- 'server_id' (made once: every node states it in HELLO), 'seq' (the last seq handed out:
@@ -74,6 +74,21 @@ enum PostgresSchema {
             bytes_delta  bigint NOT NULL,
             committed_at bigint NOT NULL
         );
+        -- Version 2: browser-session tokens, and invitations (as in the SQLite store).
+        ALTER TABLE tokens ADD COLUMN IF NOT EXISTS browser_session boolean NOT NULL DEFAULT false;
+        ALTER TABLE tokens ADD COLUMN IF NOT EXISTS invitation text COLLATE "C";
+        CREATE TABLE IF NOT EXISTS invitations (
+            hash         text COLLATE "C" PRIMARY KEY,
+            collection   text COLLATE "C" NOT NULL,
+            role         integer NOT NULL CHECK (role BETWEEN 1 AND 3),
+            made_by      text COLLATE "C" NOT NULL,
+            note         text,
+            created_at   bigint NOT NULL,
+            expires_at   bigint NOT NULL,
+            uses_allowed integer NOT NULL,
+            uses         integer NOT NULL DEFAULT 0
+        );
+        CREATE INDEX IF NOT EXISTS invitations_by_collection ON invitations (collection);
         """
 
     /// Makes the tables if they are missing, one node at a time (an advisory lock), and the
@@ -91,6 +106,8 @@ enum PostgresSchema {
                 INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('server_id', $2), ('seq', '0'), ('purged_seq', '0'),
                     ('accounts_epoch', '0') ON CONFLICT (key) DO NOTHING
                 """, [String(version), serverID])
+            try connection.query(
+                "UPDATE meta SET value = $1 WHERE key = 'schema_version' AND value::integer < $1::integer", [String(version)])
             try connection.script("COMMIT")
         } catch {
             _ = try? connection.script("ROLLBACK")

@@ -192,6 +192,27 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
         }
     }
 
+    public func invitation(hash: String) throws(StoreFailure) -> Invitation? {
+        try read { connection throws(PGError) in
+            try connection.query(Self.invitationColumns + " WHERE hash = $1", [hash]).map(Self.readInvitation).first ?? nil
+        }
+    }
+
+    public func invitations(of collection: String) throws(StoreFailure) -> [Invitation] {
+        try read { connection throws(PGError) in
+            try connection.query(Self.invitationColumns + " WHERE collection = $1 ORDER BY created_at, hash", [collection]).map(Self.readInvitation).compactMap { $0 }
+        }
+    }
+
+    private static let invitationColumns =
+        "SELECT hash, collection, role, made_by, note, created_at, expires_at, uses_allowed, uses FROM invitations"
+
+    private static func readInvitation(_ row: PGRow) -> Invitation? {
+        guard let role = Role(rawValue: Int(row.integer(2))) else { return nil }
+        return Invitation(hash: row.text(0) ?? "", collection: row.text(1) ?? "", role: role, madeBy: row.text(3) ?? "", note: row.text(4),
+                          createdAt: row.integer(5), expiresAt: row.integer(6), usesAllowed: Int(row.integer(7)), uses: Int(row.integer(8)))
+    }
+
     public func users() throws(StoreFailure) -> [StoredUser] {
         try read { connection throws(PGError) in
             try connection.query("SELECT name, password_hash, is_admin FROM users ORDER BY name").map { row in
@@ -212,10 +233,14 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     public func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo] {
         try read { connection throws(PGError) in
             let rows = try connection.query(
-                "SELECT hash, user_name, label, created_at, last_used_at FROM tokens WHERE $1::text IS NULL OR user_name = $1 ORDER BY made", [user])
+                """
+                SELECT hash, user_name, label, created_at, last_used_at, browser_session, invitation FROM tokens
+                WHERE $1::text IS NULL OR user_name = $1 ORDER BY made
+                """, [user])
             return rows.map { row in
                 TokenInfo(hash: row.text(0) ?? "", user: row.text(1) ?? "", label: row.text(2), createdAt: row.integer(3),
-                          lastUsedAt: row.isNull(4) ? nil : row.integer(4))
+                          lastUsedAt: row.isNull(4) ? nil : row.integer(4), endsWithBrowser: row.text(5) == "t",
+                          invitation: row.text(6).map { String($0.prefix(TokenInfo.idLength)) })
             }
         }
     }

@@ -158,6 +158,7 @@ final class PostgresWriter {
         case .dropCollection(let name):
             let removed = try connection.query("DELETE FROM collections WHERE name = $1", [name])
             guard removed.affected > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
+            try connection.query("DELETE FROM invitations WHERE collection = $1", [name])
             try connection.query("DELETE FROM records WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
             try connection.query("DELETE FROM record_versions WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
             return .done
@@ -166,6 +167,7 @@ final class PostgresWriter {
             if taken.count > 0 { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
             let renamed = try connection.query("UPDATE collections SET name = $2 WHERE name = $1", [from, to])
             guard renamed.affected > 0 else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
+            try connection.query("UPDATE invitations SET collection = $2 WHERE collection = $1", [from, to])
             try connection.query("UPDATE records SET collection = $2 WHERE collection = $1", [from, to])
             try connection.query("UPDATE records SET collection = $2 WHERE collection = $1",
                                  [Names.conflictsCollection(of: from), Names.conflictsCollection(of: to)])
@@ -184,9 +186,55 @@ final class PostgresWriter {
                 try connection.query("DELETE FROM members WHERE collection = $1 AND user_name = $2", [collection, user])
             }
             return .done
-        case .createToken(let hash, let user, let label):
-            try connection.query("INSERT INTO tokens (hash, user_name, label, created_at) VALUES ($1, $2, $3, $4)", [hash, user, label, now])
+        case .createToken(let hash, let user, let label, let endsWithBrowser):
+            try connection.query("INSERT INTO tokens (hash, user_name, label, created_at, browser_session) VALUES ($1, $2, $3, $4, $5)",
+                                 [hash, user, label, now, endsWithBrowser ? "t" : "f"])
             return .done
+        case .createInvitation(let invitation):
+            try connection.query(
+                """
+                INSERT INTO invitations (hash, collection, role, made_by, note, created_at, expires_at, uses_allowed, uses)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0)
+                """, [invitation.hash, invitation.collection, String(invitation.role.rawValue), invitation.madeBy, invitation.note,
+                     String(invitation.createdAt), String(invitation.expiresAt), String(invitation.usesAllowed)])
+            return .done
+        case .revokeInvitation(let collection, let id):
+            let rows = try connection.query("SELECT hash FROM invitations WHERE collection = $1 AND left(hash, length($2)) = $2", [collection, id])
+            guard rows.count == 1, let hash = rows[0, 0] else {
+                return .refused(ProtocolError(rows.count == 0 ? .notFound : .badRequest,
+                                              rows.count == 0 ? "no invitation \(id) to \(collection)" : "more than one invitation has id \(id)"))
+            }
+            try connection.query("DELETE FROM invitations WHERE hash = $1", [hash])
+            try connection.query("DELETE FROM tokens WHERE invitation = $1", [hash])
+            return try accountsChanged()
+        case .redeemInvitation(let hash, let user, let newPasswordHash, let token, let at):
+            let rows = try connection.query("SELECT collection, role, expires_at, uses_allowed, uses FROM invitations WHERE hash = $1 FOR UPDATE", [hash])
+            guard rows.count == 1, let collection = rows[0, 0] else { return .refused(ProtocolError(.authFailed, "no such invitation")) }
+            if at >= rows.integer(0, 2) { return .refused(ProtocolError(.expired, "this invitation has expired; ask for a new one")) }
+            if rows.integer(0, 4) >= rows.integer(0, 3) { return .refused(ProtocolError(.expired, "this invitation has been used; ask for a new one")) }
+            guard try connection.query("SELECT 1 FROM collections WHERE name = $1", [collection]).count == 1 else {
+                return .refused(ProtocolError(.notFound, "no collection \(collection)"))
+            }
+            if let newPasswordHash {
+                let added = try connection.query(
+                    "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, false, $3) ON CONFLICT (name) DO NOTHING",
+                    [user, newPasswordHash, now])
+                guard added.affected == 1 else { return .refused(ProtocolError(.exists, "user \(user) exists; log in to it instead")) }
+            } else {
+                guard try connection.query("SELECT 1 FROM users WHERE name = $1", [user]).count == 1 else {
+                    return .refused(ProtocolError(.notFound, "no user \(user)"))
+                }
+            }
+            try connection.query(
+                """
+                INSERT INTO members (collection, user_name, role) VALUES ($1, $2, $3)
+                ON CONFLICT (collection, user_name) DO UPDATE SET role = greatest(members.role, excluded.role)
+                """, [collection, user, rows[0, 1]])
+            try connection.query("UPDATE invitations SET uses = uses + 1 WHERE hash = $1", [hash])
+            try connection.query(
+                "INSERT INTO tokens (hash, user_name, label, created_at, browser_session, invitation) VALUES ($1, $2, $3, $4, $5, $6)",
+                [token.hash, user, token.label, now, token.endsWithBrowser ? "t" : "f", hash])
+            return try accountsChanged()
         case .revokeToken(let hash, let user):
             let removed = if let user {
                 try connection.query("DELETE FROM tokens WHERE hash = $1 AND user_name = $2", [hash, user])

@@ -1,6 +1,7 @@
 import Foundation
 import SQLiteKit
 import SyncCore
+import SyncProtocol
 
 /// Users and tokens, read and changed directly on the store file: the `plistsync user`
 /// commands use it whether or not a server runs, and the server reads logins through it.
@@ -32,6 +33,26 @@ public final class Accounts {
         try db.queryFirst("SELECT user FROM tokens WHERE hash = ?", .text(hash)) { $0.text(0) } ?? nil
     }
 
+    /// The invitation whose secret has this SHA-256 hex.
+    public func invitation(hash: String) throws(StoreError) -> Invitation? {
+        try db.queryFirst(Self.invitationColumns + " WHERE hash = ?", .text(hash), row: Self.readInvitation) ?? nil
+    }
+
+    /// A collection's invitations, oldest first.
+    public func invitations(of collection: String) throws(StoreError) -> [Invitation] {
+        try db.query(Self.invitationColumns + " WHERE collection = ? ORDER BY created_at, hash", .text(collection), row: Self.readInvitation)
+            .compactMap { $0 }
+    }
+
+    private static let invitationColumns =
+        "SELECT hash, collection, role, made_by, note, created_at, expires_at, uses_allowed, uses FROM invitations"
+
+    private static func readInvitation(_ row: Row) -> Invitation? {
+        guard let role = Role(rawValue: Int(row.integer(2))) else { return nil }
+        return Invitation(hash: row.text(0) ?? "", collection: row.text(1) ?? "", role: role, madeBy: row.text(3) ?? "", note: row.text(4),
+                          createdAt: row.integer(5), expiresAt: row.integer(6), usesAllowed: Int(row.integer(7)), uses: Int(row.integer(8)))
+    }
+
     /// Counts changes to users made outside the server (the `user` commands), so a running
     /// server notices them: each change below raises it in the same transaction.
     public func epoch() throws(StoreError) -> Int64 {
@@ -45,10 +66,11 @@ public final class Accounts {
 
     /// The tokens of `user` (every user's when nil), oldest first.
     public func tokens(of user: String?) throws(StoreError) -> [TokenInfo] {
-        let columns = "SELECT hash, user, label, created_at, last_used_at FROM tokens"
+        let columns = "SELECT hash, user, label, created_at, last_used_at, browser_session, invitation FROM tokens"
         let read = { (row: Row) in
             TokenInfo(hash: row.text(0) ?? "", user: row.text(1) ?? "", label: row.text(2), createdAt: row.integer(3),
-                      lastUsedAt: row.isNull(4) ? nil : row.integer(4))
+                      lastUsedAt: row.isNull(4) ? nil : row.integer(4), endsWithBrowser: row.integer(5) != 0,
+                      invitation: row.text(6).map { String($0.prefix(TokenInfo.idLength)) })
         }
         if let user { return try db.query(columns + " WHERE user = ? ORDER BY rowid", .text(user), row: read) }
         return try db.query(columns + " ORDER BY rowid", row: read)

@@ -68,6 +68,7 @@ public final class RecordWriter: @unchecked Sendable {
             let removed = try db.execute("DELETE FROM collections WHERE name = ?", .text(name))
             guard removed > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
             try db.execute("DELETE FROM members WHERE collection = ?", .text(name))
+            try db.execute("DELETE FROM invitations WHERE collection = ?", .text(name))
             try db.execute("DELETE FROM records WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             try db.execute("DELETE FROM record_versions WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             return .done
@@ -78,6 +79,7 @@ public final class RecordWriter: @unchecked Sendable {
                 "INSERT INTO collections (name, owner, created_at) SELECT ?, owner, created_at FROM collections WHERE name = ?", .text(to), .text(from))
             guard copied > 0 else { return .refused(ProtocolError(.notFound, "no collection \(from)")) }
             try db.execute("UPDATE members SET collection = ? WHERE collection = ?", .text(to), .text(from))
+            try db.execute("UPDATE invitations SET collection = ? WHERE collection = ?", .text(to), .text(from))
             try db.execute("UPDATE records SET collection = ? WHERE collection = ?", .text(to), .text(from))
             try db.execute("UPDATE records SET collection = ? WHERE collection = ?",
                            .text(Names.conflictsCollection(of: to)), .text(Names.conflictsCollection(of: from)))
@@ -95,10 +97,55 @@ public final class RecordWriter: @unchecked Sendable {
                 try db.execute("DELETE FROM members WHERE collection = ? AND user = ?", .text(collection), .text(user))
             }
             return .done
-        case .createToken(let hash, let user, let label):
-            try db.execute("INSERT INTO tokens (hash, user, label, created_at) VALUES (?, ?, ?, ?)",
-                           .text(hash), .text(user), label.map(SQLValue.text) ?? .null, .integer(timestamp))
+        case .createToken(let hash, let user, let label, let endsWithBrowser):
+            try db.execute("INSERT INTO tokens (hash, user, label, created_at, browser_session) VALUES (?, ?, ?, ?, ?)",
+                           .text(hash), .text(user), label.map(SQLValue.text) ?? .null, .integer(timestamp), .integer(endsWithBrowser ? 1 : 0))
             return .done
+        case .createInvitation(let invitation):
+            try db.execute(
+                """
+                INSERT INTO invitations (hash, collection, role, made_by, note, created_at, expires_at, uses_allowed, uses)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
+                """, .text(invitation.hash), .text(invitation.collection), .integer(Int64(invitation.role.rawValue)), .text(invitation.madeBy),
+                invitation.note.map(SQLValue.text) ?? .null, .integer(invitation.createdAt), .integer(invitation.expiresAt),
+                .integer(Int64(invitation.usesAllowed)))
+            return .done
+        case .revokeInvitation(let collection, let id):
+            let hashes = try db.query(
+                "SELECT hash FROM invitations WHERE collection = ? AND substr(hash, 1, ?) = ?", .text(collection), .integer(Int64(id.utf8.count)), .text(id)
+            ) { $0.text(0) ?? "" }
+            guard hashes.count == 1, let hash = hashes.first else {
+                return .refused(ProtocolError(hashes.isEmpty ? .notFound : .badRequest,
+                                              hashes.isEmpty ? "no invitation \(id) to \(collection)" : "more than one invitation has id \(id)"))
+            }
+            try db.execute("DELETE FROM invitations WHERE hash = ?", .text(hash))
+            try db.execute("DELETE FROM tokens WHERE invitation = ?", .text(hash))
+            return try accountsChanged()
+        case .redeemInvitation(let hash, let user, let newPasswordHash, let token, let at):
+            let found = try db.queryFirst("SELECT collection, role, expires_at, uses_allowed, uses FROM invitations WHERE hash = ?", .text(hash)) { row in
+                (collection: row.text(0) ?? "", role: row.integer(1), expiresAt: row.integer(2), allowed: row.integer(3), uses: row.integer(4))
+            }
+            guard let found else { return .refused(ProtocolError(.authFailed, "no such invitation")) }
+            if at >= found.expiresAt { return .refused(ProtocolError(.expired, "this invitation has expired; ask for a new one")) }
+            if found.uses >= found.allowed { return .refused(ProtocolError(.expired, "this invitation has been used; ask for a new one")) }
+            let collectionExists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(found.collection)) { _ in true } ?? false
+            guard collectionExists else { return .refused(ProtocolError(.notFound, "no collection \(found.collection)")) }
+            if let newPasswordHash {
+                let added = try db.execute(
+                    "INSERT OR IGNORE INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, 0, ?)",
+                    .text(user), .text(newPasswordHash), .integer(timestamp))
+                guard added == 1 else { return .refused(ProtocolError(.exists, "user \(user) exists; log in to it instead")) }
+            } else {
+                let known = try db.queryFirst("SELECT 1 FROM users WHERE name = ?", .text(user)) { _ in true } ?? false
+                guard known else { return .refused(ProtocolError(.notFound, "no user \(user)")) }
+            }
+            try db.execute(
+                "INSERT INTO members (collection, user, role) VALUES (?, ?, ?) ON CONFLICT (collection, user) DO UPDATE SET role = max(role, excluded.role)",
+                .text(found.collection), .text(user), .integer(found.role))
+            try db.execute("UPDATE invitations SET uses = uses + 1 WHERE hash = ?", .text(hash))
+            try db.execute("INSERT INTO tokens (hash, user, label, created_at, browser_session, invitation) VALUES (?, ?, ?, ?, ?, ?)",
+                           .text(token.hash), .text(user), .text(token.label), .integer(timestamp), .integer(token.endsWithBrowser ? 1 : 0), .text(hash))
+            return try accountsChanged()
         case .revokeToken(let hash, let user):
             let removed = if let user {
                 try db.execute("DELETE FROM tokens WHERE hash = ? AND user = ?", .text(hash), .text(user))

@@ -82,6 +82,10 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
 
     public func user(named name: String) throws(StoreFailure) -> StoredUser? { try Self.run { () throws(StoreError) in try accounts.user(named: name) } }
+    public func invitation(hash: String) throws(StoreFailure) -> Invitation? { try Self.run { () throws(StoreError) in try accounts.invitation(hash: hash) } }
+    public func invitations(of collection: String) throws(StoreFailure) -> [Invitation] {
+        try Self.run { () throws(StoreError) in try accounts.invitations(of: collection) }
+    }
     public func users() throws(StoreFailure) -> [StoredUser] { try Self.run { () throws(StoreError) in try accounts.users() } }
     public func tokenOwner(hash: String) throws(StoreFailure) -> String? { try Self.run { () throws(StoreError) in try accounts.tokenOwner(hash: hash) } }
     public func tokenExists(hash: String) throws(StoreFailure) -> Bool { try Self.run { () throws(StoreError) in try accounts.tokenExists(hash: hash) } }

@@ -82,5 +82,25 @@ enum Schema {
         DROP INDEX records_in_order;
         CREATE INDEX records_in_order ON records (collection, position, id) WHERE position IS NOT NULL;
         """,
+        """
+        -- Whether a token ends with its browser session (a console login without "keep me
+        -- signed in"), and the invitation that made it (revoking the invitation revokes it).
+        ALTER TABLE tokens ADD COLUMN browser_session INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE tokens ADD COLUMN invitation TEXT;
+        -- Invitations to a collection, by the SHA-256 hex of their secret (never stored): the
+        -- role they give, until when, how many times.
+        CREATE TABLE invitations (
+            hash         TEXT PRIMARY KEY,
+            collection   TEXT NOT NULL,
+            role         INTEGER NOT NULL,
+            made_by      TEXT NOT NULL,
+            note         TEXT,
+            created_at   INTEGER NOT NULL,
+            expires_at   INTEGER NOT NULL,
+            uses_allowed INTEGER NOT NULL,
+            uses         INTEGER NOT NULL DEFAULT 0
+        ) STRICT;
+        CREATE INDEX invitations_by_collection ON invitations (collection);
+        """,
     ]
 }

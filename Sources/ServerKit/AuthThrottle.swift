@@ -48,6 +48,13 @@ struct AuthThrottle {
         return slot
     }
 
+    /// The earliest time an attempt from `address` that names no account (an invitation's
+    /// secret) could be checked.
+    func earliestSlot(address: String, now: UInt64) -> UInt64 {
+        guard let pace = addresses[address], Self.elapsed(since: pace.last, now: now) <= Self.forgetAfterMilliseconds else { return now }
+        return max(now, pace.nextSlot)
+    }
+
     /// Reserves the time at which an attempt from `address` at `account` may be checked (now or
     /// later), and counts the attempt as a strike against the account from now on: 40
     /// addresses guessing at once got 38–68 checks in 30 s when only failures that had ended

@@ -31,7 +31,7 @@ final class ByteSessionTransport: SessionTransport {
         case .resumeReading: connection.startReading()
         case .close(.socketError), .closeNow: connection.close()
         case .close: connection.closeAfterWriting()
-        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .announce, .subscribe, .unsubscribe: break
+        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe: break
         }
     }
 }

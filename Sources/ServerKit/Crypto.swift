@@ -77,6 +77,11 @@ public enum Crypto {
         a.count == b.count && CRYPTO_memcmp(a, b, a.count) == 0
     }
 
+    /// A new invitation secret: `psi_` and 32 random bytes in hex.
+    public static func newInvitationSecret() -> String {
+        "psi_" + hex(randomBytes(32))
+    }
+
     /// A new login token: `pst_` and 32 random bytes in hex.
     public static func newToken() -> String {
         "pst_" + hex(randomBytes(32))

@@ -246,12 +246,47 @@ final class LoginGate {
         timers[key!] = timer
     }
 
-    /// Stops the hashing thread and drops logins still waiting for their turn (at shutdown).
     /// Hashes a new password at `iterations`; `completion` gets the stored form on the loop.
     func hashNewPassword(_ password: String, iterations: Int, completion: @escaping (String) -> Void) {
         maker.submit({ PasswordHasher.hash(password, iterations: iterations) }, then: completion)
     }
 
+    /// Looks an invitation up by its secret as a login is checked: in the address's line, at
+    /// the address's pace, an unknown secret a strike against the address answered a fixed
+    /// time after its turn. An invitation found is answered whether or not it is still open.
+    func checkInvitation(
+        _ secret: String, from address: String,
+        isStillWanted: @escaping () -> Bool,
+        completion: @escaping (Result<Invitation, Refusal>) -> Void
+    ) {
+        inLine(address) { [self] done in
+            let finish = { (result: Result<Invitation, Refusal>) in
+                done()
+                completion(result)
+            }
+            let now = loop.nowMilliseconds
+            let slot = throttle.earliestSlot(address: address, now: now)
+            guard slot - now <= Self.maxWaitMilliseconds else { return refuse(.rateLimited(seconds: (slot - now + 999) / 1000), finish) }
+            let check = { [self] in
+                let turn = loop.nowMilliseconds
+                guard isStillWanted() else { return finish(.failure(.failed)) }
+                let hash = Crypto.sha256Hex(secret)
+                reads.read({ store throws(StoreFailure) in try store.invitation(hash: hash) }, then: { [self] lookup in
+                    switch lookup {
+                    case .success(let invitation?): return finish(.success(invitation))
+                    case .failure(.unavailable): return finish(.failure(.unavailable))
+                    case .failure(.failed(let error)): ServerLog.error("reading an invitation: \(error)")
+                    case .success(nil): break
+                    }
+                    throttle.failed(address: address, now: loop.nowMilliseconds)
+                    answerFailure(turn: turn, finish)
+                })
+            }
+            if slot <= now { check() } else { after(slot - now, check) }
+        }
+    }
+
+    /// Stops the hashing thread and drops logins still waiting for their turn (at shutdown).
     func close() {
         maker.close()
         hasher.close()

@@ -51,6 +51,9 @@ public struct ServerConfiguration: Sendable {
     /// be handed to a store whose commit has not come back.
     public var storeTimeoutMilliseconds: UInt64 = 5_000
 
+    /// Whether redeeming an invitation may make a new account (else invitees log in to one
+    /// they have): off unless `serve --invitations-make-accounts`.
+    public var invitationsMakeAccounts = false
     /// PBKDF2 iterations for passwords set over the wire (USER ADD, USER PASSWD, PASSWD).
     public var passwordIterations = PasswordHasher.defaultIterations
 

@@ -82,7 +82,7 @@ extension Session {
 
     /// Logs the change and has every connection it touches judged again (closed when its user
     /// is gone or its password or token no longer valid).
-    private func accountsChanged(_ action: String, _ target: String, by: String, _ detail: String = "") {
+    func accountsChanged(_ action: String, _ target: String, by: String, _ detail: String = "") {
         var fields: KeyValuePairs<String, String> = ["action": action, "user": target, "by": by, "address": address]
         if !detail.isEmpty { fields = ["action": action, "user": target, "role": detail, "by": by, "address": address] }
         ServerLog.event("audit", fields)
@@ -104,14 +104,24 @@ extension Session {
     /// connections closed; this one stays, and so does the token it logged in with.
     func changeOwnPassword(_ tag: String, old: String, new: String) {
         wait.forCommit()
-        pendingPasswordChange = (tag, new)
-        perform(.verifyPassword(user: user!, password: old))
+        verifyPassword(user!, old) { [self] result in passwordChecked(tag, new, result) }
     }
 
-    /// The answer to PASSWD's check of the old password.
+    /// Checks `password` of `name` as a login is checked; `then` gets the answer.
+    func verifyPassword(_ name: String, _ password: String, then: @escaping (Result<StoredUser, LoginGate.Refusal>) -> Void) {
+        onPasswordVerified = then
+        perform(.verifyPassword(user: name, password: password))
+    }
+
+    /// The answer to a `verifyPassword`.
     func passwordVerified(_ result: Result<StoredUser, LoginGate.Refusal>) {
-        guard closeReason == nil, let (tag, new) = pendingPasswordChange, let name = user else { return }
-        pendingPasswordChange = nil
+        guard closeReason == nil, let then = onPasswordVerified else { return }
+        onPasswordVerified = nil
+        then(result)
+    }
+
+    private func passwordChecked(_ tag: String, _ new: String, _ result: Result<StoredUser, LoginGate.Refusal>) {
+        guard let name = user else { return }
         if case .failure(let refusal) = result {
             ServerLog.event("audit", ["action": "passwd_refused", "user": name, "by": name, "address": address])
             return finishAsync(.error(tag: tag, Self.loginError(refusal)))

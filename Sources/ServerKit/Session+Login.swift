@@ -32,6 +32,12 @@ extension Session {
 
     func loggedIn(_ tag: String, _ account: StoredUser, tokenHash: String?) {
         guard closeReason == nil else { return }
+        becomeLoggedIn(account, tokenHash: tokenHash)
+        finishAsync(.ok(tag: tag, .auth(user: account.name)))
+    }
+
+    /// The connection is now `account`'s (a password login when `tokenHash` is nil).
+    func becomeLoggedIn(_ account: StoredUser, tokenHash: String?) {
         user = account.name
         isAdmin = account.isAdmin
         passwordHash = account.passwordHash
@@ -39,7 +45,6 @@ extension Session {
         allowFullLengthLines()
         context.sessionLoggedIn(self)
         ServerLog.event("login", ["user": account.name, "address": address, "with": tokenHash.map { "token " + String($0.prefix(TokenInfo.idLength)) } ?? "password"])
-        finishAsync(.ok(tag: tag, .auth(user: account.name)))
     }
 
     /// The user's server-admin flag changed under the running context.

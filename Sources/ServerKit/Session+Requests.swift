@@ -31,9 +31,9 @@ extension Session {
             authenticate(tag, name: name, password: password)
         case .authToken(let token):
             authenticate(tag, token: token)
-        case .tokenNew(let label):
+        case .tokenNew(let label, let endsWithBrowser):
             let token = Crypto.newToken()
-            storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label)) { _ in
+            storeOperation(tag, .createToken(hash: Crypto.sha256Hex(token), user: user!, label: label, endsWithBrowser: endsWithBrowser)) { _ in
                 .ok(tag: tag, .token(token))
             }
         case .tokenList:
@@ -88,6 +88,16 @@ extension Session {
             try listUsers(tag)
         case .passwd(let old, let new):
             changeOwnPassword(tag, old: old, new: new)
+        case .inviteNew(let collection, let role, let expires, let uses, let note):
+            try invite(tag, collection, role, expiresIn: expires, uses: uses, note: note)
+        case .inviteList(let collection):
+            try listInvitations(tag, collection)
+        case .inviteRevoke(let collection, let id):
+            try revokeInvitation(tag, collection, id: id)
+        case .invitePeek(let secret):
+            peekInvitation(tag, secret: secret)
+        case .redeem(let secret, let account, let label, let endsWithBrowser):
+            try redeem(tag, secret: secret, account: account, label: label, endsWithBrowser: endsWithBrowser)
         case .put, .move, .delete:
             submitWrite(tag, command, bytes: 0)
         case .get(let collection, let id):

@@ -40,8 +40,12 @@ final class Session {
     /// The password this session's PASSWD is storing: the store may hold it before the session
     /// hears its commit, and an account check meanwhile must not close the session for it.
     var nextPasswordHash: String?
-    /// A PASSWD whose old password is being checked: its tag and the new password.
-    var pendingPasswordChange: (tag: String, new: String)?
+    /// What to do with the answer of the password check in progress (PASSWD, REDEEM … AS).
+    var onPasswordVerified: ((Result<StoredUser, LoginGate.Refusal>) -> Void)?
+    /// What to do with the invitation the secret in check names (INVITE PEEK, REDEEM).
+    var onInvitationChecked: ((Result<Invitation, LoginGate.Refusal>) -> Void)?
+    /// The token a redemption in progress makes, for its reply.
+    var redeemedToken: String?
     /// GRANT and USER changes on their way to the committer, in order.
     let administration = AdministrationQueue()
     var watchesCollections = false
@@ -128,7 +132,7 @@ final class Session {
             transport.perform(action)
         case .pauseReading, .resumeReading, .close, .closeNow:
             transport.perform(action)
-        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .announce, .subscribe, .unsubscribe:
+        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe:
             context.carryOut(action, for: self)
         }
     }

@@ -28,6 +28,9 @@ enum SessionAction {
     /// Hash a new password (USER ADD, USER PASSWD, PASSWD) off the loop at the server's work
     /// factor; the hash comes back through `Session.passwordHashed(ticket, _)`.
     case hashPassword(String, ticket: Int)
+    /// Look up the invitation a secret names, paced as a login; the answer comes back through
+    /// `Session.invitationChecked`.
+    case checkInvitation(secret: String)
     /// A committed change to collections or tokens that every other connection must hear of
     /// (created, dropped, renamed, granted, token revoked), as the cluster's nodes tell it.
     case announce(ClusterEvent.Kind)

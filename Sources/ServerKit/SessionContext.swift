@@ -1,3 +1,4 @@
+import Foundation
 import SyncCore
 
 /// What a session needs from the server it runs in, and all it may touch: the settings it
@@ -12,6 +13,8 @@ protocol SessionContext: AnyObject {
     var limitsJSON: String { get }
     /// Milliseconds on the loop's clock.
     var now: UInt64 { get }
+    /// Seconds since 1970 on the wall clock (what invitations and tokens are stamped with).
+    var wallClockSeconds: Int64 { get }
     var directory: Directory { get }
     /// While the disk is full only DEL is taken.
     var diskFull: Bool { get }
@@ -42,6 +45,7 @@ struct LoggedIn {
 
 extension Server: SessionContext {
     var now: UInt64 { loop.nowMilliseconds }
+    var wallClockSeconds: Int64 { Int64(Date().timeIntervalSince1970) }
     var commitQueueHasRoom: Bool { committer.hasRoom }
 
     func carryOut(_ action: SessionAction, for session: Session) {
@@ -66,6 +70,10 @@ extension Server: SessionContext {
             }
         case .hashPassword(let password, let ticket):
             logins.hashNewPassword(password, iterations: configuration.passwordIterations) { hash in session.passwordHashed(ticket, hash) }
+        case .checkInvitation(let secret):
+            logins.checkInvitation(secret, from: session.address, isStillWanted: { session.closeReason == nil }) { result in
+                session.invitationChecked(result)
+            }
         case .announce(.tokenRevoked(let hash)):
             // After the reply that revoked it has gone out.
             loop.atEndOfTurn { [self] in tokenRevoked(hash) }

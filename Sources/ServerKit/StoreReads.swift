@@ -140,6 +140,7 @@ enum StoreQuery: Sendable, Equatable {
     case changes(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
     case users
+    case invitations(of: String)
 
     func run(on store: ServerStore) throws(StoreFailure) -> StoreAnswer {
         switch self {
@@ -151,6 +152,7 @@ enum StoreQuery: Sendable, Equatable {
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
         case .tokens(let user): .tokens(try store.tokens(of: user))
         case .users: .users(try store.users())
+        case .invitations(let collection): .invitations(try store.invitations(of: collection))
         }
     }
 }
@@ -164,6 +166,7 @@ enum StoreAnswer: Sendable {
     case changes((changes: [Change], seq: Int64)?)
     case tokens([TokenInfo])
     case users([StoredUser])
+    case invitations([Invitation])
     case versions([RecordVersion])
 }
 

@@ -47,6 +47,15 @@ public enum Reply: Equatable, Sendable {
     case users(count: Int)
     /// `OK PASSWD`: the caller's own password changed.
     case passwordChanged
+    /// `OK INVITE <secret> <id> <expires>`: the secret is shown this once.
+    case invited(secret: String, id: String, expiresAt: Int64)
+    /// `OK INVITE LIST <collection> <count>`, `OK INVITE REVOKED`.
+    case invitations(collection: String, count: Int)
+    case invitationRevoked
+    /// `OK INVITE PEEK <collection> <role> <made-by> <expires> <uses-left> accounts|no-accounts <note|->`.
+    case invitation(InvitationSummary)
+    /// `OK REDEEM <user> <collection> <role> <token>`.
+    case redeemed(user: String, collection: String, role: Role, token: String)
     /// An OK this client does not know how to read (a newer server's), its words kept.
     case other([String])
 
@@ -96,6 +105,13 @@ public enum Reply: Equatable, Sendable {
             }
         case .users(let count): ["USER", "LIST", String(count)]
         case .passwordChanged: ["PASSWD"]
+        case .invited(let secret, let id, let expiresAt): ["INVITE", secret, id, ServerNotice.time(expiresAt)]
+        case .invitations(let collection, let count): ["INVITE", "LIST", collection, String(count)]
+        case .invitationRevoked: ["INVITE", "REVOKED"]
+        case .invitation(let summary):
+            ["INVITE", "PEEK", summary.collection, summary.role.name, summary.madeBy, ServerNotice.time(summary.expiresAt), String(summary.usesLeft),
+             summary.makesAccounts ? "accounts" : "no-accounts", ResponseLine.argument(summary.note ?? "-")]
+        case .redeemed(let user, let collection, let role, let token): ["REDEEM", user, collection, role.name, token]
         case .other(let words): words
         }
     }
@@ -170,8 +186,37 @@ public enum Reply: Equatable, Sendable {
         case ("USER", 4) where words[1] == "ADMIN" && (words[3] == "ON" || words[3] == "OFF"):
             return .account(.admin(words[3] == "ON"), user: words[2])
         case ("PASSWD", 1): return .passwordChanged
+        case ("INVITE", 2) where words[1] == "REVOKED": return .invitationRevoked
+        case ("INVITE", 4) where words[1] == "LIST": return number(3).map { .invitations(collection: words[2], count: Int($0)) }
+        case ("INVITE", 4):
+            guard let expires = ServerNotice.seconds(words[3]) else { return nil }
+            return .invited(secret: words[1], id: words[2], expiresAt: expires)
+        case ("INVITE", 9) where words[1] == "PEEK":
+            guard let role = Role(name: words[3]), let expires = ServerNotice.seconds(words[5]), let left = number(6) else { return nil }
+            return .invitation(InvitationSummary(collection: words[2], role: role, madeBy: words[4], expiresAt: expires, usesLeft: Int(left),
+                                                 makesAccounts: words[7] == "accounts", note: words[8] == "-" ? nil : words[8]))
+        case ("REDEEM", 5):
+            guard let role = Role(name: words[3]) else { return nil }
+            return .redeemed(user: words[1], collection: words[2], role: role, token: words[4])
         case ("WHOAMI", 3) where words[2] == "admin" || words[2] == "user": return .whoami(user: words[1], isAdmin: words[2] == "admin")
         default: return nil
         }
+    }
+}
+
+/// What an invitation invites to, as the page that redeems it shows it.
+public struct InvitationSummary: Equatable, Sendable {
+    public var collection: String
+    public var role: Role
+    public var madeBy: String
+    public var expiresAt: Int64
+    public var usesLeft: Int
+    /// Whether redeeming it may make a new account (`serve --invitations-make-accounts`).
+    public var makesAccounts: Bool
+    public var note: String?
+
+    public init(collection: String, role: Role, madeBy: String, expiresAt: Int64, usesLeft: Int, makesAccounts: Bool, note: String?) {
+        (self.collection, self.role, self.madeBy, self.expiresAt) = (collection, role, madeBy, expiresAt)
+        (self.usesLeft, self.makesAccounts, self.note) = (usesLeft, makesAccounts, note)
     }
 }

@@ -75,9 +75,10 @@ public enum ServerEvent: Equatable, Sendable {
             case "DROPPED" where words.count == 2:
                 self = .dropped(words[1])
                 return
-            case "TOKEN" where words.count == 6 && (words[4] == "this" || words[4] == "other"):
+            case "TOKEN" where (words.count == 6 || (words.count == 7 && words[6] == "session")) && (words[4] == "this" || words[4] == "other"):
                 self = .token(TokenListing(id: words[1], created: words[2], lastUsed: words[3] == "-" ? nil : words[3],
-                                           isThisConnection: words[4] == "this", label: words[5] == "-" ? nil : words[5]))
+                                           isThisConnection: words[4] == "this", label: words[5] == "-" ? nil : words[5],
+                                           endsWithBrowser: words.count == 7))
                 return
             case "RENAMED" where words.count == 3:
                 self = .renamed(from: words[1], to: words[2])
@@ -111,8 +112,11 @@ public struct TokenListing: Equatable, Sendable {
     /// Whether the connection that asked logged in with it.
     public var isThisConnection: Bool
     public var label: String?
+    /// A console login without "keep me signed in".
+    public var endsWithBrowser: Bool
 
-    public init(id: String, created: String, lastUsed: String?, isThisConnection: Bool, label: String?) {
+    public init(id: String, created: String, lastUsed: String?, isThisConnection: Bool, label: String?, endsWithBrowser: Bool = false) {
+        self.endsWithBrowser = endsWithBrowser
         self.id = id
         self.created = created
         self.lastUsed = lastUsed

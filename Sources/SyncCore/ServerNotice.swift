@@ -24,6 +24,8 @@ public enum ServerNotice: Equatable, Sendable {
     case version(collection: String, id: String, RecordVersion)
     /// `* USER <name> admin|user`, a USER LIST line.
     case user(name: String, isAdmin: Bool)
+    /// `* INVITE <id> <role> <uses> <allowed> <created> <expires> <made-by> <note|->`, an INVITE LIST line.
+    case invitation(Invitation)
 
     /// The line, with its LF.
     public var line: String {
@@ -36,12 +38,20 @@ public enum ServerNotice: Equatable, Sendable {
         case .bye(let reason, let detail): "* BYE \(reason)\(detail.map { " " + $0 } ?? "")\n"
         case .member(let user, let role): "* MEMBER \(user) \(role.name)\n"
         case .user(let name, let isAdmin): "* USER \(name) \(isAdmin ? "admin" : "user")\n"
+        case .invitation(let invitation):
+            "* INVITE \(invitation.id) \(invitation.role.name) \(invitation.uses) \(invitation.usesAllowed) \(Self.time(invitation.createdAt)) "
+                + "\(Self.time(invitation.expiresAt)) \(invitation.madeBy) \(ResponseLine.argument(invitation.note ?? "-"))\n"
         case .version(let collection, let id, let version):
             "* VERSION \(collection) \(ResponseLine.argument(id)) \(version.rev) \(Self.time(version.replacedAt)) \(version.fieldsJSON)\n"
         case .token(let token, let isThisConnection):
             "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
-                + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\n"
+                + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\(token.endsWithBrowser ? " session" : "")\n"
         }
+    }
+
+    /// Seconds since 1970 of a time as `time` writes it; nil for other text.
+    public static func seconds(_ text: String) -> Int64? {
+        ISO8601UTC.parse(text).map { Int64($0.timeIntervalSince1970) }
     }
 
     /// ISO 8601 UTC text of a time in seconds since 1970, as TOKEN lines give it.

@@ -45,6 +45,10 @@ public protocol ServerStore: AnyObject, Sendable {
     func tokenExists(hash: String) throws(StoreFailure) -> Bool
     /// The tokens of `user` (every user's when nil), oldest first.
     func tokens(of user: String?) throws(StoreFailure) -> [TokenInfo]
+    /// The invitation whose secret has this SHA-256 hex, open or not.
+    func invitation(hash: String) throws(StoreFailure) -> Invitation?
+    /// A collection's invitations, open or not, oldest first.
+    func invitations(of collection: String) throws(StoreFailure) -> [Invitation]
     /// Raised with every change to accounts made outside the server (the `user` commands).
     func accountsEpoch() throws(StoreFailure) -> Int64
 

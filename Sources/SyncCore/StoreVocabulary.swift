@@ -14,7 +14,8 @@ public enum StoreOperation: Sendable {
     /// Gives a collection, its records, conflict copies and members a new name.
     case renameCollection(from: String, to: String)
     case grant(collection: String, user: String, role: Role?)
-    case createToken(hash: String, user: String, label: String?)
+    /// `endsWithBrowser`: a console login without "keep me signed in" (the devices list says so).
+    case createToken(hash: String, user: String, label: String?, endsWithBrowser: Bool = false)
     /// Revokes a token; `user` nil lets any user's token go (a server admin).
     case revokeToken(hash: String, user: String?)
     /// Notes a token's login time (seconds since 1970).
@@ -29,6 +30,53 @@ public enum StoreOperation: Sendable {
     /// Removes a user with their tokens and memberships.
     case removeUser(name: String)
     case setServerAdmin(user: String, isAdmin: Bool)
+    case createInvitation(Invitation)
+    /// Deletes a collection's invitation (by id) and revokes the tokens it made.
+    case revokeInvitation(collection: String, id: String)
+    /// Uses an invitation, all or nothing: it must exist and be open at `at`; its use is
+    /// counted, the account made when `newPasswordHash` is given (else it must exist), the role
+    /// given (a higher one the user has is kept), and `token` made for the user, tied to it.
+    case redeemInvitation(hash: String, user: String, newPasswordHash: String?, token: InvitationToken, at: Int64)
+}
+
+/// The token a redemption makes.
+public struct InvitationToken: Sendable, Equatable {
+    public var hash: String
+    public var label: String
+    public var endsWithBrowser: Bool
+
+    public init(hash: String, label: String, endsWithBrowser: Bool) {
+        (self.hash, self.label, self.endsWithBrowser) = (hash, label, endsWithBrowser)
+    }
+}
+
+/// An invitation to a collection, as the store keeps it: the secret's SHA-256 (the secret is
+/// never stored), the role it gives, who made it, until when and how many times it works.
+public struct Invitation: Sendable, Equatable {
+    public var hash: String
+    public var collection: String
+    public var role: Role
+    public var madeBy: String
+    public var note: String?
+    public var createdAt: Int64
+    public var expiresAt: Int64
+    public var usesAllowed: Int
+    public var uses: Int
+
+    public init(hash: String, collection: String, role: Role, madeBy: String, note: String?, createdAt: Int64, expiresAt: Int64, usesAllowed: Int, uses: Int) {
+        (self.hash, self.collection, self.role, self.madeBy, self.note) = (hash, collection, role, madeBy, note)
+        (self.createdAt, self.expiresAt, self.usesAllowed, self.uses) = (createdAt, expiresAt, usesAllowed, uses)
+    }
+
+    /// Its public name, as a token's: the first 12 hex digits of the hash (it redeems nothing).
+    public var id: String { String(hash.prefix(TokenInfo.idLength)) }
+
+    /// Why it can no longer be redeemed at `now`, or nil while it can.
+    public func closedReason(at now: Int64) -> ProtocolError? {
+        if now >= expiresAt { return ProtocolError(.expired, "this invitation has expired; ask for a new one") }
+        if uses >= usesAllowed { return ProtocolError(.expired, "this invitation has been used; ask for a new one") }
+        return nil
+    }
 }
 
 extension StoreOperation {
@@ -44,7 +92,7 @@ extension StoreOperation {
     /// Whether the operation changes accounts (so every node re-reads them once it commits).
     public var changesAccounts: Bool {
         switch self {
-        case .addUser, .setPassword, .removeUser, .setServerAdmin: true
+        case .addUser, .setPassword, .removeUser, .setServerAdmin, .revokeInvitation, .redeemInvitation: true
         default: false
         }
     }
@@ -111,9 +159,14 @@ public struct TokenInfo: Sendable, Equatable {
     public var label: String?
     public var createdAt: Int64
     public var lastUsedAt: Int64?
+    /// A console login without "keep me signed in": its cookie ends with the browser.
+    public var endsWithBrowser: Bool
+    /// The id of the invitation that made it, if one did.
+    public var invitation: String?
 
-    public init(hash: String, user: String, label: String?, createdAt: Int64, lastUsedAt: Int64?) {
+    public init(hash: String, user: String, label: String?, createdAt: Int64, lastUsedAt: Int64?, endsWithBrowser: Bool = false, invitation: String? = nil) {
         (self.hash, self.user, self.label, self.createdAt, self.lastUsedAt) = (hash, user, label, createdAt, lastUsedAt)
+        (self.endsWithBrowser, self.invitation) = (endsWithBrowser, invitation)
     }
 
     /// The public name of the token: the first 12 hex digits of its hash (it cannot log in).

@@ -3,7 +3,8 @@ public enum Command: Equatable, Sendable {
     case hello(version: String, clientName: String?)
     case auth(user: String, password: String)
     case authToken(String)
-    case tokenNew(label: String?)
+    /// `endsWithBrowser`: for a console login without "keep me signed in".
+    case tokenNew(label: String?, endsWithBrowser: Bool = false)
     case tokenRevoke(String)
     case tokenList
     case drop(collection: String)
@@ -39,11 +40,20 @@ public enum Command: Equatable, Sendable {
     case userList
     /// The caller changes their own password, proving the old one.
     case passwd(old: String, new: String)
+    /// A collection admin invites someone: `role` for `expiresInSeconds`, `uses` times.
+    case inviteNew(collection: String, role: Role, expiresInSeconds: Int64, uses: Int, note: String?)
+    case inviteList(collection: String)
+    case inviteRevoke(collection: String, id: String)
+    /// What an invitation's secret invites to, for the page that redeems it.
+    case invitePeek(secret: String)
+    /// Redeems an invitation: for the logged-in user (`account` nil), a new account, or an
+    /// existing one logged in to with its password.
+    case redeem(secret: String, account: RedeemingAccount?, label: String?, endsWithBrowser: Bool = false)
 
     /// Whether the verb may be used before AUTH succeeds.
     public var allowedBeforeAuth: Bool {
         switch self {
-        case .hello, .auth, .authToken, .ping, .quit: true
+        case .hello, .auth, .authToken, .ping, .quit, .invitePeek, .redeem: true
         default: false
         }
     }
@@ -71,6 +81,29 @@ public enum Command: Equatable, Sendable {
     }
 }
 
+/// Who redeems an invitation when the connection is not logged in: a new account it makes,
+/// or an existing one, with its password.
+public enum RedeemingAccount: Equatable, Sendable {
+    case new(user: String, password: String)
+    case existing(user: String, password: String)
+
+    public var user: String {
+        switch self {
+        case .new(let user, _), .existing(let user, _): user
+        }
+    }
+}
+
+/// The secret of an invitation: `psi_` and 32 random bytes in hex (a token is `pst_…`).
+public enum InvitationSecret {
+    public static let prefix = "psi_"
+
+    public static func isWellFormed(_ text: String) -> Bool {
+        text.hasPrefix(prefix) && text.utf8.count == prefix.utf8.count + 64
+            && text.utf8.dropFirst(prefix.utf8.count).allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+}
+
 /// One verb's entry in the request table: its name, argument counts, payload rule, and the
 /// parser that makes its `Command`. A verb is added in one place; none can fall through to
 /// another's meaning.
@@ -94,10 +127,13 @@ public enum CommandParser {
         VerbSpec(verb: "AUTH", arguments: 2...2, takesPayload: false, usage: "AUTH <user> <password> | AUTH TOKEN <token>") { args, _, _ in
             args[0].uppercased() == "TOKEN" ? .authToken(args[1]) : .auth(user: args[0], password: args[1])
         },
-        VerbSpec(verb: "TOKEN", arguments: 1...2, takesPayload: false, usage: "TOKEN NEW [label] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>") {
+        VerbSpec(verb: "TOKEN", arguments: 1...3, takesPayload: false, usage: "TOKEN NEW [label] [SESSION] | TOKEN LIST | TOKEN REVOKE <token>|<token-id>") {
             args, _, usage throws(ProtocolError) in
             switch args[0].uppercased() {
-            case "NEW": return .tokenNew(label: args.count > 1 ? args[1] : nil)
+            case "NEW":
+                let (words, session) = sessionFlag(Array(args.dropFirst()))
+                guard words.count <= 1 else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+                return .tokenNew(label: words.first, endsWithBrowser: session)
             case "REVOKE" where args.count == 2: return .tokenRevoke(args[1])
             case "LIST" where args.count == 1: return .tokenList
             default: throw ProtocolError(.badRequest, "usage: \(usage)")
@@ -186,6 +222,59 @@ public enum CommandParser {
             default: throw ProtocolError(.badRequest, "usage: \(usage)")
             }
         },
+        VerbSpec(verb: "INVITE", arguments: 2...9, takesPayload: false,
+                 usage: "INVITE NEW <collection> read|write|admin [EXPIRES <seconds>] [USES <n>] [NOTE <text>] | INVITE LIST <collection> | INVITE REVOKE <collection> <id> | INVITE PEEK <secret>") {
+            args, _, usage throws(ProtocolError) in
+            switch (args[0].uppercased(), args.count) {
+            case ("LIST", 2): return .inviteList(collection: try collection(args[1]))
+            case ("REVOKE", 3):
+                guard isShortID(args[2]) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
+                return .inviteRevoke(collection: try collection(args[1]), id: args[2])
+            case ("PEEK", 2): return .invitePeek(secret: try invitationSecret(args[1]))
+            case ("NEW", 3...):
+                guard let role = Role(name: args[2]) else { throw ProtocolError(.badRequest, "role must be read, write or admin") }
+                var expires = defaultInvitationSeconds
+                var uses = 1
+                var note: String?
+                var options = args[3...]
+                while let option = options.first {
+                    guard options.count >= 2 else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+                    let value = options[options.startIndex + 1]
+                    switch option.uppercased() {
+                    case "EXPIRES":
+                        guard let seconds = Int64(value), (60...maxInvitationSeconds).contains(seconds) else {
+                            throw ProtocolError(.badRequest, "EXPIRES takes seconds from 60 to \(maxInvitationSeconds) (a year)")
+                        }
+                        expires = seconds
+                    case "USES":
+                        guard let count = Int(value), (1...maxInvitationUses).contains(count) else {
+                            throw ProtocolError(.badRequest, "USES takes a whole number from 1 to \(maxInvitationUses)")
+                        }
+                        uses = count
+                    case "NOTE": note = try invitationNote(value)
+                    default: throw ProtocolError(.badRequest, "usage: \(usage)")
+                    }
+                    options = options.dropFirst(2)
+                }
+                return .inviteNew(collection: try collection(args[1]), role: role, expiresInSeconds: expires, uses: uses, note: note)
+            default: throw ProtocolError(.badRequest, "usage: \(usage)")
+            }
+        },
+        VerbSpec(verb: "REDEEM", arguments: 1...6, takesPayload: false,
+                 usage: "REDEEM <secret> [label] [SESSION] | REDEEM <secret> NEW|AS <user> <password> [label] [SESSION]") {
+            args, _, usage throws(ProtocolError) in
+            let secret = try invitationSecret(args[0])
+            let (words, session) = sessionFlag(Array(args.dropFirst()))
+            if let first = words.first, ["NEW", "AS"].contains(first.uppercased()) {
+                guard (3...4).contains(words.count) else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+                let account: RedeemingAccount = first.uppercased() == "NEW"
+                    ? .new(user: try newUser(words[1]), password: try password(words[2]))
+                    : .existing(user: try user(words[1]), password: words[2])
+                return .redeem(secret: secret, account: account, label: words.count == 4 ? words[3] : nil, endsWithBrowser: session)
+            }
+            guard words.count <= 1 else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+            return .redeem(secret: secret, account: nil, label: words.first, endsWithBrowser: session)
+        },
         VerbSpec(verb: "PASSWD", arguments: 2...2, takesPayload: false, usage: "PASSWD <old-password> <new-password>") { args, _, _ throws(ProtocolError) in
             .passwd(old: args[0], new: try password(args[1]))
         },
@@ -227,6 +316,31 @@ public enum CommandParser {
             _ = try user(name)
         case .passwd(_, let new):
             _ = try password(new)
+        case .inviteNew(let name, _, let expires, let uses, let note):
+            _ = try collection(name)
+            guard (60...maxInvitationSeconds).contains(expires) else {
+                throw ProtocolError(.badRequest, "an invitation lasts from 60 s to \(maxInvitationSeconds) s (a year)")
+            }
+            guard (1...maxInvitationUses).contains(uses) else { throw ProtocolError(.badRequest, "uses is a whole number from 1 to \(maxInvitationUses)") }
+            if let note { _ = try invitationNote(note) }
+        case .inviteList(let name):
+            _ = try collection(name)
+        case .inviteRevoke(let name, let id):
+            _ = try collection(name)
+            guard isShortID(id) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
+        case .invitePeek(let secret):
+            _ = try invitationSecret(secret)
+        case .redeem(let secret, let account, _, _):
+            _ = try invitationSecret(secret)
+            switch account {
+            case .new(let name, let secret)?:
+                _ = try newUser(name)
+                _ = try password(secret)
+            case .existing(let name, _)?:
+                _ = try user(name)
+            case nil:
+                break
+            }
         case .drop(let name), .create(let name), .members(let name):
             _ = try collection(name)
         case .rename(let from, let to):
@@ -272,6 +386,35 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "'\(name)' is reserved (AUTH TOKEN is the token login); choose another name")
         }
         return try user(name)
+    }
+
+    /// How long an invitation lasts unless told (7 days), and at most (a year).
+    public static let defaultInvitationSeconds: Int64 = 7 * 86_400
+    public static let maxInvitationSeconds: Int64 = 365 * 86_400
+    public static let maxInvitationUses = 10_000
+    public static let maxInvitationNoteBytes = 200
+
+    private static func invitationSecret(_ text: String) throws(ProtocolError) -> String {
+        guard InvitationSecret.isWellFormed(text) else { throw ProtocolError(.badRequest, "an invitation secret is psi_ and 64 hex digits") }
+        return text
+    }
+
+    private static func invitationNote(_ text: String) throws(ProtocolError) -> String {
+        guard text.utf8.count <= maxInvitationNoteBytes, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw ProtocolError(.badRequest, "a note is at most \(maxInvitationNoteBytes) bytes, without control characters")
+        }
+        return text
+    }
+
+    /// 12 lowercase hex digits: a token's or an invitation's id.
+    private static func isShortID(_ text: String) -> Bool {
+        text.utf8.count == 12 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// A trailing `SESSION` word (any case): the token ends with the browser session.
+    private static func sessionFlag(_ words: [String]) -> (words: [String], session: Bool) {
+        guard let last = words.last, last.uppercased() == "SESSION" else { return (words, false) }
+        return (Array(words.dropLast()), true)
     }
 
     /// The most bytes a password may have (PBKDF2 takes any length; a line should not).

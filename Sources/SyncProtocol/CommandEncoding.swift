@@ -8,7 +8,7 @@ extension Command {
         case .hello(let version, let client): return "HELLO \(arg(version))" + (client.map { " \(arg($0))" } ?? "")
         case .auth(let user, let password): return "AUTH \(arg(user)) \(arg(password))"
         case .authToken(let token): return "AUTH TOKEN \(arg(token))"
-        case .tokenNew(let label): return "TOKEN NEW" + (label.map { " \(arg($0))" } ?? "")
+        case .tokenNew(let label, let session): return "TOKEN NEW" + (label.map { " \(arg($0))" } ?? "") + (session ? " SESSION" : "")
         case .tokenRevoke(let token): return "TOKEN REVOKE \(arg(token))"
         case .tokenList: return "TOKEN LIST"
         case .drop(let collection): return "DROP \(collection)"
@@ -37,6 +37,19 @@ extension Command {
         case .userAdmin(let name, let isAdmin): return "USER ADMIN \(name) \(isAdmin ? "ON" : "OFF")"
         case .userList: return "USER LIST"
         case .passwd(let old, let new): return "PASSWD \(arg(old)) \(arg(new))"
+        case .inviteNew(let collection, let role, let expires, let uses, let note):
+            return "INVITE NEW \(collection) \(role.name) EXPIRES \(expires) USES \(uses)" + (note.map { " NOTE \(arg($0))" } ?? "")
+        case .inviteList(let collection): return "INVITE LIST \(collection)"
+        case .inviteRevoke(let collection, let id): return "INVITE REVOKE \(collection) \(id)"
+        case .invitePeek(let secret): return "INVITE PEEK \(secret)"
+        case .redeem(let secret, let account, let label, let session):
+            var text = "REDEEM \(secret)"
+            switch account {
+            case .new(let user, let password)?: text += " NEW \(user) \(arg(password))"
+            case .existing(let user, let password)?: text += " AS \(user) \(arg(password))"
+            case nil: break
+            }
+            return text + (label.map { " \(arg($0))" } ?? "") + (session ? " SESSION" : "")
         }
     }
 }

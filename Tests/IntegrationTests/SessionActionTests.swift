@@ -58,6 +58,7 @@ final class SessionActionTests: XCTestCase {
         case .checkToken: "checkToken"
         case .verifyPassword(let user, _): "verifyPassword \(user)"
         case .hashPassword(_, let ticket): "hashPassword \(ticket)"
+        case .checkInvitation: "checkInvitation"
         case .announce(let event): "announce \(event)"
         case .subscribe(let collection): "subscribe \(collection)"
         case .unsubscribe(let collection): "unsubscribe \(collection)"

@@ -49,7 +49,7 @@ final class TranscriptTests: XCTestCase {
         for file in try Self.transcripts() {
             var server: InMemoryServer?
             try replay(file) { users in
-                let memory = try InMemoryServer(users: users)
+                let memory = try InMemoryServer(users: users) { $0.invitationsMakeAccounts = true }
                 server = memory
                 return { memory.connect() }
             }
@@ -59,7 +59,7 @@ final class TranscriptTests: XCTestCase {
 
     private static func liveServer(users: [(name: String, password: String, admin: Bool)], arguments: [String]) throws -> () throws -> TranscriptConnection {
         // Every replaced state is kept (transcript 04 lists versions made a moment apart).
-        let server = try TestServer(extraArguments: arguments + ["--version-min-age", "0"])
+        let server = try TestServer(extraArguments: arguments + ["--version-min-age", "0", "--invitations-make-accounts"])
         for user in users { try server.addUser(user.name, password: user.password, admin: user.admin) }
         try server.start()
         return { try server.connect() }
@@ -70,7 +70,8 @@ final class TranscriptTests: XCTestCase {
             .map { try String(contentsOf: Self.folder.appendingPathComponent($0), encoding: .utf8) }.joined()
         for verb in ["HELLO", "AUTH", "TOKEN NEW", "TOKEN LIST", "TOKEN REVOKE", "CREATE", "DROP", "RENAME", "COLLECTIONS", "GRANT", "PUT", "MOVE", "DEL",
                      "GET", "LIST", "SUB", "UNSUB", "PING", "STATS", "QUIT",
-                     "USER ADD", "USER LIST", "USER PASSWD", "USER REMOVE", "USER ADMIN", "PASSWD"] {
+                     "USER ADD", "USER LIST", "USER PASSWD", "USER REMOVE", "USER ADMIN", "PASSWD",
+                     "INVITE NEW", "INVITE LIST", "INVITE REVOKE", "INVITE PEEK", "REDEEM"] {
             XCTAssertTrue(text.contains(" \(verb) "), "no transcript uses \(verb)")
         }
     }

@@ -26,7 +26,7 @@ final class HTTPAPI {
     private(set) var routes: [Route] = []
 
     init() {
-        routes = sessionRoutes() + recordRoutes() + adminRoutes()
+        routes = sessionRoutes() + recordRoutes() + adminRoutes() + accountRoutes()
     }
 
     func serve(_ request: HTTPRequest, on connection: HTTPConnection) {

@@ -78,7 +78,7 @@ final class SessionBridge: SessionTransport {
         case .deliver(let delivery): owner?.deliver(delivery)
         case .close(let reason): end(reason, immediately: reason == .socketError)
         case .closeNow: end(endReason ?? .shutdown, immediately: true)
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .announce, .subscribe, .unsubscribe:
+        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe:
             break
         }
     }
