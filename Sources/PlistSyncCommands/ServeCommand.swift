@@ -224,6 +224,7 @@ enum ServeCommand: Subcommand {
         } catch {
             throw RuntimeError("cannot use \(certificatePath) and \(keyPath) for TLS: \(error)")
         }
-        ServerLog.info("TLS certificate SHA-256 fingerprint \(Fingerprint.ofCertificate(at: certificatePath) ?? "unknown")")
+        configuration.certificateFingerprint = Fingerprint.ofCertificate(at: certificatePath)
+        ServerLog.info("TLS certificate SHA-256 fingerprint \(configuration.certificateFingerprint ?? "unknown")")
     }
 }

@@ -8,6 +8,9 @@ public struct ServerConfiguration: Sendable {
     public var listen = SocketAddress(host: "127.0.0.1", port: 7420)
     /// With a context, `listen` speaks only TLS.
     public var tls: TLSContext?
+    /// The SHA-256 fingerprint (lowercase hex) of the certificate `tls` presents: invitation
+    /// links carry it, so the invitee's client pins it.
+    public var certificateFingerprint: String?
     /// A second, plaintext listener (loopback only) next to a TLS one, for local tools.
     public var plaintextListen: SocketAddress?
     /// Where `GET /metrics` answers in the Prometheus text format; nil: nowhere.

@@ -41,13 +41,17 @@ final class HTTPDocumentationTests: XCTestCase {
         let server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--version-min-age", "0"])
         try server.addUser("alice", password: "wonderland")
         try server.addUser("bob", password: "bobpw")
+        try server.addUser("root", password: "rootpw", admin: true)
         try server.start()
         let url = "http://127.0.0.1:\(server.httpPort)"
         // Logged in as a reader of the document would be: with curl (the token's label says so).
         let (_, login, _) = try PlistSyncBinary.runTool(
             "/usr/bin/curl", ["-s", url + "/api/login", "-H", "Content-Type: application/json", "-d", #"{"user":"alice","password":"wonderland"}"#])
         let token = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(login.utf8)) as? [String: Any])?["token"] as? String, login)
-        let environment = ["URL": url, "TOKEN": token]
+        let (_, rootLogin, _) = try PlistSyncBinary.runTool(
+            "/usr/bin/curl", ["-s", url + "/api/login", "-H", "Content-Type: application/json", "-d", #"{"user":"root","password":"rootpw"}"#])
+        let admin = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(rootLogin.utf8)) as? [String: Any])?["token"] as? String, rootLogin)
+        let environment = ["URL": url, "TOKEN": token, "ADMIN": admin]
         for example in examples {
             let (_, output, _) = try PlistSyncBinary.runTool("/bin/bash", ["-c", example.command], environment: environment)
             var printed = output.replacingOccurrences(of: "\r", with: "")

@@ -102,6 +102,7 @@ extension HTTPAPI {
             devices.append(.dictionary([
                 "id": .string(token.id), "created": .string(ServerNotice.time(token.createdAt)),
                 "last_used": .string(token.lastUsedAt.map(ServerNotice.time) ?? ""), "this": .bool(isThisConnection), "label": .string(token.label ?? ""),
+                "ends_with_browser": .bool(token.endsWithBrowser),
             ]))
         }) { _, _ in exchange.respond(APIResponse.object(200, ["devices": .array(devices)])) }
     }

@@ -17,11 +17,11 @@ extension HTTPAPI {
         ]
     }
 
-    /// `{"user", "password", "label"?}`: checked as AUTH is (same pacing and lockouts), then a
+    /// `{"user", "password", "label"?, "keep"?}`: checked as AUTH is (same pacing and lockouts), then a
     /// new token for this browser or script: in the body, and as the cookie.
     func login(_ exchange: Exchange) {
         guard let body = exchange.jsonBody(), let user = exchange.requiredString(body, "user"),
-            let password = exchange.requiredString(body, "password")
+            let password = exchange.requiredString(body, "password"), let keep = exchange.optionalBool(body, "keep")
         else { return }
         var label = "web"
         if case .string(let given)? = body["label"] {
@@ -32,14 +32,14 @@ extension HTTPAPI {
         var bridge = exchange.bridge
         if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
         exchange.run(.auth(user: user, password: password)) { reply, _ in
-            exchange.run(.tokenNew(label: label)) { reply, _ in
+            exchange.run(.tokenNew(label: label, endsWithBrowser: keep == false)) { reply, _ in
                 guard case .token(let token) = reply else { return exchange.respond(APIResponse.unexpected) }
                 // Logged in by password: a request with the token logs in afresh, so that
                 // revoking the token reaches it.
                 bridge.token = nil
                 exchange.respond(APIResponse.object(
                     200, ["user": .string(bridge.session?.user ?? user), "token": .string(token)],
-                    headers: [Self.cookie(token, secure: exchange.connection.isSecure)]))
+                    headers: [Self.cookie(token, secure: exchange.connection.isSecure, lasting: keep != false)]))
             }
         }
     }

@@ -26,7 +26,7 @@ final class HTTPAPI {
     private(set) var routes: [Route] = []
 
     init() {
-        routes = sessionRoutes() + recordRoutes() + adminRoutes() + accountRoutes()
+        routes = sessionRoutes() + recordRoutes() + adminRoutes() + accountRoutes() + invitationRoutes()
     }
 
     func serve(_ request: HTTPRequest, on connection: HTTPConnection) {
@@ -100,8 +100,10 @@ final class HTTPAPI {
         }
     }
 
-    static func cookie(_ token: String, secure: Bool) -> HTTPHeader {
-        HTTPHeader("Set-Cookie", "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000" + (secure ? "; Secure" : ""))
+    /// The login cookie: for a year (`lasting`: "keep me signed in"), else until the browser
+    /// closes (no Max-Age).
+    static func cookie(_ token: String, secure: Bool, lasting: Bool = true) -> HTTPHeader {
+        HTTPHeader("Set-Cookie", "\(cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict" + (lasting ? "; Max-Age=31536000" : "") + (secure ? "; Secure" : ""))
     }
 
     static func clearedCookie(secure: Bool) -> HTTPHeader {
