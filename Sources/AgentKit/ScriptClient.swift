@@ -11,17 +11,27 @@ public final class ScriptClient {
     /// Why a scripted session failed: one line for the user.
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     private let server: SocketAddress
-    private let user: String
-    private let credential: AgentConfiguration.Credential
+    /// What logs the connection in (AUTH), or the one request that opens it before login
+    /// (INVITE PEEK, REDEEM).
+    private let opening: Command
     private let tls: TLSContext?
 
-    public init(server: SocketAddress, user: String, credential: AgentConfiguration.Credential, tls: TLSContext? = nil) {
+    public convenience init(server: SocketAddress, user: String, credential: AgentConfiguration.Credential, tls: TLSContext? = nil) {
+        self.init(server: server, opening: credential.login(user: user), tls: tls)
+    }
+
+    /// A client whose first request after HELLO is `opening` (one allowed before login);
+    /// `run` hands its OK to `onOpened`.
+    public init(server: SocketAddress, opening: Command, tls: TLSContext? = nil) {
         self.server = server
-        self.user = user
-        self.credential = credential
+        self.opening = opening
         self.tls = tls
     }
 
@@ -59,6 +69,7 @@ public final class ScriptClient {
     /// last reply until the server closes (for `watch`).
     public func run(
         _ requests: [Command], stayOpen: Bool = false,
+        onOpened: @escaping (ServerEvent) -> Void = { _ in },
         onUntagged: @escaping (String) -> Void = { _ in },
         onReply: @escaping (String, ServerEvent) -> Bool = { _, _ in true }
     ) throws {
@@ -93,14 +104,19 @@ public final class ScriptClient {
                 if let reason, reason.hasPrefix("TLS"), failure == nil { failure = Failure(description: reason) }
                 if !loggedIn, failure == nil { failure = Failure(description: "the server closed the connection") }
             }
-            client.logIn(client: "plistsync-cli", with: credential.login(user: user)) { event in
+            client.logIn(client: "plistsync-cli", with: opening) { event in
                 guard case .ok = event else {
                     if case .error(_, let code, let message, _) = event {
-                        failure = Failure(description: "login refused: \(code) \(message)")
+                        let what = switch self.opening {
+                        case .auth, .authToken: "login"
+                        default: "the server"
+                        }
+                        failure = Failure(description: "\(what) refused: \(code) \(message)")
                     }
                     return client.close()
                 }
                 loggedIn = true
+                onOpened(event)
                 sendNext()
             }
         }

@@ -136,7 +136,7 @@ enum LoginCommand: Subcommand {
     }
 
     /// Writes one line to a file only the user can read (its folder made 0700).
-    private static func writePrivate(_ line: String, to path: String) throws {
+    static func writePrivate(_ line: String, to path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -21,6 +21,8 @@ public enum CLI {
                        Copy the server's store while it runs; put a copy back.
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
+          join LINK    Join a collection from an invitation's link, and mirror it.
+          passwd       Change your password on the server (your other devices are logged out).
           devices|revoke
                        List your devices (login tokens); revoke another device's token.
           status       Show what the agent of a folder is doing.
@@ -62,6 +64,8 @@ public enum CLI {
         case "bench": subcommand = BenchCommand.self
         case "agent": subcommand = AgentCommand.self
         case "login": subcommand = LoginCommand.self
+        case "join": subcommand = JoinCommand.self
+        case "passwd": subcommand = PasswdCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self
         case "backup":

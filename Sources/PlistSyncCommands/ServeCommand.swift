@@ -224,7 +224,8 @@ enum ServeCommand: Subcommand {
         } catch {
             throw RuntimeError("cannot use \(certificatePath) and \(keyPath) for TLS: \(error)")
         }
-        configuration.certificateFingerprint = Fingerprint.ofCertificate(at: certificatePath)
-        ServerLog.info("TLS certificate SHA-256 fingerprint \(configuration.certificateFingerprint ?? "unknown")")
+        let fingerprint = Fingerprint.ofCertificate(at: certificatePath)
+        configuration.certificateFingerprint = fingerprint.flatMap(Fingerprint.normalized)
+        ServerLog.info("TLS certificate SHA-256 fingerprint \(fingerprint ?? "unknown")")
     }
 }

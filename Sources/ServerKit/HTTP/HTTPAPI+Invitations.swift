@@ -78,12 +78,9 @@ extension HTTPAPI {
     /// protocol's port and, under TLS, the certificate's fingerprint to pin.
     static func joinLink(_ exchange: Exchange, secret: String) -> String {
         let front = exchange.connection.front
-        let scheme = exchange.connection.isSecure ? "https" : "http"
-        let host = exchange.request.header("Host") ?? front.address.map { "\($0.host):\($0.port)" } ?? "localhost"
-        var fragment = "s=\(secret)"
-        if let port = front.server.boundAddress?.port { fragment += "&p=\(port)" }
-        if let fingerprint = front.server.configuration.certificateFingerprint { fragment += "&f=\(fingerprint)" }
-        return "\(scheme)://\(host)/join#\(fragment)"
+        let authority = exchange.request.header("Host") ?? front.address.map { "\($0.host):\($0.port)" } ?? "localhost"
+        return InvitationLink.text(isSecure: exchange.connection.isSecure, authority: authority, secret: secret,
+                                   linePort: front.server.boundAddress.map { Int($0.port) }, fingerprint: front.server.configuration.certificateFingerprint)
     }
 }
 

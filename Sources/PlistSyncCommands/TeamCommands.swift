@@ -1,0 +1,210 @@
+import AgentKit
+import EventLoop
+import Foundation
+import SyncCore
+import SyncProtocol
+import TLSKit
+
+/// `plistsync join '<link>' --dir DIR`: redeems an invitation (making an account when the
+/// server lets it, else logging in to the user's own), pins the certificate the link names,
+/// keeps the token as `login` does, and starts mirroring.
+enum JoinCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Join a collection you were invited to, from the invitation's link, and mirror it.
+
+        USAGE: plistsync join '<link>' --dir DIR [--user NAME] [--device NAME] [--existing]
+                              [--password-stdin] [--install] [--insecure]
+
+        The link carries the server's address and, under TLS, its certificate's fingerprint: the
+        connection is pinned to it (a server showing another certificate is refused), with no
+        question to answer. The password is asked once (a new account's, or your existing one's).
+
+        OPTIONS:
+          --dir DIR            The folder to mirror into (made if missing).
+          --user NAME          The account to make or use (default: your login name).
+          --device NAME        Names this machine in conflict copies and the devices list
+                               (default: the host name).
+          --existing           Log in to an account you have, even where the link could make one.
+          --password-stdin     Read the password from the first line of standard input.
+          --install            Write the agent's settings for plistsync-agent@USER.service and
+                               enable it (needs root), instead of mirroring in the foreground.
+          --insecure           Allow the password to cross the network in plaintext (an http:// link).
+          -h, --help           Show this help.
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ["dir", "user", "device"], flagOptions: ["existing", "password-stdin", "install", "insecure"])
+        guard options.positionals.count == 1 else { throw UsageError("give the invitation's link, in quotes: plistsync join '<link>' --dir DIR") }
+        let link: InvitationLink
+        do {
+            link = try InvitationLink(parsing: options.positionals[0])
+        } catch {
+            throw UsageError("\(error)")
+        }
+        guard let dir = options.value("dir") else { throw UsageError("--dir is required: the folder to mirror into") }
+        let localUser = ProcessInfo.processInfo.environment["USER"] ?? "me"
+        let user = options.value("user") ?? localUser
+        guard Names.isValidUser(user) else { throw UsageError("user names match [A-Za-z0-9][A-Za-z0-9._-]{0,63}: give one with --user") }
+        let device = options.value("device") ?? ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "device"
+        guard let server = SocketAddress(parsing: "\(link.host.contains(":") ? "[\(link.host)]" : link.host):\(link.linePort)") else {
+            throw UsageError("the link's host \(link.host) is not an address this machine can reach")
+        }
+        let tls: TLSContext?
+        do {
+            if let fingerprint = link.fingerprint {
+                tls = try TLSContext.client(trusting: .fingerprint(fingerprint))
+            } else {
+                tls = link.isSecure ? try TLSContext.client(trusting: .systemCAs) : nil
+            }
+        } catch {
+            throw RuntimeError("\(error)")
+        }
+        try ClientOptions.refusePlaintextPassword(options, server: server, tls: tls)
+
+        let invitation = try peek(link.secret, at: server, tls: tls)
+        Console.error("invited to \(invitation.collection) as \(invitation.role.name) by \(invitation.madeBy)"
+            + (invitation.note.map { " (\($0))" } ?? "") + "\n")
+        let makesAccount = invitation.makesAccounts && !options.flag("existing")
+        let password = try readPassword(prompt: makesAccount ? "Password for your new account \(user): " : "Password for \(user): ",
+                                        fromStdin: options.flag("password-stdin"))
+        var redeemed = try redeem(link.secret, as: makesAccount ? .new(user: user, password: password) : .existing(user: user, password: password),
+                                  device: device, at: server, tls: tls)
+        if case .failure(let failure) = redeemed, makesAccount, failure.description.contains("EXISTS") {
+            // The name is taken: perhaps by this person; the password they typed decides.
+            redeemed = try redeem(link.secret, as: .existing(user: user, password: password), device: device, at: server, tls: tls)
+        }
+        let token = try redeemed.get()
+        let tokenPath = ClientOptions.defaultTokenPath(server: server, user: user)
+        try LoginCommand.writePrivate(token, to: tokenPath)
+        if let fingerprint = link.fingerprint { try LoginCommand.writePrivate(fingerprint, to: ClientOptions.pinPath(server: server, user: user)) }
+        Console.out("joined \(invitation.collection) as \(user) (\(invitation.role.name)); token stored in \(tokenPath)")
+
+        let directory = URL(fileURLWithPath: dir).standardizedFileURL.path
+        if options.flag("install") {
+            return try AgentUnit.install(localUser: localUser, server: server, user: user, tokenFile: tokenPath, directory: directory, device: device)
+        }
+        var agent = ["--server", "\(server)", "--user", user, "--token-file", tokenPath, "--dir", directory, "--device", device]
+        if let fingerprint = link.fingerprint { agent += ["--fingerprint", fingerprint] }
+        Console.out("mirroring into \(directory); stop with Ctrl-C (or run it as a service with --install)")
+        try AgentCommand.run(agent)
+    }
+
+    private static func peek(_ secret: String, at server: SocketAddress, tls: TLSContext?) throws -> InvitationSummary {
+        var summary: InvitationSummary?
+        try ScriptClient(server: server, opening: .invitePeek(secret: secret), tls: tls).run([], onOpened: { event in
+            if case .ok(_, .invitation(let found), _) = event { summary = found }
+        })
+        guard let summary else { throw RuntimeError("the server did not say what the invitation is for") }
+        return summary
+    }
+
+    /// The token a redemption made, or why it was refused.
+    private static func redeem(_ secret: String, as account: RedeemingAccount, device: String, at server: SocketAddress, tls: TLSContext?) throws
+        -> Result<String, ScriptClient.Failure>
+    {
+        var token: String?
+        do {
+            try ScriptClient(server: server, opening: .redeem(secret: secret, account: account, label: "join on \(device)"), tls: tls).run([], onOpened: { event in
+                if case .ok(_, .redeemed(_, _, _, let made), _) = event { token = made }
+            })
+        } catch let failure as ScriptClient.Failure {
+            return .failure(failure)
+        }
+        guard let token else { return .failure(ScriptClient.Failure(description: "the server gave no token")) }
+        return .success(token)
+    }
+
+    static func readPassword(prompt: String, fromStdin: Bool) throws -> String {
+        let password: String?
+        if fromStdin {
+            password = Console.readLine()
+        } else {
+            guard isatty(STDIN_FILENO) != 0 else { throw UsageError("no terminal to ask for the password: use --password-stdin") }
+            password = Terminal.readSecret(prompt: prompt)
+        }
+        guard let password, !password.isEmpty else { throw RuntimeError("the password is empty") }
+        return password
+    }
+}
+
+/// `plistsync passwd`: changes your own password on the server, from any machine you are
+/// logged in on. Your other devices' tokens are revoked; this one's stays.
+enum PasswdCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Change your password on the server. Your other devices are logged out.
+
+        USAGE: plistsync passwd --server HOST:PORT [--user NAME] [--token-file F | --password-file F] [--password-stdin]
+
+        With --password-stdin the old password is read from the first line and the new one from
+        the second; else both are asked on the terminal (the new one twice).
+
+        OPTIONS:
+        \(ClientOptions.usage)
+          --password-stdin     Read the old and the new password from standard input.
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions, flagOptions: ClientOptions.flagOptions.union(["password-stdin"]))
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument '\(options.positionals[0])'") }
+        let client = try ClientOptions(options)
+        let old: String
+        let new: String
+        if options.flag("password-stdin") {
+            guard let first = Console.readLine(), let second = Console.readLine(), !first.isEmpty, !second.isEmpty else {
+                throw UsageError("--password-stdin reads the old password, then the new one, a line each")
+            }
+            (old, new) = (first, second)
+        } else {
+            old = try JoinCommand.readPassword(prompt: "Current password for \(client.user): ", fromStdin: false)
+            new = try JoinCommand.readPassword(prompt: "New password: ", fromStdin: false)
+            guard Terminal.readSecret(prompt: "Again: ") == new else { throw RuntimeError("the new passwords differ; nothing was changed") }
+        }
+        var refusal: String?
+        try client.client.run([.passwd(old: old, new: new)], onReply: { line, event in
+            if case .ok = event {} else { refusal = line }
+            return true
+        })
+        if let refusal {
+            throw RuntimeError("the password was not changed: \(refusal.split(separator: " ", maxSplits: 1).last.map(String.init) ?? refusal)")
+        }
+        Console.out("changed the password of \(client.user); your other devices are logged out")
+    }
+}
+
+/// The agent as a service: the settings `plistsync-agent@USER.service` (Deploy/) reads, written
+/// to /etc/plistsync, and the unit enabled.
+enum AgentUnit {
+    static func install(localUser: String, server: SocketAddress, user: String, tokenFile: String, directory: String, device: String) throws {
+        let etc = ProcessInfo.processInfo.environment["PLISTSYNC_ETC"] ?? "/etc/plistsync"
+        let path = "\(etc)/agent-\(localUser).conf"
+        let settings = """
+            # Written by `plistsync join` for plistsync-agent@\(localUser).service.
+            PLISTSYNC_SERVER=\(server)
+            PLISTSYNC_USER=\(user)
+            PLISTSYNC_TOKEN_FILE=\(tokenFile)
+            PLISTSYNC_DIR=\(directory)
+            PLISTSYNC_DEVICE=\(device)
+
+            """
+        do {
+            try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+            try settings.write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw RuntimeError("cannot write \(path) (run with sudo, or without --install to mirror in the foreground): \(error.localizedDescription)")
+        }
+        Console.out("wrote \(path)")
+        let unit = "plistsync-agent@\(localUser).service"
+        let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let systemctl, ProcessInfo.processInfo.environment["PLISTSYNC_ETC"] == nil else {
+            Console.out("now run: sudo systemctl enable --now \(unit)")
+            return
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: systemctl)
+        process.arguments = ["enable", "--now", unit]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw RuntimeError("systemctl enable --now \(unit) failed; is Deploy/install.sh run?") }
+        Console.out("enabled \(unit): the agent mirrors into \(directory)")
+    }
+}
