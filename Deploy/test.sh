@@ -17,9 +17,10 @@ cd "$(dirname "$0")/.."
 # BrowserTests drive the web console in a headless Chromium (Tests/Browser/console.py);
 # libpython3.11-testsuite, librust-plist-dev, libplist-utils, python3-biplist: other projects' plists
 # and readers that OutsideReadersTests and the plist fuzzers check against (Tests/Fidelity);
-# nodejs: the console's merge module runs the merge table (Tests/Console).
+# nodejs: the console's merge module runs the merge table (Tests/Console); zbar-tools: an outside
+# decoder reads the console's QR codes (Tests/Console/qr-decode.mjs, and a browser screenshot).
 bash Deploy/install-deps.sh openssl systemd postgresql haproxy curl chromium chromium-driver python3-selenium \
-    libpython3.11-testsuite librust-plist-dev libplist-utils python3-biplist nodejs
+    libpython3.11-testsuite librust-plist-dev libplist-utils python3-biplist nodejs zbar-tools
 export PLISTSYNC_REQUIRE_OUTSIDE_DATA=1
 swift build --build-tests
 log=$(mktemp)

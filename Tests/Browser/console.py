@@ -503,8 +503,9 @@ def main():
         fail(__doc__)
     scenario, url, line_port, user, password, *args = sys.argv[1:]
     import offline
+    import team
     name = "scenario_" + scenario.replace("-", "_")
-    run = globals().get(name) or getattr(offline, name, None)
+    run = globals().get(name) or getattr(offline, name, None) or getattr(team, name, None)
     if run is None:
         fail(f"no scenario {scenario}")
     driver = browser()
@@ -514,7 +515,8 @@ def main():
         # the stale write of the conflict scenario.
         expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED", "replica": "ERR_CONNECTION_REFUSED",
                     "offline-edits": ("ERR_CONNECTION_REFUSED", "status of 409"), "browser-offline": ("ERR_INTERNET_DISCONNECTED", "status of 409"),
-                    "session-ended": ("ERR_INTERNET_DISCONNECTED", "status of 401")}.get(scenario, "\0")
+                    "session-ended": ("ERR_INTERNET_DISCONNECTED", "status of 401"), "team-password": "status of 403",
+                    "team-invite": "status of 401"}.get(scenario, "\0")
         errors = [entry["message"] for entry in driver.get_log("browser")
                   if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and not any(e in entry["message"] for e in (expected if isinstance(expected, tuple) else (expected,)))]
         result("console_errors", json.dumps(errors))

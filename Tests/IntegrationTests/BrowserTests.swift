@@ -33,9 +33,10 @@ final class BrowserTests: XCTestCase {
     }
 
     /// Runs a scenario: its `RESULT key value` lines by key (it failed the test if it failed).
-    func browse(_ scenario: String, _ arguments: [String], url: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
+    func browse(_ scenario: String, _ arguments: [String], url: String? = nil, as account: (user: String, password: String) = ("alice", "pw"),
+                file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
         let (status, output, error) = try PlistSyncBinary.runTool(
-            "/usr/bin/python3", [Self.script, scenario, url ?? "http://127.0.0.1:\(server.httpPort)/", String(server.port), "alice", "pw"] + arguments)
+            "/usr/bin/python3", [Self.script, scenario, url ?? "http://127.0.0.1:\(server.httpPort)/", String(server.port), account.user, account.password] + arguments)
         XCTAssertEqual(status, 0, "\(scenario): \(error)\n\(output)", file: file, line: line)
         var results: [String: String] = [:]
         for resultLine in output.split(separator: "\n") where resultLine.hasPrefix("RESULT ") {

@@ -59,6 +59,9 @@ export function probe() {
 // expired, the password changed). The console then asks for a login; what waits stays.
 export const session = new EventTarget();
 
+// Requests that sign in rather than use a session: their 401 is a wrong password or secret.
+const signsIn = ['/api/login', '/api/join', '/api/invitation'];
+
 function send(method, path, body, headers) {
   const init = { method, credentials: 'same-origin', headers: { 'X-PlistSync-CSRF': '1', ...headers } };
   if (body !== undefined) {
@@ -67,7 +70,7 @@ function send(method, path, body, headers) {
   }
   return fetch(path, init).then((response) => {
     noteReachable(true);
-    if (response.status === 401 && path !== '/api/login') session.dispatchEvent(new Event('ended'));
+    if (response.status === 401 && !signsIn.includes(path)) session.dispatchEvent(new Event('ended'));
     return response;
   }, () => { noteReachable(false); throw new OfflineError(); });
 }

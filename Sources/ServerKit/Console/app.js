@@ -5,25 +5,35 @@ import { showCollection, currentCollection, addRecord, addField, fillRecordForm 
 import { forgetAll, pendingCount } from './replica.js';
 import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
 import { showConflicts, showMembers, showDevices, showStatus, grant } from './views.js';
+import { showUsers, addUser, changePassword, showInvitations, makeInvitation, copyInvitation, showJoin } from './team.js';
 
 const $ = (selector) => document.querySelector(selector);
-const views = ['login', 'records', 'conflicts', 'members', 'devices', 'status'];
-let statusTimer = null;
+const views = ['login', 'join', 'records', 'conflicts', 'members', 'devices', 'users', 'status'];
+let refreshTimer = null;
 
 function show(view) {
   for (const name of views) $(`#${name}-view`).hidden = name !== view;
   for (const link of document.querySelectorAll('nav a')) link.classList.toggle('current', link.dataset.view === view);
-  clearInterval(statusTimer);
+  clearInterval(refreshTimer);
   const collection = currentCollection();
   if (view === 'conflicts') showConflicts(collection);
-  if (view === 'members') showMembers(collection);
+  if (view === 'members') {
+    showMembers(collection);
+    showInvitations(collection);
+    // The inviter sees an invitation used, and its new member, within seconds.
+    refreshTimer = setInterval(() => { showInvitations(collection); showMembers(collection); }, 2000);
+  }
   if (view === 'devices') showDevices(loggedOut);
-  if (view === 'status') { showStatus(); statusTimer = setInterval(showStatus, 2000); }
+  if (view === 'users') showUsers();
+  if (view === 'status') { showStatus(); refreshTimer = setInterval(showStatus, 2000); }
 }
 
+const onJoinPage = () => location.pathname === '/join';
+
 function route() {
+  if (onJoinPage()) return;
   const view = location.hash.slice(1) || 'records';
-  show(views.includes(view) && view !== 'login' ? view : 'records');
+  show(views.includes(view) && view !== 'login' && view !== 'join' ? view : 'records');
 }
 
 async function loggedIn(me) {
@@ -33,6 +43,7 @@ async function loggedIn(me) {
   localStorage.setItem('owner', me.user);
   localStorage.setItem('user', me.user);
   $('#who').textContent = me.user;
+  if (me.admin !== undefined) $('#users-link').hidden = !me.admin;
   $('#nav').hidden = false;
   $('#account').hidden = false;
   route();
@@ -54,7 +65,7 @@ function loggedOut({ forget = false } = {}) {
 $('#login-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   try {
-    await call('POST', '/api/login', { user: $('#login-user').value, password: $('#login-password').value });
+    await call('POST', '/api/login', { user: $('#login-user').value, password: $('#login-password').value, keep: $('#login-keep').checked });
     $('#login-password').value = '';
     say('');
     await loggedIn(await call('GET', '/api/me'));
@@ -111,6 +122,20 @@ $('#grant-form').addEventListener('submit', async (e) => {
   e.target.reset();
 });
 
+inlineFormSubmit('#password-form', () => changePassword($('#password-old').value, $('#password-new').value, $('#password-again').value));
+inlineFormSubmit('#add-user', () => addUser($('#add-user-name').value, $('#add-user-password').value, $('#add-user-admin').checked));
+inlineFormSubmit('#invite-form', () => makeInvitation(currentCollection(), $('#invite-role').value, Number($('#invite-days').value),
+  Number($('#invite-uses').value), $('#invite-note').value));
+$('#copy-invitation').addEventListener('click', copyInvitation);
+
+// A form that stays open: `submit` acts on it and returns whether to clear it.
+function inlineFormSubmit(formSelector, submit) {
+  $(formSelector).addEventListener('submit', async (e) => {
+    e.preventDefault();
+    if (await submit()) e.target.reset();
+  });
+}
+
 window.addEventListener('hashchange', route);
 
 // Offline: a banner says so (api.js asks the server again every few seconds until it answers).
@@ -131,9 +156,23 @@ session.addEventListener('ended', () => {
   say('Your session ended: log in again (edits made here are kept and sent after the login).', true);
 });
 
+// An invitation's link: the join page, then the invited collection once joined.
+function startJoin() {
+  started = true;
+  const secret = new URLSearchParams(location.hash.slice(1)).get('s') || '';
+  show('join');
+  showJoin(secret, async (done) => {
+    localStorage.setItem('collection', done.collection);
+    history.replaceState(null, '', '/#records');
+    say(`You joined ${done.collection} with ${done.role} access.`);
+    await loggedIn(await call('GET', '/api/me'));
+  });
+}
+
 // With no network, whoever last logged in here sees what this device kept (the session
 // cookie is checked once the server answers).
 function start() {
+  if (onJoinPage()) return startJoin();
   call('GET', '/api/me').then((me) => { started = true; return loggedIn(me); }, (error) => {
     if (!(error instanceof OfflineError)) { started = true; loggedOut(); return; }
     const user = localStorage.getItem('user');

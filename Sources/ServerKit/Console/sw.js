@@ -3,9 +3,9 @@
 // answered from the cache at once and refreshed from the server behind it (the next start gets
 // the new version); the API is never touched here: its requests, the event stream among them,
 // go to the network as they would without a worker.
-const CACHE = 'plistsync-shell-2';
+const CACHE = 'plistsync-shell-3';
 const SHELL = ['/', '/style.css', '/app.js', '/api.js', '/values.js', '/records.js', '/columns.js', '/dialogs.js',
-  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/replica.js', '/outbox.js', '/synced.js', '/sdk/plistsync.js',
+  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/replica.js', '/outbox.js', '/synced.js', '/team.js', '/qr.js', '/sdk/plistsync.js',
   '/manifest.webmanifest', '/icon-192.png', '/icon-512.png'];
 
 self.addEventListener('install', (event) => {
@@ -23,7 +23,7 @@ self.addEventListener('fetch', (event) => {
   if (event.request.method !== 'GET' || url.origin !== self.location.origin || url.pathname.startsWith('/api/') || url.pathname === '/sw.js') return;
   // The console's address (with any #view) is the shell's page; another of its files opened as
   // a page (the script client's module, say) is that file.
-  const key = url.pathname === '/index.html' ? '/' : url.pathname;
+  const key = url.pathname === '/index.html' || url.pathname === '/join' ? '/' : url.pathname;
   event.respondWith(caches.open(CACHE).then(async (cache) => {
     const cached = await cache.match(key);
     const refreshed = fetch(event.request).then((response) => {

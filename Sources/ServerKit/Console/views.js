@@ -2,6 +2,7 @@
 import { call, callTyped, path } from './api.js';
 import { member, display, plain } from './values.js';
 import { element, button as actionButton, say } from './dom.js';
+import { when } from './team.js';
 
 function fieldsText(record) {
   if (!record) return '(none)';
@@ -88,10 +89,6 @@ export async function grant(collection, user, role) {
   showMembers(collection);
 }
 
-// 2026-12-02T05:25:00Z as 2026-12-02 05:25 UTC.
-function when(time) {
-  return time ? time.replace('T', ' ').replace(/:\d\dZ$/, ' UTC') : '—';
-}
 
 export async function showDevices(onOwnRevoked) {
   const tbody = document.querySelector('#devices tbody');
@@ -110,7 +107,8 @@ export async function showDevices(onOwnRevoked) {
           if (d.this) onOwnRevoked(); else showDevices(onOwnRevoked);
         } catch (error) { say(error.message, true); }
       }, 'danger'));
-      tr.append(element('td', (d.label || '(no label)') + (d.this ? ' (this browser)' : '')), element('td', d.id),
+      tr.append(element('td', (d.label || '(no label)') + (d.this ? ' (this browser)' : '')),
+        element('td', d.ends_with_browser ? 'until the browser closes' : 'kept signed in', { class: 'signed-in' }), element('td', d.id),
         element('td', when(d.created)), element('td', when(d.last_used)), actions);
       rows.push(tr);
     }

@@ -13,7 +13,8 @@ enum ConsoleFiles {
         guard request.method == "GET" || request.method == "HEAD" else {
             return APIResponse.error(status: 405, code: "METHOD_NOT_ALLOWED", message: "the console's files are read with GET", headers: [HTTPHeader("Allow", "GET, HEAD")])
         }
-        let name = path.isEmpty ? "index.html" : path.joined(separator: "/")
+        // An invitation's link opens the console's page (its script reads the #fragment).
+        let name = path.isEmpty || path == ["join"] ? "index.html" : path.joined(separator: "/")
         guard let file = files[name] else {
             return HTTPResponse(status: 404, contentType: "text/plain; charset=utf-8", text: "not found\n")
         }
@@ -56,6 +57,7 @@ enum ConsoleFiles {
         "dialogs.js": File(PackageResources.dialogs_js, script), "merge.js": File(PackageResources.merge_js, script),
         "replica.js": File(PackageResources.replica_js, script), "sw.js": File(PackageResources.sw_js, script),
         "outbox.js": File(PackageResources.outbox_js, script), "synced.js": File(PackageResources.synced_js, script),
+        "team.js": File(PackageResources.team_js, script), "qr.js": File(PackageResources.qr_js, script),
         "sdk/plistsync.js": File(PackageResources.sdk_js, script),
         "manifest.webmanifest": File(PackageResources.manifest_webmanifest, "application/manifest+json"),
         "icon-192.png": File(PackageResources.icon_192_png, "image/png"), "icon-512.png": File(PackageResources.icon_512_png, "image/png"),

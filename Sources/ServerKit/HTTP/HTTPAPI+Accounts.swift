@@ -51,7 +51,16 @@ extension HTTPAPI {
                 guard let body = exchange.jsonBody(), let old = exchange.requiredString(body, "old"),
                     let new = exchange.requiredString(body, "new")
                 else { return }
-                exchange.run(.passwd(old: old, new: new)) { _, _ in exchange.respond(APIResponse.noContent()) }
+                exchange.bridge.request(.passwd(old: old, new: new), bytes: 64 + exchange.request.body.count) { answer in
+                    switch answer {
+                    case .ok: exchange.respond(APIResponse.noContent())
+                    case .refused(let error) where error.code == .authFailed:
+                        // The request is logged in; only the current password it gave is wrong (a
+                        // 401 would tell a browser its session ended).
+                        exchange.fail(403, error.code.rawValue, "the current password is wrong")
+                    default: exchange.respond(APIResponse.response(for: answer))
+                    }
+                }
             },
         ]
     }
