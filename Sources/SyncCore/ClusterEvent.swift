@@ -70,8 +70,7 @@ public struct ClusterEvent: Equatable, Sendable {
         case .renameCollection(let from, let to): ClusterEvent(node: node, .renamed(from: from, to: to))
         case .grant(let collection, let user, let role): ClusterEvent(node: node, .granted(collection: collection, user: user, role: role))
         case .revokeToken(let hash, _): ClusterEvent(node: node, .tokenRevoked(hash: hash))
-        case .addUser, .setPassword, .removeUser, .setServerAdmin: ClusterEvent(node: node, .accountsChanged)
-        default: nil
+        default: operation.changesAccounts ? ClusterEvent(node: node, .accountsChanged) : nil
         }
     }
 }
