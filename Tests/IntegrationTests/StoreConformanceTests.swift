@@ -36,6 +36,11 @@ final class StoreConformanceTests: XCTestCase {
         return [("memory", memory), ("SQLite", sqlite), ("PostgreSQL", postgres)]
     }
 
+    /// `eachStore`, for the tests in other files.
+    func eachStoreWithCollection(_ check: (any ServerStore) throws -> Void) throws {
+        try eachStore(check)
+    }
+
     /// Runs `check` over each store with a collection `c` made; failures name the store.
     private func eachStore(_ check: (any ServerStore) throws -> Void) throws {
         for (name, store) in try stores() {
