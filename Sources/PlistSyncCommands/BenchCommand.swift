@@ -20,6 +20,7 @@ enum BenchCommand: Subcommand {
                plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
                plistsync bench scale [--sizes 10000,100000,1000000] [--moves N] [--users 1000,10000]
                                      [--collections N] [--agent-sizes 10000,100000] [--server-args "ARGS"]
+               plistsync bench accounts [--count N] [--processes P] [--window W]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
 
@@ -27,7 +28,8 @@ enum BenchCommand: Subcommand {
           --clients N        (put) Connections, each pipelining (default 16); (http)
                              connections, one request in flight on each (default 16).
           --seconds S        (put, http) Measuring time (default 5; http: each of 4 runs).
-          --window W         (put) PUTs in flight per connection (default 16).
+          --window W         (put) PUTs in flight per connection (default 16); (accounts) requests
+                             in flight (default 1024).
           --subscribers M    (fanout) Subscribed connections (default 100).
           --messages K       (fanout) Changes written (default 2000).
           --rate R           (fanout) Changes per second; 0 = as fast as possible (default 1000).
@@ -38,7 +40,9 @@ enum BenchCommand: Subcommand {
           --file-kind K      (propagate) Time an attached app file instead: array or archive.
           --elements N       (propagate --file-kind) Elements in that file (default 1000).
           --count K          (connections) Idle subscribed connections (default 10000);
-                             (sse) idle event streams (default 1000).
+                             (sse) idle event streams (default 1000); (accounts) accounts
+                             added, then granted a role, over one admin connection (default 10000).
+          --processes P      (accounts) `plistsync user add` processes timed beside it (default 200).
           --sizes A,B,…      (scale) Records in the collection measured, one server each.
           --moves N          (scale) MOVEs into one crowded gap at each size (default 500).
           --users A,B,…      (scale) Accounts sharing --collections N (default 10000) with 12
@@ -72,13 +76,14 @@ enum BenchCommand: Subcommand {
                            "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data"],
             flagOptions: ["tls"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
-            throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse or scale")
+            throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse, scale or accounts")
         }
         if let binary = options.value("binary") {
             guard FileManager.default.isExecutableFile(atPath: binary) else { throw UsageError("--binary \(binary) is not an executable") }
             BenchChildren.executable = URL(fileURLWithPath: binary)
         }
         if scenario == "scale" { return try scale(options) }
+        if scenario == "accounts" { return try accounts(options) }
         if scenario == "scale-prepare" { return try scalePrepare(options) }
         if let peerName = options.value("peer") {
             if peerName == "syncthing" {
