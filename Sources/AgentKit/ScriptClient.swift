@@ -69,6 +69,7 @@ public final class ScriptClient {
     /// last reply until the server closes (for `watch`).
     public func run(
         _ requests: [Command], stayOpen: Bool = false,
+        onHello: @escaping (ServerEvent) -> Void = { _ in },
         onOpened: @escaping (ServerEvent) -> Void = { _ in },
         onUntagged: @escaping (String) -> Void = { _ in },
         onReply: @escaping (String, ServerEvent) -> Bool = { _, _ in true }
@@ -104,7 +105,7 @@ public final class ScriptClient {
                 if let reason, reason.hasPrefix("TLS"), failure == nil { failure = Failure(description: reason) }
                 if !loggedIn, failure == nil { failure = Failure(description: "the server closed the connection") }
             }
-            client.logIn(client: "plistsync-cli", with: opening) { event in
+            client.logIn(client: "plistsync-cli", with: opening, onHello: onHello) { event in
                 guard case .ok = event else {
                     if case .error(_, let code, let message, _) = event {
                         let what = switch self.opening {

@@ -21,6 +21,7 @@ public enum CLI {
                        Copy the server's store while it runs; put a copy back.
           agent        Mirror a folder of plist files through a server.
           login        Log in once and keep a token; logout revokes it.
+          invite C     Invite someone to a collection: prints a link (--list, --revoke ID).
           join LINK    Join a collection from an invitation's link, and mirror it.
           passwd       Change your password on the server (your other devices are logged out).
           devices|revoke
@@ -65,6 +66,7 @@ public enum CLI {
         case "agent": subcommand = AgentCommand.self
         case "login": subcommand = LoginCommand.self
         case "join": subcommand = JoinCommand.self
+        case "invite": subcommand = InviteCommand.self
         case "passwd": subcommand = PasswdCommand.self
         case "logout": subcommand = LogoutCommand.self
         case "status": subcommand = StatusCommand.self

@@ -208,3 +208,79 @@ enum AgentUnit {
         Console.out("enabled \(unit): the agent mirrors into \(directory)")
     }
 }
+
+/// `plistsync invite`: makes an invitation to a collection (its admins may) and prints its
+/// link; lists the open ones, or revokes one.
+enum InviteCommand: Subcommand {
+    static let help = """
+        OVERVIEW: Invite someone to a collection: prints a link that gives them the role.
+
+        USAGE: plistsync invite <collection> [--role read|write|admin] [--uses N] [--expires-days D] [--note TEXT] [client options]
+               plistsync invite <collection> --list | --revoke ID [client options]
+
+        The link opens the console's join page (on the server's HTTP port), and carries the sync
+        port and, under TLS, the certificate fingerprint: `plistsync join '<link>'` needs nothing else.
+
+        OPTIONS:
+          --role R             The role it gives (default write).
+          --uses N             How many times it works (default 1).
+          --expires-days D     How long it works (default 7).
+          --note TEXT          Shown to the invitee and in the list.
+          --list               The collection's open invitations.
+          --revoke ID          Revoke one (its id from --list); the sessions it made end.
+        \(ClientOptions.usage)
+        """
+
+    static func run(_ arguments: [String]) throws {
+        let options = try Arguments(arguments, valueOptions: ClientOptions.valueOptions.union(["role", "uses", "expires-days", "note", "revoke"]),
+                                    flagOptions: ClientOptions.flagOptions.union(["list"]))
+        guard options.positionals.count == 1, let collection = options.positionals.first else { throw UsageError("name the collection: plistsync invite <collection>") }
+        let client = try ClientOptions(options)
+        if options.flag("list") {
+            var lines: [String] = []
+            try run(client, .inviteList(collection: collection), onUntagged: { line in
+                guard line.hasPrefix("* INVITE ") else { return }
+                lines.append(String(line.dropFirst(9)))
+            })
+            Console.out(lines.isEmpty ? "no open invitations to \(collection)" : "id role uses allowed created expires made-by note")
+            for line in lines { Console.out(line) }
+            return
+        }
+        if let id = options.value("revoke") {
+            try run(client, .inviteRevoke(collection: collection, id: id))
+            return Console.out("revoked invitation \(id); the sessions it made are closed")
+        }
+        guard let role = Role(name: options.value("role") ?? "write") else { throw UsageError("--role is read, write or admin") }
+        let uses = try options.integer("uses", default: 1, range: 1...CommandParser.maxInvitationUses)
+        let days = try options.integer("expires-days", default: 7, range: 1...365)
+        var httpPort: Int?
+        var made: (secret: String, expiresAt: Int64)?
+        try run(client, .inviteNew(collection: collection, role: role, expiresInSeconds: Int64(days) * 86_400, uses: uses, note: options.value("note")),
+                onHello: { event in
+                    if case .ok(_, _, let payload?) = event, case .integer(let port)? = payload["http_port"] { httpPort = Int(port) }
+                }, onReply: { event in
+                    if case .ok(_, .invited(let secret, _, let expiresAt), _) = event { made = (secret, expiresAt) }
+                })
+        guard let made else { throw RuntimeError("the server did not make the invitation") }
+        let host = client.server.host.contains(":") ? "[\(client.server.host)]" : client.server.host
+        let fingerprint = try? ClientOptions.firstLine(of: ClientOptions.pinPath(server: client.server, user: client.user), what: "fingerprint")
+        let pinned = options.value("fingerprint") ?? fingerprint
+        guard let httpPort else {
+            throw RuntimeError("the server has no HTTP listener (serve --http-listen) for the link to open; its secret is \(made.secret)")
+        }
+        Console.out(InvitationLink.text(isSecure: client.tls != nil, authority: "\(host):\(httpPort)", secret: made.secret, linePort: Int(client.server.port),
+                                        fingerprint: pinned.flatMap(Fingerprint.normalized)))
+        Console.error("\(role.name) access to \(collection), \(uses == 1 ? "once" : "\(uses) times"), until \(ServerNotice.time(made.expiresAt)); the link is shown this once\n")
+    }
+
+    /// Runs one request; a refusal is the command's error.
+    private static func run(_ client: ClientOptions, _ command: Command, onHello: @escaping (ServerEvent) -> Void = { _ in },
+                            onUntagged: @escaping (String) -> Void = { _ in }, onReply: @escaping (ServerEvent) -> Void = { _ in }) throws {
+        var refusal: String?
+        try client.client.run([command], onHello: onHello, onUntagged: onUntagged, onReply: { line, event in
+            if case .ok = event { onReply(event) } else { refusal = String(line.split(separator: " ", maxSplits: 2).last ?? "") }
+            return true
+        })
+        if let refusal { throw RuntimeError(refusal) }
+    }
+}

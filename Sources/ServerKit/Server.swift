@@ -20,7 +20,9 @@ public final class Server {
     /// Every store read after start goes through here, off the loop thread.
     let reads: StoreReads
     let serverID: String
-    let limitsJSON: String
+    /// HELLO's JSON: the limits, `restored_seq`, and once the HTTP listener is bound its port.
+    private(set) var limitsJSON: String
+    private var helloFields: [String: Value]
 
     /// Sessions by identity; written only here (`open`, `sessionGone`).
     private(set) var sessions: [ObjectIdentifier: Session] = [:]
@@ -70,6 +72,7 @@ public final class Server {
             "preauth_timeout_seconds": .integer(Int64(configuration.preAuthTimeoutSeconds)),
         ]
         hello["restored_seq"] = try store.restoredSeq().map(Value.integer)
+        helloFields = hello
         limitsJSON = ValueJSON.encode(.dictionary(hello))
         startedAt = loop.nowMilliseconds
         space = StoreSpace(bytes: store.sizeBytes())
@@ -122,6 +125,11 @@ public final class Server {
             try TCPListener(loop: loop, address: plaintext) { [unowned self] connection in accept(connection, tls: nil) }
         }
         handles.listening(listener, plaintext: plaintextListener, metrics: metrics, http: http)
+        if let port = http?.address?.port {
+            // Where the console and the API answer: `plistsync invite` builds its links with it.
+            helloFields["http_port"] = .integer(Int64(port))
+            limitsJSON = ValueJSON.encode(.dictionary(helloFields))
+        }
         let signals = (stopOnSignals ? [SignalNumber.interrupt, SignalNumber.terminate] : []).map { signal in
             SignalWatcher(loop: loop, signal: signal) { [unowned self] in shutdown() }
         }

@@ -96,7 +96,17 @@ final class JoinTests: XCTestCase {
 
     func testALinkJoinsAnExistingAccountWithItsPassword() throws {
         try seed("team", count: 3)
-        let link = try invitationLink(to: "team", role: "read")
+        // Made on the command line this time: `plistsync invite` prints the same link the console shows.
+        let invite = try PlistSyncBinary.run(["invite", "team", "--role", "read", "--note", "for bob", "--server", "127.0.0.1:\(server.port)", "--user", "root",
+                                              "--password-file", scratch + "/rootpw", "--fingerprint", try fingerprint()])
+        XCTAssertEqual(invite.0, 0, invite.2)
+        let link = invite.1.trimmingCharacters(in: .whitespacesAndNewlines)
+        let pinned = try fingerprint()
+        XCTAssertTrue(link.hasPrefix("https://127.0.0.1:\(server.httpPort)/join#s=psi_") && link.hasSuffix("&p=\(server.port)&f=\(pinned)"), link)
+        XCTAssertTrue(invite.2.hasPrefix("read access to team, once, until "), invite.2)
+        let listed = try PlistSyncBinary.run(["invite", "team", "--list", "--server", "127.0.0.1:\(server.port)", "--user", "root",
+                                              "--password-file", scratch + "/rootpw", "--fingerprint", try fingerprint()])
+        XCTAssertTrue(listed.1.contains(" read 0 1 ") && listed.1.contains(#" root "for bob""#), listed.1)
         let home = scratch + "/home"
         // `--existing` and a wrong password: refused, nothing kept.
         let wrong = try PlistSyncBinary.run(["join", link, "--dir", scratch + "/Sync", "--user", "bob", "--password-stdin", "--existing"],
