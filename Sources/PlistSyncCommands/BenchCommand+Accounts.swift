@@ -10,6 +10,7 @@ import SyncProtocol
 extension BenchCommand {
     static func accounts(_ options: Arguments) throws {
         let count = try options.integer("count", default: 10_000, range: 1...1_000_000)
+        if options.flag("grants-only") { return try grantsOnly(count: count, options) }
         let processes = try options.integer("processes", default: 200, range: 0...100_000)
         let window = try options.integer("window", default: 1024, range: 1...1024)
         // Passwords hashed at the least work factor, by the server as by the processes.
@@ -40,6 +41,28 @@ extension BenchCommand {
             figures.append(("accounts user add process", perAccount * 1000, "ms"))
         }
         try record(figures, of: "plistsync", options)
+    }
+
+    /// GRANTs alone, pipelined by the owner of a collection on accounts made beforehand in the
+    /// data folder (by the binary under test, so `--binary` measures an older server too).
+    private static func grantsOnly(count: Int, _ options: Arguments) throws {
+        let window = try options.integer("window", default: 1024, range: 1...1024)
+        let server = try ThrowawayServer { folder in
+            let child = Process()
+            child.executableURL = BenchChildren.executable
+            child.arguments = ["bench", "scale-prepare", "--data", folder, "--users", String(count), "--collections", "1"]
+            child.standardOutput = FileHandle.nullDevice
+            try child.run()
+            child.waitUntilExit()
+            guard child.terminationStatus == 0 else { throw RuntimeError("preparing \(count) accounts failed") }
+        }
+        defer { server.stop() }
+        let target = BenchTarget(address: SocketAddress(host: "127.0.0.1", port: server.port), user: "bench", password: "bench")
+        let grants = (0..<count).map { Command.grant(collection: "c0", user: "u\($0)", role: .read) }
+        guard let granted = AdministrationScenario(window: window).run(grants, against: target) else { throw RuntimeError("could not log in") }
+        Console.out(String(format: "grants: %d GRANT pipelined on one connection in %.2f s (%.0f/s, %d errors%@)",
+                           count, granted.seconds, granted.perSecond, granted.errors, granted.firstError.map { ": " + $0 } ?? ""))
+        try record([("accounts GRANT only n\(count)", granted.seconds, "s")], of: "plistsync", options)
     }
 
     /// `plistsync user add` in a process of its own, as an admin would type it.

@@ -20,7 +20,7 @@ enum BenchCommand: Subcommand {
                plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
                plistsync bench scale [--sizes 10000,100000,1000000] [--moves N] [--users 1000,10000]
                                      [--collections N] [--agent-sizes 10000,100000] [--server-args "ARGS"]
-               plistsync bench accounts [--count N] [--processes P] [--window W]
+               plistsync bench accounts [--count N] [--processes P] [--window W] [--grants-only]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
 
@@ -43,6 +43,8 @@ enum BenchCommand: Subcommand {
                              (sse) idle event streams (default 1000); (accounts) accounts
                              added, then granted a role, over one admin connection (default 10000).
           --processes P      (accounts) `plistsync user add` processes timed beside it (default 200).
+          --grants-only      (accounts) Only GRANTs, on accounts made beforehand: an older
+                             --binary (which has no USER verbs) measured the same way.
           --sizes A,B,…      (scale) Records in the collection measured, one server each.
           --moves N          (scale) MOVEs into one crowded gap at each size (default 500).
           --users A,B,…      (scale) Accounts sharing --collections N (default 10000) with 12
@@ -74,7 +76,7 @@ enum BenchCommand: Subcommand {
             valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id",
                            "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data"],
-            flagOptions: ["tls"])
+            flagOptions: ["tls", "grants-only"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse, scale or accounts")
         }
