@@ -3,7 +3,8 @@
 # installs missing packages, builds a release binary, creates an admin account on first run
 # (its password is printed once and kept in plistsync-data/admin-password, mode 0600),
 # then runs `plistsync serve` on 127.0.0.1:7420 with data in ./plistsync-data, and the web
-# console and HTTP API on http://127.0.0.1:7421/ (PLISTSYNC_HTTP=off leaves them off).
+# console and HTTP API on http://127.0.0.1:7421/ (PLISTSYNC_HTTP=off leaves them off), letting
+# invitations its admin makes create accounts (serve --invitations-make-accounts).
 # PLISTSYNC_BINARY=path serves with a binary built already instead (the README test does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,4 +26,4 @@ if [ "${PLISTSYNC_HTTP:-127.0.0.1:7421}" != off ]; then
     http=(--http-listen "${PLISTSYNC_HTTP:-127.0.0.1:7421}")
     echo "web console: http://${PLISTSYNC_HTTP:-127.0.0.1:7421}/ (log in as admin)"
 fi
-exec "$binary" serve --data "$data" "${http[@]}" "$@"
+exec "$binary" serve --data "$data" --invitations-make-accounts "${http[@]}" "$@"

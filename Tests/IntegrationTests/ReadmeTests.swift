@@ -90,6 +90,8 @@ final class ReadmeTests: XCTestCase {
         XCTAssertTrue(output(of: "$B user list", in: transcript).contains("bob"), transcript)
         XCTAssertTrue(FileManager.default.fileExists(atPath: clone + "/plistsync-data/admin-password"), "the quick start made the admin account")
         XCTAssertTrue(output(of: "$B status --dir ~/Sync", in: transcript).contains("agent:      running"), transcript)
+        let invitation = output(of: #"$B invite contacts --role write --note "for carol""#, in: transcript)
+        XCTAssertTrue(invitation.contains("http://127.0.0.1:7421/join#s=psi_") && invitation.contains("&p=7420"), transcript)
         XCTAssertTrue(output(of: "$B conflicts --dir ~/Sync", in: transcript).contains("contacts/Ada"), transcript)
         XCTAssertTrue(output(of: "$B resolve contacts/Ada --keep mine --dir ~/Sync", in: transcript).contains("1 conflict copy removed"), transcript)
         XCTAssertTrue(output(of: "$B restore contacts/Ada --dir ~/Sync", in: transcript).contains("restored contacts/Ada"), transcript)
