@@ -15,7 +15,7 @@ extension BenchCommand {
         let window = try options.integer("window", default: 1024, range: 1...1024)
         // Passwords hashed at the least work factor, by the server as by the processes.
         let server = try ThrowawayServer(arguments: ["--password-iterations", String(PasswordHasher.minimumIterations)]) { folder in
-            try addUser("admin", password: "admin", admin: true, folder: folder)
+            try BenchChildren.addUser("admin", password: "admin", admin: true, folder: folder)
         }
         defer { server.stop() }
         let target = BenchTarget(address: SocketAddress(host: "127.0.0.1", port: server.port), user: "admin", password: "admin")
@@ -33,7 +33,7 @@ extension BenchCommand {
         if processes > 0 {
             // The peer: one `plistsync user add` process an account, on the running server's folder.
             let started = Date()
-            for index in 0..<processes { try addUser("p\(index)", password: "pw", admin: false, folder: server.folder) }
+            for index in 0..<processes { try BenchChildren.addUser("p\(index)", password: "pw", admin: false, folder: server.folder) }
             let perAccount = Date().timeIntervalSince(started) / Double(processes)
             Console.out(String(format: "accounts by process: %d `plistsync user add` in %.2f s: %.1f ms an account, %.0f s for %d; over the wire %.1fx faster",
                                processes, perAccount * Double(processes), perAccount * 1000, perAccount * Double(count), count,
@@ -63,20 +63,5 @@ extension BenchCommand {
         Console.out(String(format: "grants: %d GRANT pipelined on one connection in %.2f s (%.0f/s, %d errors%@)",
                            count, granted.seconds, granted.perSecond, granted.errors, granted.firstError.map { ": " + $0 } ?? ""))
         try record([("accounts GRANT only n\(count)", granted.seconds, "s")], of: "plistsync", options)
-    }
-
-    /// `plistsync user add` in a process of its own, as an admin would type it.
-    private static func addUser(_ name: String, password: String, admin: Bool, folder: String) throws {
-        let add = Process()
-        add.executableURL = BenchChildren.executable
-        add.arguments = ["user", "add", name, "--password-stdin", "--iterations", String(PasswordHasher.minimumIterations), "--data", folder] + (admin ? ["--admin"] : [])
-        let input = Pipe()
-        add.standardInput = input
-        add.standardOutput = FileHandle.nullDevice
-        try add.run()
-        input.fileHandleForWriting.write(Data("\(password)\n".utf8))
-        try input.fileHandleForWriting.close()
-        add.waitUntilExit()
-        guard add.terminationStatus == 0 else { throw RuntimeError("plistsync user add \(name) failed") }
     }
 }

@@ -47,16 +47,7 @@ final class ThrowawayServer {
     init(tls: Bool = false, arguments: [String] = [], prepare: (String) throws -> Void = { _ in }) throws {
         folder = NSTemporaryDirectory() + "plistsync-bench-" + UUID().uuidString
         let executable = BenchChildren.executable
-        let add = Process()
-        add.executableURL = executable
-        add.arguments = ["user", "add", "bench", "--password-stdin", "--iterations", "1000", "--data", folder]
-        let input = Pipe()
-        add.standardInput = input
-        add.standardOutput = FileHandle.nullDevice
-        try add.run()
-        input.fileHandleForWriting.write(Data("bench\n".utf8))
-        try input.fileHandleForWriting.close()
-        add.waitUntilExit()
+        try BenchChildren.addUser("bench", password: "bench", folder: folder)
         try prepare(folder)
         let portFile = folder + "/port"
         process.executableURL = executable
@@ -122,6 +113,22 @@ enum BenchChildren {
     /// (an older build, for a before/after in one run).
     nonisolated(unsafe) static var executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     nonisolated(unsafe) private static var pids: [pid_t] = []
+
+    /// `plistsync user add` in a process of its own (as an admin would type it), at the least
+    /// work factor.
+    static func addUser(_ name: String, password: String, admin: Bool = false, folder: String) throws {
+        let add = Process()
+        add.executableURL = executable
+        add.arguments = ["user", "add", name, "--password-stdin", "--iterations", "1000", "--data", folder] + (admin ? ["--admin"] : [])
+        let input = Pipe()
+        add.standardInput = input
+        add.standardOutput = FileHandle.nullDevice
+        try add.run()
+        input.fileHandleForWriting.write(Data("\(password)\n".utf8))
+        try input.fileHandleForWriting.close()
+        add.waitUntilExit()
+        guard add.terminationStatus == 0 else { throw RuntimeError("plistsync user add \(name) failed") }
+    }
 
     static func track(_ process: Process) {
         if pids.isEmpty {

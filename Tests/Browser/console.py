@@ -76,6 +76,12 @@ class Line:
         return line.decode()
 
 
+def severe_errors(driver, *expected):
+    """The page's logged errors, but for its /api/me probes and the refusals a scenario expects."""
+    return [entry["message"] for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and not any(e in entry["message"] for e in expected)]
+
+
 def browser(width=1280, height=900, extra=()):
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
@@ -517,9 +523,7 @@ def main():
                     "offline-edits": ("ERR_CONNECTION_REFUSED", "status of 409"), "browser-offline": ("ERR_INTERNET_DISCONNECTED", "status of 409"),
                     "session-ended": ("ERR_INTERNET_DISCONNECTED", "status of 401"), "team-password": "status of 403",
                     "team-invite": "status of 401"}.get(scenario, "\0")
-        errors = [entry["message"] for entry in driver.get_log("browser")
-                  if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and not any(e in entry["message"] for e in (expected if isinstance(expected, tuple) else (expected,)))]
-        result("console_errors", json.dumps(errors))
+        result("console_errors", json.dumps(severe_errors(driver, *(expected if isinstance(expected, tuple) else (expected,)))))
     finally:
         driver.quit()
 

@@ -17,7 +17,7 @@ import urllib.request
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from console import browser, cell, click, edit, fail, ids, log_in, open_collection, result, until
+from console import browser, cell, click, edit, fail, ids, log_in, open_collection, result, severe_errors, until
 
 
 class Server:
@@ -382,9 +382,7 @@ def scenario_offline_shell_https(driver, url, line_port, user, password, args):
         scenario_offline_shell(secure, url, line_port, user, password, [collection, server_pid])
         result("is_secure_context", secure.execute_script("return window.isSecureContext"))
         result("protocol", secure.execute_script("return location.protocol"))
-        errors = [entry["message"] for entry in secure.get_log("browser")
-                  if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and "ERR_CONNECTION_REFUSED" not in entry["message"]]
-        result("https_console_errors", json.dumps(errors))
+        result("https_console_errors", json.dumps(severe_errors(secure, "ERR_CONNECTION_REFUSED")))
     finally:
         secure.quit()
 

@@ -8,7 +8,7 @@ import time
 
 from selenium.webdriver.common.by import By
 
-from console import Line, browser, click, fail, ids, open_collection, result, until
+from console import Line, browser, click, fail, ids, open_collection, result, severe_errors, until
 
 
 def log_in(driver, url, user, password, keep=False):
@@ -111,9 +111,7 @@ def scenario_team_invite(driver, url, line_port, user, password, args):
         until("the invitation gone", lambda: not driver.find_elements(By.CSS_SELECTOR, "#invitations tbody tr"))
         until("the phone logged out", lambda: phone.find_element(By.ID, "login-view").is_displayed(), 10)
         result("invitee_after_revoke", phone.find_element(By.ID, "message").text)
-        phone_errors = [entry["message"] for entry in phone.get_log("browser")
-                        if entry["level"] == "SEVERE" and "/api/me" not in entry["message"] and "status of 401" not in entry["message"]]
-        result("phone_console_errors", json.dumps(phone_errors))
+        result("phone_console_errors", json.dumps(severe_errors(phone, "status of 401")))
     finally:
         phone.quit()
 

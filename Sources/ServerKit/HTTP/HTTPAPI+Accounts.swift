@@ -65,17 +65,3 @@ extension HTTPAPI {
         ]
     }
 }
-
-extension Exchange {
-    /// A boolean member of a JSON body (nil when absent), or nil after answering 400: the
-    /// outer optional says whether to go on.
-    func optionalBool(_ body: Fields, _ name: String) -> Bool?? {
-        switch body[name] {
-        case nil: return .some(nil)
-        case .bool(let flag)?: return .some(flag)
-        default:
-            fail(400, ErrorCode.badRequest.rawValue, "\"\(name)\" is true or false")
-            return nil
-        }
-    }
-}

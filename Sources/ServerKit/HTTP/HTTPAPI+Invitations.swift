@@ -87,24 +87,33 @@ extension HTTPAPI {
 extension Exchange {
     /// A number member of a JSON body (nil when absent), or nil after answering 400.
     func optionalNumber(_ body: Fields, _ name: String) -> Double?? {
-        switch body[name] {
-        case nil: return .some(nil)
-        case .integer(let value)?: return .some(Double(value))
-        case .real(let value)?: return .some(value)
-        default:
-            fail(400, ErrorCode.badRequest.rawValue, "\"\(name)\" is a number")
-            return nil
+        optional(body, name, "a number") { value in
+            switch value {
+            case .integer(let number): Double(number)
+            case .real(let number): number
+            default: nil
+            }
         }
     }
 
     /// A string member of a JSON body (nil when absent), or nil after answering 400.
     func optionalString(_ body: Fields, _ name: String) -> String?? {
-        switch body[name] {
-        case nil: return .some(nil)
-        case .string(let text)?: return .some(text)
-        default:
-            fail(400, ErrorCode.badRequest.rawValue, "\"\(name)\" is a string")
+        optional(body, name, "a string") { if case .string(let text) = $0 { text } else { nil } }
+    }
+
+    /// A boolean member of a JSON body (nil when absent), or nil after answering 400.
+    func optionalBool(_ body: Fields, _ name: String) -> Bool?? {
+        optional(body, name, "true or false") { if case .bool(let flag) = $0 { flag } else { nil } }
+    }
+
+    /// A member `read` takes (nil when absent), or nil after answering 400 saying it is `kind`:
+    /// the outer optional says whether to go on.
+    private func optional<T>(_ body: Fields, _ name: String, _ kind: String, _ read: (Value) -> T?) -> T?? {
+        guard let value = body[name] else { return .some(nil) }
+        guard let found = read(value) else {
+            fail(400, ErrorCode.badRequest.rawValue, "\"\(name)\" is \(kind)")
             return nil
         }
+        return .some(found)
     }
 }
