@@ -39,9 +39,8 @@ enum ServeCommand: Subcommand {
                                    Time a connection has to log in (default 10; 0 never).
           --max-collections-per-user N
                                    Collections a non-admin user may own (default 1000; 0 no limit).
-          --invitations-make-accounts
-                                   Let an invitation's link make a new account (a name and a
-                                   password); without it, invitees log in to an account they have.
+          --invitations-make-accounts  Let an invitation's link make a new account (a name and
+                                   a password); without it, invitees log in to an account they have.
           --password-iterations N  PBKDF2 iterations for passwords set over the wire (USER ADD,
                                    PASSWD; default 600000, OWASP 2023; at least 1000).
           --max-bytes-per-user N   Bytes of records the collections one user owns may hold

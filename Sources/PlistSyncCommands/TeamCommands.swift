@@ -27,7 +27,8 @@ enum JoinCommand: Subcommand {
           --existing           Log in to an account you have, even where the link could make one.
           --password-stdin     Read the password from the first line of standard input.
           --install            Write the agent's settings for plistsync-agent@USER.service and
-                               enable it (needs root), instead of mirroring in the foreground.
+                               enable it, instead of mirroring in the foreground (run it as
+                               yourself: what needs root is printed when it cannot be written).
           --insecure           Allow the password to cross the network in plaintext (an http:// link).
           -h, --help           Show this help.
         """
@@ -186,14 +187,16 @@ enum AgentUnit {
             PLISTSYNC_DEVICE=\(device)
 
             """
+        let unit = "plistsync-agent@\(localUser).service"
         do {
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             try settings.write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
-            throw RuntimeError("cannot write \(path) (run with sudo, or without --install to mirror in the foreground): \(error.localizedDescription)")
+            // Joined as the person (the token and pin are theirs); the system's part needs root.
+            Console.out("as root, put these lines in \(path):\n\(settings)then run: sudo systemctl enable --now \(unit)")
+            return
         }
         Console.out("wrote \(path)")
-        let unit = "plistsync-agent@\(localUser).service"
         let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let systemctl, ProcessInfo.processInfo.environment["PLISTSYNC_ETC"] == nil else {
             Console.out("now run: sudo systemctl enable --now \(unit)")

@@ -80,12 +80,14 @@ extension Session {
         }
     }
 
-    /// Logs the change and has every connection it touches judged again (closed when its user
-    /// is gone or its password or token no longer valid).
-    func accountsChanged(_ action: String, _ target: String, by: String, _ detail: String = "") {
-        var fields: KeyValuePairs<String, String> = ["action": action, "user": target, "by": by, "address": address]
-        if !detail.isEmpty { fields = ["action": action, "user": target, "role": detail, "by": by, "address": address] }
-        ServerLog.event("audit", fields)
+    /// Logs the change to `user`'s account and has every connection it touches judged again
+    /// (closed when its user is gone or its password or token no longer valid).
+    private func accountsChanged(_ action: String, _ user: String, by: String, _ role: String? = nil) {
+        if let role {
+            ServerLog.event("audit", ["action": action, "user": user, "role": role, "by": by, "address": address])
+        } else {
+            ServerLog.event("audit", ["action": action, "user": user, "by": by, "address": address])
+        }
         perform(.announce(.accountsChanged))
     }
 

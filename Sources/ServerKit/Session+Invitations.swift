@@ -34,7 +34,9 @@ extension Session {
     func revokeInvitation(_ tag: String, _ collection: String, id: String) throws(ProtocolError) {
         try requireRole(.admin, collection)
         storeOperation(tag, .revokeInvitation(collection: collection, id: id)) { [self] _ in
-            accountsChanged("invitation_revoke", "-", by: user ?? "-", "invitation \(id) to \(collection)")
+            ServerLog.event("audit", ["action": "invitation_revoke", "collection": collection, "invitation": id, "by": user ?? "-", "address": address])
+            // The sessions of the tokens it made are closed by the account check this asks for.
+            perform(.announce(.accountsChanged))
             return .ok(tag: tag, .invitationRevoked)
         }
     }

@@ -3,6 +3,7 @@ desktop and a phone), the invitation's QR code read from a screenshot by an outs
 (zbarimg), a server admin's Users view, and a person changing their own password. What the
 browsers saw is reported as RESULT lines; BrowserTests checks the server's side."""
 import json
+import os
 import subprocess
 import time
 
@@ -47,13 +48,13 @@ def scenario_team_invite(driver, url, line_port, user, password, args):
     read from the QR code's screenshot, opens in a phone-sized browser of its own, which makes
     an account and lands in the collection; alice sees the new member and the use within
     seconds; revoking the invitation logs the phone out."""
-    collection, folder = args
+    collection, folder, plistsync, mirror = args
     log_in(driver, url, user, password)
     open_collection(driver, collection)
     go(driver, "members")
     until("the invitations box", lambda: driver.find_element(By.ID, "invitations-box").is_displayed())
     driver.find_element(By.ID, "invite-uses").clear()
-    driver.find_element(By.ID, "invite-uses").send_keys("2")
+    driver.find_element(By.ID, "invite-uses").send_keys("3")
     driver.find_element(By.ID, "invite-note").send_keys("for carol")
     click(driver, "#invite-form button[type=submit]", "make a link")
     until("the invitation's link", lambda: driver.find_element(By.ID, "invitation-made").is_displayed())
@@ -97,12 +98,26 @@ def scenario_team_invite(driver, url, line_port, user, password, args):
         # The inviter, on the members view all along, sees carol and the use without a reload.
         seen = time.monotonic()
         until("carol among alice's members", lambda: "carol" in driver.find_element(By.ID, "members").text)
-        until("the use counted", lambda: driver.find_element(By.CSS_SELECTOR, "#invitations tbody tr td.uses").text == "1 of 2")
+        until("the use counted", lambda: driver.find_element(By.CSS_SELECTOR, "#invitations tbody tr td.uses").text == "1 of 3")
         result("inviter_saw_seconds", f"{time.monotonic() - seen:.2f}")
         result("inviter_members", driver.find_element(By.CSS_SELECTOR, "#members tbody").text.replace("\n", " | "))
         result("inviter_devices", json.dumps(device_rows(driver)))
         result("invitee_devices", json.dumps(device_rows(phone)))
         phone.save_screenshot(f"{folder}/console-devices-phone-invited.png")
+
+        # The same decoded link, given to `plistsync join` on a computer: a third account, mirroring.
+        joined = subprocess.Popen([plistsync, "join", decoded, "--dir", mirror, "--user", "dave", "--password-stdin", "--device", "desk"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=dict(os.environ, HOME=f"{mirror}/.home"))
+        joined.stdin.write(b"dave-pw\n")
+        joined.stdin.close()
+        try:
+            until("the joined folder", lambda: len([n for n in os.listdir(f"{mirror}/{collection}") if n.endswith(".plist")]) >= 3
+                  if os.path.isdir(f"{mirror}/{collection}") else False, 20)
+            result("join_files", ",".join(sorted(n for n in os.listdir(f"{mirror}/{collection}") if n.endswith(".plist") and "." not in n[:-6])))
+        finally:
+            joined.terminate()
+            joined.wait(10)
 
         # Revoked: the session it produced ends, and the phone asks for a login.
         go(driver, "members")

@@ -28,11 +28,14 @@ extension BrowserTests {
     func testAnInvitationsQRCodeJoinsAPhoneAsANewAccountWhileTheInviterWatches() throws {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: "/usr/bin/zbarimg"), "Deploy/test.sh installs zbar-tools")
         try serveTeam()
-        let results = try browse("team-invite", ["contacts", try screenshotFolder()])
+        let mirror = NSTemporaryDirectory() + "plistsync-joined-" + UUID().uuidString
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: mirror) }
+        let results = try browse("team-invite", ["contacts", try screenshotFolder(), PlistSyncBinary.url.path, mirror])
         let link = try XCTUnwrap(results["link"])
         XCTAssertTrue(link.hasPrefix("http://127.0.0.1:\(server.httpPort)/join#s=psi_") && link.hasSuffix("&p=\(server.port)"), link)
         XCTAssertEqual(results["qr_matches"], "True", "zbarimg read \(results["qr_decoded"] ?? "nothing") from the screenshot")
-        XCTAssertEqual(results["listed"], "0 of 2")
+        XCTAssertEqual(results["listed"], "0 of 3")
+        XCTAssertEqual(results["join_files"], "Ada.plist,Grace.plist,Linus.plist", "plistsync join, given the link zbarimg read, mirrored the collection")
         XCTAssertTrue(results["summary"]?.hasPrefix("alice invites you to contacts, with write access (until ") ?? false, results["summary"] ?? "")
         XCTAssertEqual(results["note"], "for carol")
         XCTAssertEqual(results["new_account_offered"], "True")
@@ -54,6 +57,7 @@ extension BrowserTests {
         try line.send("m MEMBERS contacts")
         XCTAssertEqual(try line.readLine(), "* MEMBER alice admin")
         XCTAssertEqual(try line.readLine(), "* MEMBER carol write")
+        XCTAssertEqual(try line.readLine(), "* MEMBER dave write")
         XCTAssertTrue(server.log().contains("action=invitation_revoke"), server.log())
         XCTAssertTrue(server.log().contains("action=redeem collection=contacts role=write"), server.log())
     }

@@ -198,4 +198,26 @@ final class JoinTests: XCTestCase {
         XCTAssertEqual(try whoami(["--password-file", home + "/new"]), 0)
         XCTAssertTrue(server.log().contains("action=passwd user=bob by=bob"), server.log())
     }
+
+    /// `--install`: the settings plistsync-agent@USER.service reads, written beside the unit's
+    /// other instances (PLISTSYNC_ETC stands in for /etc/plistsync, and then systemctl is left to the person).
+    func testInstallWritesTheAgentUnitsSettings() throws {
+        try seed("team", count: 1)
+        let link = try invitationLink(to: "team", role: "read")
+        let etc = scratch + "/etc"
+        let installed = try PlistSyncBinary.run(["join", link, "--dir", scratch + "/Sync", "--user", "erin", "--password-stdin", "--device", "desk", "--install"],
+                                                input: "erin-pw\n", environment: ["HOME": scratch + "/home", "PLISTSYNC_ETC": etc, "USER": "erin"])
+        XCTAssertEqual(installed.0, 0, installed.2)
+        XCTAssertTrue(installed.1.contains("now run: sudo systemctl enable --now plistsync-agent@erin.service"), installed.1)
+        let settings = try String(contentsOfFile: etc + "/agent-erin.conf", encoding: .utf8)
+        for line in ["PLISTSYNC_SERVER=127.0.0.1:\(server.port)", "PLISTSYNC_USER=erin", "PLISTSYNC_DIR=\(scratch!)/Sync", "PLISTSYNC_DEVICE=desk",
+                     "PLISTSYNC_TOKEN_FILE=\(scratch!)/home/.config/plistsync/erin@127.0.0.1_\(server.port).token"] {
+            XCTAssertTrue(settings.contains(line + "\n"), "\(line) in\n\(settings)")
+        }
+        // The unit's agent, as systemd would start it (Deploy/plistsync-agent@.service), mirrors with that token and pin.
+        let unit = try String(contentsOfFile: TranscriptTests.folder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Deploy/plistsync-agent@.service").path, encoding: .utf8)
+        for variable in ["PLISTSYNC_SERVER", "PLISTSYNC_USER", "PLISTSYNC_TOKEN_FILE", "PLISTSYNC_DIR", "PLISTSYNC_DEVICE"] {
+            XCTAssertTrue(unit.contains("${\(variable)}"), "the unit reads \(variable)")
+        }
+    }
 }

@@ -35,7 +35,7 @@ final class CommandLineTests: XCTestCase {
     func testEverySubcommandsHelpListsItsOptionsOneLineEach() throws {
         let subcommands = ["serve", "user", "agent", "login", "logout", "devices", "revoke", "status", "attach", "import", "export",
                            "conflicts", "resolve", "versions", "deletes", "backup", "ls", "get", "put", "rm", "mv", "watch",
-                           "create", "grant", "bench"]
+                           "create", "grant", "bench", "invite", "join", "passwd"]
         for name in subcommands {
             let (code, help, error) = PlistSyncCommand.run([name, "--help"])
             XCTAssertEqual(code, 0, "\(name): \(error)")

@@ -18,7 +18,8 @@ final class HTTPAPITableTests: XCTestCase {
         let routes = HTTPAPI().routes
         let keys = routes.map { $0.method + " /" + $0.pattern.joined(separator: "/") }
         XCTAssertEqual(Set(keys).count, keys.count, "\(keys)")
-        XCTAssertEqual(routes.filter { !$0.needsLogin }.map(\.pattern), [["login"]], "only login is open")
+        // Logging in, and an invitation's secret: what it invites to, and redeeming it (a login too).
+        XCTAssertEqual(routes.filter { !$0.needsLogin }.map(\.pattern), [["login"], ["invitation"], ["join"]], "only logins are open")
     }
 
     func testEveryLineErrorCodeHasAClientOrServerErrorStatus() {

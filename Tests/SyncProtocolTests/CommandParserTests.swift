@@ -52,7 +52,8 @@ final class CommandParserTests: XCTestCase {
             "HELLO": "HELLO 1", "AUTH": "AUTH alice pw", "TOKEN": "TOKEN LIST", "CREATE": "CREATE c", "DROP": "DROP c", "RENAME": "RENAME c d",
             "COLLECTIONS": "COLLECTIONS", "MEMBERS": "MEMBERS c", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
             "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
-            "WHOAMI": "WHOAMI", "VERSIONS": "VERSIONS c x",
+            "WHOAMI": "WHOAMI", "VERSIONS": "VERSIONS c x", "USER": "USER LIST", "PASSWD": "PASSWD old new", "INVITE": "INVITE LIST c",
+            "REDEEM": "REDEEM psi_\(String(repeating: "0", count: 64))",
         ]
         XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
         for (verb, text) in samples {
