@@ -63,7 +63,8 @@ extension Session {
         commitReadyAdministration()
     }
 
-    private func commitReadyAdministration() {
+    /// Hands the committer the changes at the head of the line that are ready, in order.
+    func commitReadyAdministration() {
         for (operation, answer) in administration.takeReady() {
             commit(operation, then: answer)
         }

@@ -70,18 +70,18 @@ extension Session {
             switch account {
             case .new(let name, let password)?:
                 let ticket = administration.add(waitingForHash: { [self] hash in
-                    redemption(secret, of: invitation, for: name, newPasswordHash: hash, token: token)
+                    redemption(of: invitation, for: name, newPasswordHash: hash, token: token)
                 }, answer: { [self] result in redeemed(tag, invitation, StoredUser(name: name, passwordHash: "", isAdmin: false), result) })
                 perform(.hashPassword(password, ticket: ticket))
             case .existing(let name, let password)?:
                 verifyPassword(name, password) { [self] result in
                     switch result {
                     case .failure(let refusal): finishAsync(.error(tag: tag, Self.loginError(refusal)))
-                    case .success(let found): commitRedemption(tag, secret, invitation, for: found, token: token)
+                    case .success(let found): commitRedemption(tag, invitation, for: found, token: token)
                     }
                 }
             case nil:
-                commitRedemption(tag, secret, invitation, for: StoredUser(name: user!, passwordHash: passwordHash ?? "", isAdmin: isAdmin), token: token)
+                commitRedemption(tag, invitation, for: StoredUser(name: user!, passwordHash: passwordHash ?? "", isAdmin: isAdmin), token: token)
             }
         }
     }
@@ -110,15 +110,15 @@ extension Session {
         then(result)
     }
 
-    private func commitRedemption(_ tag: String, _ secret: String, _ invitation: Invitation, for account: StoredUser, token: InvitationToken) {
-        administration.add(redemption(secret, of: invitation, for: account.name, newPasswordHash: nil, token: token)) { [self] result in
+    private func commitRedemption(_ tag: String, _ invitation: Invitation, for account: StoredUser, token: InvitationToken) {
+        administration.add(redemption(of: invitation, for: account.name, newPasswordHash: nil, token: token)) { [self] result in
             redeemed(tag, invitation, account, result)
         }
-        for (operation, answer) in administration.takeReady() { commit(operation, then: answer) }
+        commitReadyAdministration()
     }
 
     /// The store operation of a redemption; the token it makes is kept for the reply.
-    private func redemption(_ secret: String, of invitation: Invitation, for name: String, newPasswordHash: String?, token: InvitationToken) -> StoreOperation {
+    private func redemption(of invitation: Invitation, for name: String, newPasswordHash: String?, token: InvitationToken) -> StoreOperation {
         var made = token
         let plain = Crypto.newToken()
         made.hash = Crypto.sha256Hex(plain)
