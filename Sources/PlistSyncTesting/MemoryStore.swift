@@ -265,6 +265,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             for (collection, byID) in contents.versions {
                 for (id, kept) in byID { contents.versions[collection]?[id] = kept.filter { $0.replacedAt >= cutoff } }
             }
+            contents.invitations = contents.invitations.filter { $0.value.expiresAt >= cutoff && ($0.value.uses < $0.value.usesAllowed || $0.value.createdAt >= cutoff) }
             return .done
         }
     }

@@ -277,6 +277,7 @@ final class PostgresWriter {
                 """, [String(cutoff)])
             try connection.query("DELETE FROM change_log WHERE committed_at < $1", [String(timestamp - PostgresServerStore.changeLogSeconds)])
             try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(cutoff)])
+            try connection.query("DELETE FROM invitations WHERE expires_at < $1 OR (uses >= uses_allowed AND created_at < $1)", [String(cutoff)])
             return .done
         case .put, .delete, .move:
             preconditionFailure("record operations are applied by apply(_:timestamp:)")

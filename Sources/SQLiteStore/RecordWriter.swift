@@ -188,6 +188,7 @@ public final class RecordWriter: @unchecked Sendable {
                 try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
             }
             try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(cutoff))
+            try db.execute("DELETE FROM invitations WHERE expires_at < ? OR (uses >= uses_allowed AND created_at < ?)", .integer(cutoff), .integer(cutoff))
             return .done
         }
     }

@@ -20,6 +20,8 @@ public enum StoreOperation: Sendable {
     case revokeToken(hash: String, user: String?)
     /// Notes a token's login time (seconds since 1970).
     case touchToken(hash: String, at: Int64)
+    /// Deletes tombstones and kept versions older than the cutoff, and invitations that closed
+    /// before it (expired then, or used up and made before it).
     case purgeTombstones(updatedBefore: Int64)
     /// Account changes made through a server (USER, PASSWD); each raises the accounts epoch in
     /// its transaction, as the `plistsync user` commands do, so every node re-reads accounts.

@@ -72,6 +72,18 @@ extension StoreConformanceTests {
             XCTAssertEqual(try store.invitation(hash: second.hash)?.collection, "d")
             XCTAssertEqual(try store.commit([.dropCollection(name: "d")]), [.done])
             XCTAssertNil(try store.invitation(hash: second.hash))
+            // Closed invitations go with the tombstones' purge; an open one stays.
+            let used = Invitation(hash: String(repeating: "ef", count: 32), collection: "c2", role: .read, madeBy: "alice", note: nil,
+                                  createdAt: 1_000, expiresAt: 9_000, usesAllowed: 1, uses: 0)
+            let open = Invitation(hash: String(repeating: "12", count: 32), collection: "c2", role: .read, madeBy: "alice", note: nil,
+                                  createdAt: 1_000, expiresAt: 9_000, usesAllowed: 5, uses: 0)
+            let expired = Invitation(hash: String(repeating: "34", count: 32), collection: "c2", role: .read, madeBy: "alice", note: nil,
+                                     createdAt: 1_000, expiresAt: 1_500, usesAllowed: 5, uses: 0)
+            XCTAssertEqual(try store.commit([.createCollection(name: "c2", owner: "alice"), .createInvitation(used), .createInvitation(open), .createInvitation(expired),
+                                             .redeemInvitation(hash: used.hash, user: "bob", newPasswordHash: nil, token: token("t5"), at: 1_200)]),
+                           [.done, .done, .done, .done, .done])
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 2_000)]), [.done])
+            XCTAssertEqual(Set(try store.invitations(of: "c2").map(\.hash)), [open.hash], "the used-up and the expired one are purged")
         }
     }
 }
