@@ -19,9 +19,16 @@ function show(view) {
   if (view === 'conflicts') showConflicts(collection);
   if (view === 'members') {
     showMembers(collection);
-    showInvitations(collection);
-    // The inviter sees an invitation used, and its new member, within seconds.
-    refreshTimer = setInterval(() => { showInvitations(collection); showMembers(collection); }, 2000);
+    // The inviter sees an invitation used, and its new member, within seconds (the members'
+    // role pickers are drawn again only then, never under an open one for nothing).
+    let seen = null;
+    const refresh = async () => {
+      const state = await showInvitations(collection);
+      if (seen !== null && state !== seen) showMembers(collection);
+      seen = state;
+    };
+    refresh();
+    refreshTimer = setInterval(refresh, 2000);
   }
   if (view === 'devices') showDevices(loggedOut);
   if (view === 'users') showUsers();

@@ -69,12 +69,18 @@ export async function changePassword(old, fresh, again) {
 }
 
 // The collection's open invitations; hidden for someone who may not see them (not its admin).
+// The table is drawn again only when it changed (so a button is not replaced under a click);
+// resolves to a text that changes whenever an invitation is used, made or revoked.
+let drawn = '';
 export async function showInvitations(collection) {
   const box = $('#invitations-box');
-  if (!collection) { box.hidden = true; return; }
+  if (!collection) { box.hidden = true; return ''; }
   try {
     const { invitations } = await call('GET', path('collections', collection, 'invitations'));
     box.hidden = false;
+    const state = collection + JSON.stringify(invitations);
+    if (state === drawn) return state;
+    drawn = state;
     $('#invitations tbody').replaceChildren(...invitations.map((invitation) => {
       const tr = element('tr', undefined, { 'data-invitation': invitation.id });
       const actions = element('td', undefined, { class: 'actions' });
@@ -89,9 +95,12 @@ export async function showInvitations(collection) {
         element('td', when(invitation.expires)), element('td', invitation.note), element('td', invitation.made_by), actions);
       return tr;
     }));
+    return state;
   } catch (error) {
     box.hidden = true;
+    drawn = '';
     if (error.status !== 403) say(error.message, true);
+    return '';
   }
 }
 

@@ -39,8 +39,6 @@ extension HTTPAPI {
             },
             Route(method: "POST", pattern: ["invitation"], needsLogin: false) { exchange, _ in
                 guard let body = exchange.jsonBody(), let secret = exchange.requiredString(body, "secret") else { return }
-                var bridge = exchange.bridge
-                if bridge.isLoggedIn { bridge = exchange.connection.freshSession() }
                 exchange.run(.invitePeek(secret: secret)) { reply, _ in
                     guard case .invitation(let summary) = reply else { return exchange.respond(APIResponse.unexpected) }
                     exchange.respond(APIResponse.object(200, [
