@@ -160,14 +160,7 @@ enum PasswdCommand: Subcommand {
             new = try JoinCommand.readPassword(prompt: "New password: ", fromStdin: false)
             guard Terminal.readSecret(prompt: "Again: ") == new else { throw RuntimeError("the new passwords differ; nothing was changed") }
         }
-        var refusal: String?
-        try client.client.run([.passwd(old: old, new: new)], onReply: { line, event in
-            if case .ok = event {} else { refusal = line }
-            return true
-        })
-        if let refusal {
-            throw RuntimeError("the password was not changed: \(refusal.split(separator: " ", maxSplits: 1).last.map(String.init) ?? refusal)")
-        }
+        try client.request(.passwd(old: old, new: new), refusedAs: "the password was not changed: ")
         Console.out("changed the password of \(client.user); your other devices are logged out")
     }
 }
@@ -241,7 +234,7 @@ enum InviteCommand: Subcommand {
         let client = try ClientOptions(options)
         if options.flag("list") {
             var lines: [String] = []
-            try run(client, .inviteList(collection: collection), onUntagged: { line in
+            try client.request(.inviteList(collection: collection), onUntagged: { line in
                 guard line.hasPrefix("* INVITE ") else { return }
                 lines.append(String(line.dropFirst(9)))
             })
@@ -250,7 +243,7 @@ enum InviteCommand: Subcommand {
             return
         }
         if let id = options.value("revoke") {
-            try run(client, .inviteRevoke(collection: collection, id: id))
+            try client.request(.inviteRevoke(collection: collection, id: id))
             return Console.out("revoked invitation \(id); the sessions it made are closed")
         }
         guard let role = Role(name: options.value("role") ?? "write") else { throw UsageError("--role is read, write or admin") }
@@ -258,7 +251,7 @@ enum InviteCommand: Subcommand {
         let days = try options.integer("expires-days", default: 7, range: 1...365)
         var httpPort: Int?
         var made: (secret: String, expiresAt: Int64)?
-        try run(client, .inviteNew(collection: collection, role: role, expiresInSeconds: Int64(days) * 86_400, uses: uses, note: options.value("note")),
+        try client.request(.inviteNew(collection: collection, role: role, expiresInSeconds: Int64(days) * 86_400, uses: uses, note: options.value("note")),
                 onHello: { event in
                     if case .ok(_, _, let payload?) = event, case .integer(let port)? = payload["http_port"] { httpPort = Int(port) }
                 }, onReply: { event in
@@ -275,15 +268,18 @@ enum InviteCommand: Subcommand {
                                         fingerprint: pinned.flatMap(Fingerprint.normalized)))
         Console.error("\(role.name) access to \(collection), \(uses == 1 ? "once" : "\(uses) times"), until \(ServerNotice.time(made.expiresAt)); the link is shown this once\n")
     }
+}
 
-    /// Runs one request; a refusal is the command's error.
-    private static func run(_ client: ClientOptions, _ command: Command, onHello: @escaping (ServerEvent) -> Void = { _ in },
-                            onUntagged: @escaping (String) -> Void = { _ in }, onReply: @escaping (ServerEvent) -> Void = { _ in }) throws {
+extension ClientOptions {
+    /// Runs one request after login; a refusal is the command's error (`CODE message`, after
+    /// `refusedAs`).
+    func request(_ command: Command, refusedAs prefix: String = "", onHello: @escaping (ServerEvent) -> Void = { _ in },
+                 onUntagged: @escaping (String) -> Void = { _ in }, onReply: @escaping (ServerEvent) -> Void = { _ in }) throws {
         var refusal: String?
-        try client.client.run([command], onHello: onHello, onUntagged: onUntagged, onReply: { line, event in
+        try client.run([command], onHello: onHello, onUntagged: onUntagged, onReply: { line, event in
             if case .ok = event { onReply(event) } else { refusal = String(line.split(separator: " ", maxSplits: 2).last ?? "") }
             return true
         })
-        if let refusal { throw RuntimeError(refusal) }
+        if let refusal { throw RuntimeError(prefix + refusal) }
     }
 }

@@ -210,8 +210,9 @@ final class PostgresWriter {
         case .redeemInvitation(let hash, let user, let newPasswordHash, let token, let at):
             let rows = try connection.query("SELECT collection, role, expires_at, uses_allowed, uses FROM invitations WHERE hash = $1 FOR UPDATE", [hash])
             guard rows.count == 1, let collection = rows[0, 0] else { return .refused(ProtocolError(.authFailed, "no such invitation")) }
-            if at >= rows.integer(0, 2) { return .refused(ProtocolError(.expired, "this invitation has expired; ask for a new one")) }
-            if rows.integer(0, 4) >= rows.integer(0, 3) { return .refused(ProtocolError(.expired, "this invitation has been used; ask for a new one")) }
+            if let closed = Invitation.closedReason(expiresAt: rows.integer(0, 2), uses: rows.integer(0, 4), usesAllowed: rows.integer(0, 3), at: at) {
+                return .refused(closed)
+            }
             guard try connection.query("SELECT 1 FROM collections WHERE name = $1", [collection]).count == 1 else {
                 return .refused(ProtocolError(.notFound, "no collection \(collection)"))
             }

@@ -126,8 +126,7 @@ public final class RecordWriter: @unchecked Sendable {
                 (collection: row.text(0) ?? "", role: row.integer(1), expiresAt: row.integer(2), allowed: row.integer(3), uses: row.integer(4))
             }
             guard let found else { return .refused(ProtocolError(.authFailed, "no such invitation")) }
-            if at >= found.expiresAt { return .refused(ProtocolError(.expired, "this invitation has expired; ask for a new one")) }
-            if found.uses >= found.allowed { return .refused(ProtocolError(.expired, "this invitation has been used; ask for a new one")) }
+            if let closed = Invitation.closedReason(expiresAt: found.expiresAt, uses: found.uses, usesAllowed: found.allowed, at: at) { return .refused(closed) }
             let collectionExists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(found.collection)) { _ in true } ?? false
             guard collectionExists else { return .refused(ProtocolError(.notFound, "no collection \(found.collection)")) }
             if let newPasswordHash {

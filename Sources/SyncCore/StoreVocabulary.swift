@@ -75,6 +75,11 @@ public struct Invitation: Sendable, Equatable {
 
     /// Why it can no longer be redeemed at `now`, or nil while it can.
     public func closedReason(at now: Int64) -> ProtocolError? {
+        Self.closedReason(expiresAt: expiresAt, uses: Int64(uses), usesAllowed: Int64(usesAllowed), at: now)
+    }
+
+    /// The same, from a store's row.
+    public static func closedReason(expiresAt: Int64, uses: Int64, usesAllowed: Int64, at now: Int64) -> ProtocolError? {
         if now >= expiresAt { return ProtocolError(.expired, "this invitation has expired; ask for a new one") }
         if uses >= usesAllowed { return ProtocolError(.expired, "this invitation has been used; ask for a new one") }
         return nil
@@ -177,7 +182,7 @@ public struct TokenInfo: Sendable, Equatable {
 
     /// Whether `text` has the shape of a token id.
     public static func isID(_ text: String) -> Bool {
-        text.utf8.count == idLength && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        Names.isLowercaseHex(text, length: idLength)
     }
 }
 

@@ -99,8 +99,7 @@ public enum InvitationSecret {
     public static let prefix = "psi_"
 
     public static func isWellFormed(_ text: String) -> Bool {
-        text.hasPrefix(prefix) && text.utf8.count == prefix.utf8.count + 64
-            && text.utf8.dropFirst(prefix.utf8.count).allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        text.hasPrefix(prefix) && Names.isLowercaseHex(text.dropFirst(prefix.count), length: 64)
     }
 }
 
@@ -228,7 +227,7 @@ public enum CommandParser {
             switch (args[0].uppercased(), args.count) {
             case ("LIST", 2): return .inviteList(collection: try collection(args[1]))
             case ("REVOKE", 3):
-                guard isShortID(args[2]) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
+                guard Names.isLowercaseHex(args[2], length: 12) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
                 return .inviteRevoke(collection: try collection(args[1]), id: args[2])
             case ("PEEK", 2): return .invitePeek(secret: try invitationSecret(args[1]))
             case ("NEW", 3...):
@@ -327,7 +326,7 @@ public enum CommandParser {
             _ = try collection(name)
         case .inviteRevoke(let name, let id):
             _ = try collection(name)
-            guard isShortID(id) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
+            guard Names.isLowercaseHex(id, length: 12) else { throw ProtocolError(.badRequest, "an invitation id is 12 hex digits (INVITE LIST shows them)") }
         case .invitePeek(let secret):
             _ = try invitationSecret(secret)
         case .redeem(let secret, let account, _, _):
@@ -404,11 +403,6 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "a note is at most \(maxInvitationNoteBytes) bytes, without control characters")
         }
         return text
-    }
-
-    /// 12 lowercase hex digits: a token's or an invitation's id.
-    private static func isShortID(_ text: String) -> Bool {
-        text.utf8.count == 12 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// A trailing `SESSION` word (any case): the token ends with the browser session.

@@ -74,7 +74,7 @@ public struct InvitationLink: Equatable, Sendable {
             throw Unreadable(description: "the link does not say the server's sync port (p=…)")
         }
         if let fingerprint = values["f"] {
-            guard fingerprint.utf8.count == 64, fingerprint.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            guard Names.isLowercaseHex(fingerprint, length: 64) else {
                 throw Unreadable(description: "the link's certificate fingerprint (f=…) is not 64 hex digits")
             }
             self.fingerprint = fingerprint

@@ -1,5 +1,11 @@
 /// Rules for the names users choose: collections, record ids and user names (DESIGN.md §2).
 public enum Names {
+    /// Whether `text` is exactly `length` lowercase hex digits (token and invitation ids,
+    /// secrets, fingerprints).
+    public static func isLowercaseHex<Text: StringProtocol>(_ text: Text, length: Int) -> Bool {
+        text.utf8.count == length && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     /// `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`: safe as a folder name on every platform.
     public static func isValidCollection(_ name: String) -> Bool {
         let bytes = name.utf8
