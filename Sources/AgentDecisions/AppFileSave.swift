@@ -28,8 +28,8 @@ public struct AppFileSave: Equatable, Sendable {
     /// Rows the app deleted.
     public var removes: [RecordID] = []
     /// Rows of `removes` that changed elsewhere since the app's last save (or with no save of
-    /// the app remembered): the app may not have seen what it deleted, so the record is kept,
-    /// as a file a remote change replaces is.
+    /// the app remembered): the app may not have seen what it deleted, so the record is kept as
+    /// a conflict copy.
     public var keepRemoved: Set<RecordID> = []
     /// The shadow's new order, when the save moved rows or added some.
     public var order: [RecordID]?
@@ -38,8 +38,8 @@ public struct AppFileSave: Equatable, Sendable {
     public var missed = false
 
     /// One shadow record to write. `keepReplaced`: the app changed a field that changed
-    /// elsewhere since its own last save (it may have saved over a value it never saw), so the
-    /// record it replaces is kept, as a file a remote change replaces is.
+    /// elsewhere since its own last save, or since the file last showed it (it may have saved
+    /// over a value it never saw), so the record it replaces is kept as a conflict copy.
     public struct Write: Equatable, Sendable {
         public var id: RecordID
         public var fields: Fields
@@ -60,7 +60,15 @@ public struct AppFileSave: Equatable, Sendable {
                             shadow: [RecordID: Fields], shadowOrder: [RecordID]? = nil) -> AppFileSave {
         var result = AppFileSave()
         let latest = versions.last?.records
-        let lastSave = versions.last(where: \.byApp)?.records
+        /// Whether the file showed another value than its newest since the app's own last save
+        /// (with none remembered, in any version remembered): a save may come from a load made
+        /// before the newest. (A file the app only ever loaded as the agent first wrote it has
+        /// nothing it could have missed: its first edit makes no copy.)
+        func changedSinceLastSave<T: Equatable>(_ value: (AppFileVersion) -> T) -> Bool {
+            guard let newest = versions.last.map(value) else { return false }
+            let since = versions.lastIndex(where: \.byApp) ?? 0
+            return versions[since...].contains { value($0) != newest }
+        }
         /// Whether `value(version)` going back to `wanted` undoes a change the app never saw:
         /// the newest value appeared in a version the agent wrote, the app has not saved it
         /// since, and `wanted` is a value the file held before it, since the app's own last
@@ -94,9 +102,14 @@ public struct AppFileSave: Equatable, Sendable {
                 let keys = changed.filter { key in !undoesUnseen({ $0.records[id]?[key] }, savedFields[key]) }
                 if keys.count < changed.count { result.missed = true }
                 guard !keys.isEmpty else { continue }
+                let current = updated
                 for key in keys { updated[key] = savedFields[key] }
                 fields = updated
-                keepReplaced = keys.contains { lastSave?[id]?[$0] != before[$0] }
+                // A value the save replaces that the app may not have shown: it changed since
+                // the app's own last save, or reached the shadow after the file last showed it.
+                keepReplaced = keys.contains { key in
+                    current[key] != savedFields[key] && (current[key] != before[key] || changedSinceLastSave { $0.records[id]?[key] })
+                }
             }
             guard fields != shadow[id] else { continue }
             result.writes.append(Write(id: id, fields: fields, keepReplaced: keepReplaced))
@@ -113,7 +126,9 @@ public struct AppFileSave: Equatable, Sendable {
                 continue
             }
             result.removes.append(id)
-            if lastSave.map({ $0[id] != latest?[id] }) ?? true { result.keepRemoved.insert(id) }
+            // With no save of the app remembered (a crash can cost the newest history), the row
+            // may have come after its load: kept.
+            if !versions.contains(where: \.byApp) || changedSinceLastSave({ $0.records[id] }) { result.keepRemoved.insert(id) }
         }
         // Reordered by the app: only when its order of the rows it saw differs from the newest,
         // and does not just go back to the order before a version the agent wrote (a save from

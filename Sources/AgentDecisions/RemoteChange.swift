@@ -38,8 +38,11 @@ public enum RemoteChange: Equatable, Sendable {
         /// Deleted on both sides: nothing to do.
         case bothDeleted
         /// Edited on both sides: three-way merge of the file with the server's fields against
-        /// the synced state (the file is kept first).
-        case merge(local: [UInt8], remote: Fields)
+        /// the synced state (the file is kept first). `baseKnown` false: the two have no known
+        /// common state (a store restored from an older backup holds a state another mirror
+        /// made since, and this file may hold one the store lost), so every field in which
+        /// they differ is a conflict.
+        case merge(local: [UInt8], remote: Fields, baseKnown: Bool = true)
         /// Deleted here, edited there: the edit wins and the record comes back.
         case restore(Fields)
         /// Edited here, deleted there: the edit wins and goes up again.
@@ -129,9 +132,13 @@ public enum RemoteChange: Equatable, Sendable {
         }
         let format: PlistFile.Format = context.isShadow ? .binary : synced?.format ?? local.flatMap { try? PlistFile.decode($0).1 } ?? .xml
         var next = SyncedRecord(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON, fileHash: nil, format: format)
+        // A state another mirror brought to the restored store, before this one brought its
+        // own: the file may hold what this mirror synced after the backup, which the store
+        // lost. It is no newer state of the file: merged as an edit, with no common base.
+        let noCommonBase = context.rebasing && !fromBackup && !context.fromConflict && synced?.isLive == true && local != nil
         let action: Action
         switch (local, remote.fields) {
-        case (_, let fields?) where !locallyChanged:
+        case (_, let fields?) where !locallyChanged && !noCommonBase:
             action = .take(fields, keepFile: local != nil)
         case (nil, nil):
             action = .bothDeleted
@@ -142,6 +149,9 @@ public enum RemoteChange: Equatable, Sendable {
             action = .keepEdit
         case (_?, nil) where !locallyChanged:
             action = .remove
+        case (let bytes?, let fields?) where noCommonBase:
+            action = .merge(local: bytes, remote: fields, baseKnown: false)
+            next.fileHash = SyncedRecord.compareFields
         case (let bytes?, let fields?):
             action = .merge(local: bytes, remote: fields)
             next.fileHash = SyncedRecord.compareFields

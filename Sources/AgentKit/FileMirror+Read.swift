@@ -56,21 +56,21 @@ extension FileMirror {
                 // This file system takes the row's name for another row's shadow file (ids that
                 // differ only in normalisation or case): kept as a conflict copy, which reaches
                 // every mirror, instead of being written over the other row.
-                do {
-                    let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(write.fields), as: .binary), collection, write.id, device: device)
-                    log("\(file.name): the row \(write.id) cannot be kept beside \(other) on this file system; kept as \(copy)")
-                    status.noteConflict(copy)
-                    if let copyID = MirrorFolder.conflictCopyID(forFileName: (copy as NSString).lastPathComponent) {
-                        shadowChanged(Names.conflictsCollection(of: collection), copyID)
-                    }
+                if keepAsConflictCopy(write.fields, collection, write.id, because: "\(file.name): the row \(write.id) cannot be kept beside \(other) on this file system") {
                     keptAsCopies.insert(write.id)
-                } catch {
-                    log("cannot write a conflict copy of \(collection)/\(write.id): \(error)")
+                } else {
                     unwritten = true
                 }
                 continue
             }
-            if write.keepReplaced { mirror.keepVersion(collection, write.id) }
+            // The save may have replaced a value its app never showed: what it replaces stays
+            // in sight as a conflict copy.
+            if write.keepReplaced, let replaced = shadow[write.id],
+               !keepAsConflictCopy(replaced, collection, write.id, because: "\(file.name): a save changed \(write.id), which changed elsewhere since the app last saved")
+            {
+                unwritten = true
+                continue
+            }
             do {
                 try mirror.writeAtomically(PlistFile.encode(.dictionary(write.fields), as: .binary), to: recordPath)
             } catch {
@@ -81,7 +81,12 @@ extension FileMirror {
             shadowChanged(collection, write.id)
         }
         for id in save.removes where mirror.clashingName(collection, id) == nil {
-            if save.keepRemoved.contains(id) { mirror.keepVersion(collection, id) }
+            if save.keepRemoved.contains(id), let removed = shadow[id],
+               !keepAsConflictCopy(removed, collection, id, because: "\(file.name): a save deleted \(id), which changed elsewhere since the app last saved")
+            {
+                unwritten = true
+                continue
+            }
             mirror.remove(mirror.recordPath(collection, id))
             shadowChanged(collection, id)
         }
@@ -127,5 +132,23 @@ extension FileMirror {
         var spellings: [String: Int] = [:]
         for id in Set(ids).union(shadow) { spellings[id.string.lowercased(), default: 0] += 1 }
         return Set(ids.filter { spellings[$0.string.lowercased(), default: 0] > 1 && mirror.clashingName(collection, $0) != nil })
+    }
+
+    /// Writes `fields` as a conflict copy of `collection`/`id` (it reaches every mirror and the
+    /// server), saying `why` in the log; false when it cannot be written (the save is read again
+    /// later).
+    private func keepAsConflictCopy(_ fields: Fields, _ collection: String, _ id: RecordID, because why: String) -> Bool {
+        do {
+            let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(fields), as: .binary), collection, id, device: device)
+            log("\(why); kept as \(copy)")
+            status.noteConflict(copy)
+            if let copyID = MirrorFolder.conflictCopyID(forFileName: (copy as NSString).lastPathComponent) {
+                shadowChanged(Names.conflictsCollection(of: collection), copyID)
+            }
+            return true
+        } catch {
+            log("cannot write a conflict copy of \(collection)/\(id): \(error)")
+            return false
+        }
     }
 }

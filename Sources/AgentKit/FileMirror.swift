@@ -35,6 +35,8 @@ final class FileMirror {
     /// those written again soon (a full disk).
     private var readRetries: Set<String> = []
     private var rebuildRetries: Set<String> = []
+    /// App files whose rebuild waits for the shadow's order file to place every row.
+    private var awaitingOrder: Set<String> = []
     let clock: any AgentClock
     /// This machine's name in the conflict copies it makes.
     let device: String
@@ -119,12 +121,26 @@ final class FileMirror {
     static let rebuildDelayMilliseconds: UInt64 = 0
 
     /// Writes the app file from the shadow: records in the order file's order (then any others).
-    func rebuild(_ file: AttachedFile) {
+    /// Rows the order file does not place yet (their positions came in a batch whose order file
+    /// is still to be written) wait for it up to `readRetryMilliseconds`: written by id
+    /// meanwhile, they would show the app an order the list never had, and a drag back to it
+    /// would read as a save from a load made before the real order (issue 46, item 4a).
+    func rebuild(_ file: AttachedFile, waitingForOrder: Bool = true) {
         let collection = file.collection
         let records = shadowRecords(collection)
         let ids = Set(records.keys)
         guard !ids.isEmpty || history.knownHash(collection) != nil else { return }
         var order = shadowOrder(collection).filter(ids.contains)
+        if waitingForOrder, order.count < ids.count {
+            if awaitingOrder.insert(collection).inserted {
+                clock.after(Self.readRetryMilliseconds) { [self] in
+                    guard awaitingOrder.remove(collection) != nil else { return }
+                    rebuild(file, waitingForOrder: false)
+                }
+            }
+            return
+        }
+        awaitingOrder.remove(collection)
         var seen = Set(order)
         order += ids.filter { seen.insert($0).inserted }.sorted()
         // The file as last read or written holds exactly this: nothing to encode or write.

@@ -18,9 +18,21 @@ extension SyncEngine {
         status.clearProblem(for: "\(baseCollection(collection))/")
         status.rechecked(collection)
         let ids = Set(mirror.recordIDs(in: collection)).union(state.records[collection]?.keys ?? [:].keys)
-        for id in ids.sorted() where !written.contains(id) && !fileEventPending(RecordKey(collection: collection, id: id)) {
+        for id in inOrderFileOrder(collection, ids) where !written.contains(id) && !fileEventPending(RecordKey(collection: collection, id: id)) {
             reconcile(collection, id)
         }
+    }
+
+    /// `ids` in the order the collection's order file lists them, then the rest by id: new
+    /// records go up in the order they are placed (the server puts each after the last), so a
+    /// collection made from a folder or an app's file needs no moves to take its order, and no
+    /// mirror ever writes the order they would pass through (issue 46: an app that dragged a
+    /// row back to it lost the drag, read as a save from a load made before them).
+    private func inOrderFileOrder(_ collection: String, _ ids: Set<RecordID>) -> [RecordID] {
+        guard case .ids(_, let listed) = readOrderFile(collection) else { return ids.sorted() }
+        var seen: Set<RecordID> = []
+        let ordered = listed.filter { ids.contains($0) && seen.insert($0).inserted }
+        return ordered + ids.subtracting(seen).sorted()
     }
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).

@@ -125,21 +125,36 @@ extension SyncEngine {
         guard !nothingToMove else { return .rewrite }
         for (id, placement) in moves {
             guard let entry = state.entry(collection, id) else { continue }
-            order.moveSent(collection)
-            link.send(.move(collection: collection, id: id.string, baseRev: entry.rev, placement: placement)) { [self] event in
-                order.moveAnswered(collection)
-                if case .ok(_, .written(_, _, _, let rev, _), _) = event, var moved = state.entry(collection, id) {
-                    moved.rev = rev
-                    saveState { try state.set(moved, collection, id) }
-                } else if case .error(_, let code, let message, let conflict) = event {
-                    log("cannot move \(collection)/\(id): \(code) \(message)")
-                    if let conflict { applyRemote(collection, id, conflict, fromConflict: true) }
-                }
-                batchEnded()
-            }
+            sendMove(collection, id, baseRev: entry.rev, placement: placement)
         }
         order.markDirty(collection)
         return .rewrite
+    }
+
+    /// How many times a drag is sent again after its row changed on the server meanwhile.
+    static let moveRetries = 3
+
+    /// Sends one MOVE of a drag. A row edited elsewhere meanwhile (CONFLICT naming a newer
+    /// live rev) is moved again from that rev: the drag places the row beside its neighbours,
+    /// whatever its fields became (simulation seed 322: the drag was lost).
+    private func sendMove(_ collection: String, _ id: RecordID, baseRev: Int64, placement: Placement, retries: Int = moveRetries) {
+        order.moveSent(collection)
+        link.send(.move(collection: collection, id: id.string, baseRev: baseRev, placement: placement)) { [self] event in
+            if case .ok(_, .written(_, _, _, let rev, _), _) = event, var moved = state.entry(collection, id) {
+                moved.rev = rev
+                saveState { try state.set(moved, collection, id) }
+            } else if case .error(_, let code, let message, let conflict) = event {
+                log("cannot move \(collection)/\(id): \(code) \(message)")
+                if let conflict {
+                    applyRemote(collection, id, conflict, fromConflict: true)
+                    if code == .conflict, conflict.isLive, conflict.rev > baseRev, retries > 0 {
+                        sendMove(collection, id, baseRev: conflict.rev, placement: placement, retries: retries - 1)
+                    }
+                }
+            }
+            order.moveAnswered(collection)
+            batchEnded()
+        }
     }
 
     /// Whether a row of the mirror is not in the synced order yet though it will be: its file

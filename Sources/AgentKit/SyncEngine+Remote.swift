@@ -80,11 +80,11 @@ extension SyncEngine {
                 try mirror.remove(path, guard: writeGuard)
             case .bothDeleted:
                 break
-            case .merge(let local, let remoteFields):
+            case .merge(let local, let remoteFields, let baseKnown):
                 // The merge may drop what the file held (a field the other side removed): the
                 // file is kept first, like any file a remote change replaces.
                 mirror.keepVersion(collection, id)
-                try merge(collection, id, local: local, base: entry, remote: remoteFields, format: next.format, path: path, guard: writeGuard)
+                try merge(collection, id, local: local, base: baseKnown ? entry : nil, remote: remoteFields, format: next.format, path: path, guard: writeGuard)
             case .restore(let fields):
                 applied.fileHash = try writeRecord(fields, next.format, path, guard: writeGuard)
                 subscriptions.wroteInReplay(collection, id)

@@ -30,6 +30,21 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertNil(save.order)
     }
 
+    /// Simulation seed 161: an app cancelled its own edit (its last save) just as a change from
+    /// elsewhere reached the shadow, before the file showed it; the cancel replaced the value
+    /// it never saw, and nothing kept it.
+    func testASaveOverAChangeTheFileDidNotShowYetKeepsTheValueItReplaces() {
+        let saved = [AppFileVersion(records: ["a": row("Ada", "1"), "g": row("Grace", "1")], order: ["a", "g"], byApp: true),
+                     AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1")], order: ["a", "g"], byApp: true)]
+        var arrived = shadow
+        arrived["a"] = row("Ada", "5")
+        let save = AppFileSave.read([("a", row("Ada", "1")), ("g", row("Grace", "1"))], versions: saved, latestOrder: ["a", "g"], shadow: arrived)
+        XCTAssertEqual(save.writes, [AppFileSave.Write(id: "a", fields: row("Ada", "1"), keepReplaced: true)])
+        // The same cancel with nothing arriving meanwhile replaces only the app's own value.
+        let quiet = AppFileSave.read([("a", row("Ada", "1")), ("g", row("Grace", "1"))], versions: saved, latestOrder: ["a", "g"], shadow: shadow)
+        XCTAssertEqual(quiet.writes, [AppFileSave.Write(id: "a", fields: row("Ada", "1"), keepReplaced: false)])
+    }
+
     func testARowTheAppDeletesGoesAndOneAddedElsewhereStays() {
         var versions = history
         versions.append(AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1"), "z": row("Zoe", "1")], order: ["g", "a", "z"], byApp: false))

@@ -59,7 +59,7 @@ final class MergeTableTests: XCTestCase {
         case .restore(let fields): return Outcome(result: fields, conflictCopy: nil, push: false)
         case .keepEdit: return Outcome(result: mine, conflictCopy: nil, push: true)
         case .keepDelete: return Outcome(result: nil, conflictCopy: nil, push: true)
-        case .merge(let bytes, let remoteFields):
+        case .merge(let bytes, let remoteFields, _):
             let localFields = try PlistFile.decodeRecord(bytes).0
             let merged = ThreeWayMerge.merge(base: base ?? nil, local: localFields, remote: remoteFields)
             return Outcome(result: merged.merged, conflictCopy: merged.hasConflicts ? localFields : nil,

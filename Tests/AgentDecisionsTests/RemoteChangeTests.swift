@@ -119,6 +119,23 @@ final class RemoteChangeTests: XCTestCase {
                        "not rebasing: a delete is a delete")
     }
 
+    /// Simulation seed 389 (issue 46): after a restore, another mirror pushed its older copy of
+    /// a record before this one reconnected; this mirror took it as an ordinary change, and the
+    /// phone it had synced after the backup was left only in its kept versions. Now the file
+    /// merges with that state with no common base: fields they agree on stay, every other is a
+    /// conflict (the server's value in the file, this one's in a conflict copy).
+    func testOnARestoredStoreAnotherMirrorsOlderCopyDoesNotReplaceWhatWasSyncedHere() {
+        let later = RemoteChange.Context(seq: 26, rebasing: true, restoredSeq: 21)
+        let mine: Fields = ["name": .string("Ada"), "phone": .string("41")]
+        let theirs: Fields = ["name": .string("Ada"), "phone": .string("17")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 5), synced: synced(mine, rev: 6), local: bytes(mine), context: later)),
+                       .merge(local: bytes(mine), remote: theirs, baseKnown: false))
+        XCTAssertEqual(action(RemoteChange.decide(remote(theirs, rev: 7), synced: synced(mine, rev: 6), local: bytes(mine), context: .init(seq: 26))),
+                       .take(theirs, keepFile: true), "not rebasing: a newer state is taken")
+        let merged = ThreeWayMerge.merge(base: nil, local: mine, remote: theirs)
+        XCTAssertEqual(merged.conflictingKeys, ["phone"], "the phone typed here goes to a conflict copy, not only to the kept versions")
+    }
+
     func testTwoCopiesOfOneNameDoNotNest() {
         let context = RemoteChange.Context(isConflictCopies: true)
         let theirs: Fields = ["phone": .string("theirs")]

@@ -139,6 +139,58 @@ final class AttachedFileTests: TwoAgentTestCase {
         holds(1, "settled") { readList(a, "contacts.plist") == expected as NSArray && readList(b, "contacts.plist") == expected as NSArray }
     }
 
+    /// Issue 46, item 4a, as a user met it: the file is the app's on A (attached with its own
+    /// format), B attaches it with `--format binary` before it has one; once both agents have
+    /// converged (each has written the file), both apps load it, A changes row 0's phone, B row
+    /// 2's stars and drags row 1 to the top, and both renames land at the same instant (two
+    /// threads at a barrier). Both files end with B's order and both edits.
+    func testSavesRenamedAtTheSameInstantKeepTheMoveWhateverTheAttachOrder() throws {
+        let rows: [[String: Any]] = [["name": "Mom", "phone": "555-0100", "email": "mom@example.com", "stars": 5],
+                                     ["name": "Dad", "phone": "555-0101", "email": "dad@example.com", "stars": 4],
+                                     ["name": "Pizza", "phone": "555-0199", "email": "order@pizza.example", "stars": 3]]
+        try writeList(a, "favorites.plist", rows, format: .binary)
+        try attach(a, "favorites.plist", "favorites", idKey: "name")
+        let (code, _, error) = PlistSyncCommand.run(["attach", "favorites.plist", "--collection", "favorites", "--id-key", "name", "--dir", b.directory,
+                                                     "--format", "binary"])
+        XCTAssertEqual(code, 0, error)
+        try a.start()
+        try b.start()
+        eventually(10, "\(String(describing: readList(b, "favorites.plist")))\n\(b.log())") { readList(b, "favorites.plist") == rows as NSArray }
+        eventually(10, "A's file rewritten by its agent") { readList(a, "favorites.plist") == rows as NSArray }
+        holds(1, "settled") { readList(a, "favorites.plist") == rows as NSArray && readList(b, "favorites.plist") == rows as NSArray }
+        // Each app loads its own file, edits, and writes a temp file; the renames wait for both.
+        var onA = try XCTUnwrap(readList(a, "favorites.plist") as? [[String: Any]])
+        onA[0]["phone"] = "555-0111"
+        var onB = try XCTUnwrap(readList(b, "favorites.plist") as? [[String: Any]])
+        onB[2]["stars"] = 1
+        onB = [onB[1], onB[0], onB[2]]
+        let temps = [(a, onA), (b, onB)].map { agent, list -> (String, String) in
+            let temp = agent.directory + "/.favorites.plist.saving"
+            let data = try! PropertyListSerialization.data(fromPropertyList: list, format: .binary, options: 0)
+            XCTAssertTrue(FileManager.default.createFile(atPath: temp, contents: data))
+            return (temp, agent.directory + "/favorites.plist")
+        }
+        let barrier = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for (temp, target) in temps {
+            barrier.enter()
+            Thread.detachNewThread {
+                start.wait()
+                rename(temp, target)
+                barrier.leave()
+            }
+        }
+        start.signal()
+        start.signal()
+        barrier.wait()
+        let expected: [[String: Any]] = [["name": "Dad", "phone": "555-0101", "email": "dad@example.com", "stars": 4],
+                                         ["name": "Mom", "phone": "555-0111", "email": "mom@example.com", "stars": 5],
+                                         ["name": "Pizza", "phone": "555-0199", "email": "order@pizza.example", "stars": 1]]
+        let both = { [self] in readList(a, "favorites.plist") == expected as NSArray && readList(b, "favorites.plist") == expected as NSArray }
+        eventually(15, "A \(String(describing: readList(a, "favorites.plist")))\nB \(String(describing: readList(b, "favorites.plist")))\n\(a.log())\n\(b.log())", both)
+        holds(1, "settled", both)
+    }
+
     func testEditingOneElementOfAThousandSendsOneChange() throws {
         var list: [[String: Any]] = (0..<1000).map { ["name": "n\($0)", "value": $0] }
         try startBothAgents(on: list, file: "big.plist", collection: "big", seconds: 60)

@@ -4,10 +4,12 @@ import SyncCore
 import SyncProtocol
 
 /// The invariants of a seeded run that hold at every moment, not only once all is quiet,
-/// checked between events every so often: every value typed exists somewhere (a machine's
-/// files, kept versions included, a document an app is half-way through saving, or the
-/// server's store) unless the one who replaced it saw it, and no conflict copy is made of a
-/// conflict copy. The first violation fails the run with the virtual time it was seen at.
+/// checked between events every so often: every value typed is where a person finds it (a
+/// record or list file on some machine, a conflict copy, a document an app is half-way through
+/// saving, or the server's store) unless the one who replaced it saw it, and no conflict copy
+/// is made of a conflict copy. A value left only in the agent's kept versions or a temp file
+/// is lost to the person. The first violation fails the run with the virtual time it was seen
+/// at.
 final class SafetyChecks {
     private let world: SimulationWorld
     private let values: TypedValues
@@ -34,16 +36,14 @@ final class SafetyChecks {
     func check() {
         guard world.failure == nil else { return }
         checks += 1
-        let present: Set<String>
+        let lost: [(value: String, place: String)]
         do {
-            present = try presentValues()
+            lost = try lostValues()
         } catch {
             return world.fail("at \(world.scheduler.now) ms: cannot read the server's store: \(error)")
         }
-        let lost = values.typed.keys.filter { !values.replacedOnPurpose.contains($0) && !present.contains($0) }.sorted()
-        if let value = lost.first {
-            world.fail("at \(world.scheduler.now) ms: lost \(value), typed on \(values.typed[value] ?? "?")"
-                + (lost.count > 1 ? " (and \(lost.count - 1) more)" : ""))
+        if let first = lost.first {
+            world.fail("at \(world.scheduler.now) ms: lost \(first.value), typed on \(first.place)" + (lost.count > 1 ? " (and \(lost.count - 1) more)" : ""))
         }
         for machine in world.machines {
             for (path, _) in world.fileSystem.files(under: machine.root)
@@ -53,11 +53,19 @@ final class SafetyChecks {
         }
     }
 
+    /// Every value typed that is nowhere a person finds it and that nobody replaced on purpose,
+    /// with where it was typed, in value order.
+    func lostValues() throws -> [(value: String, place: String)] {
+        let present = try presentValues()
+        return values.typed.filter { !values.replacedOnPurpose.contains($0.key) && !present.contains($0.key) }
+            .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
     private func presentValues() throws -> Set<String> {
         var present: Set<String> = []
         var seenContents: [[UInt8]: Set<String>] = [:]
         for machine in world.machines {
-            for (_, bytes) in world.fileSystem.files(under: machine.root) {
+            for (_, bytes) in Self.visibleFiles(of: machine, in: world) {
                 let strings = stringsByContent[bytes] ?? Self.strings(inPlist: bytes)
                 seenContents[bytes] = strings
                 present.formUnion(strings)
@@ -78,6 +86,18 @@ final class SafetyChecks {
         }
         stringsByFields = seenFields
         return present
+    }
+
+    /// The files under a machine's folder that hold its records: record and list files,
+    /// conflict copies, and the shadow folders of app files (`.plistsync/files/`, the records a
+    /// list file is rebuilt from); not the agent's kept versions or other state, nor a hidden
+    /// file (a save's temp file).
+    static func visibleFiles(of machine: SimulatedMachine, in world: SimulationWorld) -> [(path: String, bytes: [UInt8])] {
+        world.fileSystem.files(under: machine.root).filter { file in
+            let components = file.path.dropFirst(machine.root.count).split(separator: "/")
+            if components.first == ".plistsync" { return components.count > 2 && components[1] == "files" && !components.last!.hasPrefix(".") }
+            return !components.contains { $0.hasPrefix(".") }
+        }
     }
 
     private static func strings(inPlist bytes: [UInt8]) -> Set<String> {

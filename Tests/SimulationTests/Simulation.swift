@@ -144,7 +144,7 @@ final class Simulation {
         if let failure = world.failure { report.violations.append(failure) }
         // A few thousand events make a run; far more is a loop (a push refused and retried at once).
         if report.events > Self.busyEvents { report.violations.append("\(report.events) events: something loops") }
-        report.violations += try check(world, apps, folding: folding)
+        report.violations += try check(world, apps, checker, folding: folding)
         if let listApp { report.violations += try check(world, listApp, folding: folding, faults: faults.hasFaults) }
         for machine in world.machines { report.logs[machine.name] = machine.log }
         return report
@@ -177,7 +177,7 @@ final class Simulation {
 
     // MARK: - Checks
 
-    private func check(_ world: SimulationWorld, _ apps: SimulatedApps, folding: SimulatedMachine?) throws -> [String] {
+    private func check(_ world: SimulationWorld, _ apps: SimulatedApps, _ checker: SafetyChecks, folding: SimulatedMachine?) throws -> [String] {
         var violations: [String] = []
         let collection = apps.collection
         let allOnServer = try serverState(world, collection)
@@ -234,17 +234,8 @@ final class Simulation {
             }
             if order != server.order { violations.append("\(machine.name): order \(order), the server has \(server.order)") }
         }
-        // Every value typed exists somewhere, unless the one who replaced it saw it.
-        var present: Set<String> = []
-        for fields in allOnServer.records.values.map(Value.dictionary) + allCopies.records.values.map(Value.dictionary) { Self.collectStrings(fields, into: &present) }
-        for machine in world.machines {
-            for (_, bytes) in world.fileSystem.files(under: machine.root) {
-                if let value = try? PlistFile.decode(bytes).0 { Self.collectStrings(value, into: &present) }
-            }
-        }
-        for (value, place) in apps.values.typed.sorted(by: { $0.key < $1.key }) where !apps.values.replacedOnPurpose.contains(value) && !present.contains(value) {
-            violations.append("lost \(value), typed on \(place)")
-        }
+        // Every value typed is where a person finds it, unless the one who replaced it saw it.
+        violations += try checker.lostValues().map { "lost \($0.value), typed on \($0.place)" }
         return violations
     }
 
