@@ -121,7 +121,12 @@ public enum RemoteChange: Equatable, Sendable {
             return .nothingNew(movedTo: moved)
         }
         let localHash = local.map(ContentHash.of)
-        let locallyChanged = localHash != synced?.fileHash
+        // A record that had no file of its own here (its name was a twin's) and has none now
+        // was not deleted here: its file is written (simulation seed 1101: its change was
+        // taken for a move of a record deleted here, the delete went up, and a record nobody
+        // deleted was gone).
+        let hadNoFile = synced?.fileHash == SyncedRecord.nameClash && local == nil
+        let locallyChanged = localHash != synced?.fileHash && !hadNoFile
         // The file is parsed only where a rule needs its fields (most changes are taken whole).
         let localFields = { local.flatMap { try? PlistFile.decodeRecord($0).0 } }
         if locallyChanged, local != nil, remote.isLive, let age = context.fileAge, age < saveSettleSeconds, localFields() == nil {

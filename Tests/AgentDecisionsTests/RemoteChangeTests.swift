@@ -136,6 +136,18 @@ final class RemoteChangeTests: XCTestCase {
         XCTAssertEqual(merged.conflictingKeys, ["phone"], "the phone typed here goes to a conflict copy, not only to the kept versions")
     }
 
+    /// Simulation seed 1101 (a folding file system, a full disk): a twin recorded without a
+    /// file of its own got its name back, but its file could not be written; a later change
+    /// that left its fields as they were read as "deleted here, only moved there", and the
+    /// delete went up. A record with no file here is written, never deleted.
+    func testARecordThatHadNoFileOfItsOwnHereIsWrittenNotDeleted() {
+        var clashing = synced(base, rev: 4)
+        clashing.fileHash = SyncedRecord.nameClash
+        XCTAssertEqual(action(RemoteChange.decide(remote(base, rev: 6), synced: clashing, local: nil, context: .init())), .take(base, keepFile: false))
+        XCTAssertEqual(action(RemoteChange.decide(remote(base, rev: 6), synced: synced(base, rev: 4), local: nil, context: .init())), .keepDelete,
+                       "a record whose file was deleted here stays deleted")
+    }
+
     func testTwoCopiesOfOneNameDoNotNest() {
         let context = RemoteChange.Context(isConflictCopies: true)
         let theirs: Fields = ["phone": .string("theirs")]
