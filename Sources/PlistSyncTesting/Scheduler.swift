@@ -15,6 +15,8 @@ public final class Scheduler {
     private var scheduled: UInt64 = 0
     public private(set) var eventsRun = 0
     public var random: SeededRandom
+    /// Runs after every event (a check of invariants that must hold at every moment).
+    public var afterEachEvent: (() -> Void)?
 
     public init(seed: UInt64) {
         random = SeededRandom(seed: seed)
@@ -38,6 +40,7 @@ public final class Scheduler {
     /// Drops every event still to come (the run is over; their closures hold the machines).
     public func clear() {
         queue.removeAll()
+        afterEachEvent = nil
     }
 
     /// Whether nothing is left to happen.
@@ -72,5 +75,6 @@ public final class Scheduler {
         now = first.time
         eventsRun += 1
         first.body()
+        afterEachEvent?()
     }
 }

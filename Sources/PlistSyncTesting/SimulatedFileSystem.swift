@@ -33,6 +33,18 @@ public final class SimulatedFileSystem: FileSystem {
     /// what a file held over time, not only now).
     public var versionedPaths: Set<String> = []
     public private(set) var versions: [String: [[UInt8]]] = [:]
+    /// Counts every change to any file or folder: a check that found nothing wrong need not
+    /// look again until it moves.
+    public private(set) var generation = 0
+    /// Folders whose entries changed since `takeChangedFolders` was last called.
+    private var changedFolders: Set<String> = []
+
+    /// The folders whose entries changed since the last call (a checker that keeps what each
+    /// folder holds reads only those again).
+    public func takeChangedFolders() -> Set<String> {
+        defer { changedFolders.removeAll() }
+        return changedFolders
+    }
 
     private static func split(_ path: String) -> (folder: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return ("/", path) }
@@ -49,7 +61,9 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     private func put(_ path: String, _ node: Node) {
+        generation += 1
         let (folder, name) = Self.split(path)
+        changedFolders.insert(folder)
         let existed = nodes[key(path)] != nil
         nodes[key(path)] = node
         keepVersion(path, node)
@@ -65,7 +79,9 @@ public final class SimulatedFileSystem: FileSystem {
 
     private func take(_ path: String) -> Node? {
         guard let node = nodes.removeValue(forKey: key(path)) else { return nil }
+        generation += 1
         let (folder, name) = Self.split(path)
+        changedFolders.insert(folder)
         children[key(folder)]?[key(folder + "/" + name)] = nil
         onChange(folder, name, true)
         return node
@@ -77,12 +93,12 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     /// Every path under `folder` (files and folders, deepest last), for moving a whole tree.
-    private func subtree(_ folder: String) -> [String] {
+    private func subtree(_ folder: String, into: (String) -> Bool = { _ in true }) -> [String] {
         var result: [String] = []
         for name in entries(folder) {
             let path = folder + "/" + name
             result.append(path)
-            if case .folder? = nodes[key(path)] { result += subtree(path) }
+            if case .folder? = nodes[key(path)], into(path) { result += subtree(path, into: into) }
         }
         return result
     }
@@ -203,8 +219,9 @@ public final class SimulatedFileSystem: FileSystem {
     // MARK: - For the simulation's apps and checks
 
     /// Every file under `folder`, recursively, with its path.
-    public func files(under folder: String) -> [(path: String, bytes: [UInt8])] {
-        subtree(folder).compactMap { path in
+    /// Every file under `folder`, looking into the folders below it for which `into` holds.
+    public func files(under folder: String, into: (String) -> Bool = { _ in true }) -> [(path: String, bytes: [UInt8])] {
+        subtree(folder, into: into).compactMap { path in
             if case .file(let bytes, _)? = nodes[key(path)] { (path, bytes) } else { nil }
         }
     }

@@ -15,6 +15,7 @@ struct FaultMix: CustomStringConvertible {
         case partition = "partitions"
         case lateDelivery = "requests arriving after their connection dropped"
         case clockJump = "clock jumps"
+        case repeatedChanges = "change lines repeated late"
     }
 
     /// Relative weight of each fault (absent: never).

@@ -25,13 +25,21 @@ final class SimulatedApps {
 
     private var fs: SimulatedFileSystem { world.fileSystem }
 
-    private func newValue(_ machine: SimulatedMachine, _ id: String, _ field: String) -> String {
-        values.new("\(machine.name) \(collection)/\(id).\(field) at \(world.scheduler.now) ms")
+    /// A value typed into a field: usually text, sometimes a number, a date or data (each unique
+    /// in the run), so a loss in how any kind is read, written or sent fails the run.
+    private func newValue(_ machine: SimulatedMachine, _ id: String, _ field: String) -> Value {
+        values.newValue(kind: TypedValues.Kind.allCases.randomElement(using: &world.scheduler.random)!,
+                        "\(machine.name) \(collection)/\(id).\(field) at \(world.scheduler.now) ms")
+    }
+
+    /// How an app writes a record: XML mostly, sometimes a binary plist.
+    private func format() -> PlistFile.Format {
+        Int.random(in: 0..<4, using: &world.scheduler.random) == 0 ? .binary : .xml
     }
 
     private func folder(_ machine: SimulatedMachine) -> String { machine.root + "/" + collection }
     private func untype(_ fields: [String: Value]) {
-        for case .string(let value) in fields.values { values.unsaved(value) }
+        for value in fields.values { values.unsaved(value) }
     }
 
     private func path(_ machine: SimulatedMachine, _ id: String) -> String { folder(machine) + "/" + id + ".plist" }
@@ -51,7 +59,7 @@ final class SimulatedApps {
     private func save(_ fields: [String: Value], to path: String, by machine: SimulatedMachine) -> Bool {
         machine.note("app saves \(path): \(ValueJSON.encode(fields: fields))")
         let temp = path + ".tmp~"
-        let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
+        let bytes = PlistFile.encode(.dictionary(fields), as: format())
         guard (try? fs.writeFile(temp, bytes, durable: true)) != nil else {
             machine.note("app could not save: disk full")
             return false
@@ -67,7 +75,7 @@ final class SimulatedApps {
         machine.note("app saves \(path) the vim way: \(ValueJSON.encode(fields: fields))")
         let backup = path + "~"
         guard (try? fs.rename(path, to: backup)) != nil else { return false }
-        guard (try? fs.writeFile(path, PlistFile.encode(.dictionary(fields), as: .xml), durable: true)) != nil else {
+        guard (try? fs.writeFile(path, PlistFile.encode(.dictionary(fields), as: format()), durable: true)) != nil else {
             fs.removeFile(path)
             try? fs.rename(backup, to: path)
             machine.note("app could not save: disk full")
@@ -79,10 +87,10 @@ final class SimulatedApps {
 
     /// The person changes their mind a moment after saving an edit and puts the field back,
     /// unless the file changed meanwhile (then they look at what came in instead).
-    private func cancelLater(_ id: String, _ field: String, from value: String, back old: Value?, on machine: SimulatedMachine) {
+    private func cancelLater(_ id: String, _ field: String, from value: Value, back old: Value?, on machine: SimulatedMachine) {
         world.scheduler.after(UInt64.random(in: 10...800, using: &world.scheduler.random)) { [self] in
             let target = path(machine, id)
-            guard !saving.contains(RecordID(target)), var fields = read(target), fields[field] == .string(value) else { return }
+            guard !saving.contains(RecordID(target)), var fields = read(target), fields[field] == value else { return }
             fields[field] = old
             machine.note("app cancels the edit of \(target)")
             if save(fields, to: target, by: machine) { values.replaced(value) }
@@ -112,7 +120,7 @@ final class SimulatedApps {
             let id = Self.ids.randomElement(using: &world.scheduler.random)!
             guard fs.kind(at: path(machine, id)) == .missing else { return }
             var fields: [String: Value] = [:]
-            for field in Self.fieldNames.prefix(2) { fields[field] = .string(newValue(machine, id, field)) }
+            for field in Self.fieldNames.prefix(2) { fields[field] = newValue(machine, id, field) }
             if !save(fields, to: path(machine, id), by: machine) { untype(fields) }
         } else if roll < 75 {
             // An edit of one field, saved atomically or in place in two writes.
@@ -121,16 +129,16 @@ final class SimulatedApps {
             let field = Self.fieldNames.randomElement(using: &world.scheduler.random)!
             let old = fields[field]
             let value = newValue(machine, id, field)
-            fields[field] = .string(value)
+            fields[field] = value
             // Saved: the old value was replaced by someone who saw it. Not saved: the person was
             // told, and the new value does not count as typed.
             let outcome = { [self] (saved: Bool) in
-                if saved, case .string(let old)? = old { values.replaced(old) }
+                if saved, let old { values.replaced(old) }
                 if !saved { values.unsaved(value) }
             }
             let style = Int.random(in: 0..<8, using: &world.scheduler.random)
             if style < 2 {
-                let bytes = PlistFile.encode(.dictionary(fields), as: .xml)
+                let bytes = PlistFile.encode(.dictionary(fields), as: format())
                 let target = path(machine, id)
                 machine.note("app writes \(target) in place: \(ValueJSON.encode(fields: fields))")
                 let started = (try? fs.overwrite(target, with: Array(bytes.prefix(bytes.count / 2)))) != nil
@@ -151,7 +159,7 @@ final class SimulatedApps {
             let id = present.randomElement(using: &world.scheduler.random)!
             guard !saving.contains(RecordID(path(machine, id))) else { return }
             if let fields = read(path(machine, id)) {
-                for case .string(let value) in fields.values { values.replaced(value) }
+                for value in fields.values { values.replaced(value) }
             }
             machine.note("app deletes \(path(machine, id))")
             fs.removeFile(path(machine, id))
@@ -170,15 +178,21 @@ final class SimulatedApps {
 }
 
 /// Every value the simulated people typed (unique in the run), and which of them someone
-/// replaced while looking at it: the ledger the lost-value check reads.
+/// replaced while looking at it: the ledger the lost-value check reads. A value is known by its
+/// token: text as it is, other kinds by kind and exact value (`token(of:)`).
 final class TypedValues {
     private var counter = 0
-    /// Every value typed, with where (for the report).
+    /// Every value typed (its token), with where (for the report).
     private(set) var typed: [String: String] = [:]
     /// Values someone replaced or deleted while looking at them.
     private(set) var replacedOnPurpose: Set<String> = []
 
-    /// A new value, typed at `place`.
+    /// The kinds of value people type besides text.
+    enum Kind: CaseIterable {
+        case text, text2, text3, integer, real, date, data
+    }
+
+    /// A new text value, typed at `place`.
     func new(_ place: String) -> String {
         counter += 1
         let value = "v\(counter)"
@@ -186,13 +200,49 @@ final class TypedValues {
         return value
     }
 
+    /// A new value of `kind`, typed at `place`: an integer past 2^53 (a double would round it),
+    /// a real with no short binary form, a date in whole seconds (XML plists keep no more),
+    /// bytes that are not text.
+    func newValue(kind: Kind, _ place: String) -> Value {
+        counter += 1
+        let value: Value = switch kind {
+        case .text, .text2, .text3: .string("v\(counter)")
+        case .integer: .integer((1 << 60) + Int64(counter))
+        case .real: .real(Double(counter) + 0.1)
+        case .date: .date(Date(timeIntervalSinceReferenceDate: 800_000_000 + Double(counter)))
+        case .data: .data(Data([0x00, 0xFF]) + Data("v\(counter)".utf8))
+        }
+        typed[Self.token(of: value)!] = place
+        return value
+    }
+
+    /// How a typed value is known in the ledger; nil for kinds nobody types.
+    static func token(of value: Value) -> String? {
+        switch value {
+        case .string(let text): text
+        case .integer(let number): "integer \(number)"
+        case .real(let number): "real \(number.bitPattern)"
+        case .date(let date): "date \(date.timeIntervalSinceReferenceDate.bitPattern)"
+        case .data(let bytes): "data " + bytes.map { String($0, radix: 16) }.joined(separator: ".")
+        default: nil
+        }
+    }
+
     func replaced(_ value: String) {
         replacedOnPurpose.insert(value)
+    }
+
+    func replaced(_ value: Value) {
+        if let token = Self.token(of: value) { replacedOnPurpose.insert(token) }
     }
 
     /// The save with this value failed and the person was told: it does not count as typed.
     func unsaved(_ value: String) {
         typed[value] = nil
+    }
+
+    func unsaved(_ value: Value) {
+        if let token = Self.token(of: value) { typed[token] = nil }
     }
 
     /// Documents an app is writing in place (half written on disk), by the bytes of their

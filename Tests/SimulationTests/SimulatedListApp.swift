@@ -107,7 +107,8 @@ final class SimulatedListApp {
             move = OrderIntents.Move(time: world.scheduler.now, machine: machine.name, row: ids[place], before: place > 0 ? ids[place - 1] : nil,
                                      after: place + 1 < ids.count ? ids[place + 1] : nil, load: load, result: ids, earlierOrders: earlier)
         }
-        let bytes = PlistFile.encode(.array(list.map(Value.dictionary)), as: .xml)
+        // Some apps write their list as a binary plist (the agent then writes it back so).
+        let bytes = PlistFile.encode(.array(list.map(Value.dictionary)), as: random(0..<4) == 0 ? .binary : .xml)
         machine.note("app saves list.plist: \(list.map { ValueJSON.encode(fields: $0) }.joined(separator: ", "))")
         let saved: Bool
         if random(0..<4) == 0 {

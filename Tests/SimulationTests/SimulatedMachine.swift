@@ -138,6 +138,8 @@ final class SimulatedLink: ServerRequests {
     private(set) var isReady = false
     private var dead = false
     let server = SocketAddress(host: "127.0.0.1", port: 7420)
+    /// The last change lines that reached the agent on this connection (for `repeatOldChanges`).
+    private var recentChanges: [[UInt8]] = []
     private(set) var maxRecordBytes = Limits.standard.maxRecordBytes
     private(set) var maxLineBytes = Limits.standard.maxLineBytes
 
@@ -251,6 +253,7 @@ final class SimulatedLink: ServerRequests {
         lastDown = time
         world.scheduler.after(time - world.scheduler.now) { [weak self] in
             guard let self, self.connection === connection, let core = machine.core else { return }
+            world.arrivals += 1
             world.beforeArrival?(machine, lines)
             core.batch(starting: true)
             for bytes in lines {
@@ -263,11 +266,26 @@ final class SimulatedLink: ServerRequests {
                     machine.note("server closed the connection: \(reason)")
                     lost()
                 } else {
+                    if case .change = event {
+                        recentChanges.append(bytes)
+                        if recentChanges.count > 20 { recentChanges.removeFirst() }
+                    }
                     core.received(event)
                 }
             }
             core.batch(starting: false)
         }
+    }
+
+    /// A fault no network makes but a server bug could (a replay overlapping live changes, a
+    /// broadcast sent twice): one to three change lines this connection already delivered
+    /// arrive again, after newer ones. The agent must take them for the old news they are.
+    func repeatOldChanges() {
+        guard let connection, !recentChanges.isEmpty else { return }
+        let count = Int.random(in: 1...min(3, recentChanges.count), using: &world.scheduler.random)
+        let lines = (0..<count).map { _ in recentChanges.randomElement(using: &world.scheduler.random)! }
+        machine.note("\(count) old change lines are sent again")
+        arrive(lines, on: connection)
     }
 
     func restart() {
@@ -294,6 +312,7 @@ final class SimulatedLink: ServerRequests {
         guard let connection else { return }
         if closingServerSide { connection.drop() }
         self.connection = nil
+        recentChanges.removeAll()
         replies.removeAll()
         let wasReady = isReady
         isReady = false

@@ -23,6 +23,9 @@ final class SimulatedServer {
     private let heartbeat: LoopTimer
 
     private let configuration: ServerConfiguration
+    /// Writes handed to sessions so far (what the store holds can change only with one, or a
+    /// restore).
+    fileprivate(set) var writes = 0
     /// Backups and restored data folders made so far (`<folder>-backup-N`).
     private var backups = 0
     /// The data folder served now.
@@ -54,9 +57,13 @@ final class SimulatedServer {
     /// collection, read from its file by a connection of its own: what is committed, whatever
     /// the server is doing (stalled, refusing writes).
     func storedFields() throws -> [String] {
-        let database = try SQLiteDatabase(path: DataFolder(path: dataFolder).storePath)
-        return try database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
+        let path = DataFolder(path: dataFolder).storePath
+        if reader?.path != path { reader = (path, try SQLiteDatabase(path: path)) }
+        return try reader!.database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
     }
+
+    /// The connection `storedFields` reads with, to the data folder served now.
+    private var reader: (path: String, database: SQLiteDatabase)?
 
     /// `plistsync backup` while serving: the path of a consistent copy of the store.
     func backUp() throws -> String {
@@ -84,6 +91,7 @@ final class SimulatedServer {
     /// Cuts every client off, ends the server, makes a new data folder with `fill` and serves it.
     /// A new folder: a process keeps the lock on a data folder it served until it exits.
     private func serveAgain(_ fill: (String) throws -> Void) throws {
+        writes += 1
         backups += 1
         let target = folder + "-backup-\(backups)"
         try fill(target)
@@ -175,9 +183,13 @@ final class ServerConnection {
         return !awaiting.isEmpty && !isClosed && !bytes.isClosed
     }
 
+    /// The verbs that change what the store holds.
+    private static let writes: Set<Substring> = ["PUT", "DEL", "MOVE", "CREATE", "DROP", "RENAME"]
+
     /// Hands the session one request line (tagged `tag`).
     func send(_ line: String, tag: String) {
         guard !isClosed else { return }
+        if let verb = line.split(separator: " ", maxSplits: 2).dropFirst().first, Self.writes.contains(verb) { server.writes += 1 }
         awaiting.append(tag)
         bytes.receive(Array((line + "\n").utf8))
     }

@@ -22,8 +22,6 @@ final class Simulation {
     }
 
     static let busyEvents = 50_000
-    /// How often (virtual milliseconds) the safety invariants are checked during a run.
-    static let safetyCheckMilliseconds: UInt64 = 1_000
 
     /// What a run found.
     struct Report {
@@ -83,7 +81,7 @@ final class Simulation {
         // and found again later (a file rewritten from a stale state, then merged back) is
         // still a moment in which a crash would have lost it.
         let checker = SafetyChecks(world: world, values: values)
-        checker.schedule(every: Self.safetyCheckMilliseconds, until: activeMilliseconds + quietMilliseconds)
+        checker.watch()
 
         // People act every few hundred milliseconds; faults strike now and then.
         var time: UInt64 = 0
@@ -121,6 +119,8 @@ final class Simulation {
                     partition(world, machine)
                 case .lateDelivery:
                     machine.link?.drop(late: true)
+                case .repeatedChanges:
+                    machine.link?.repeatOldChanges()
                 case .clockJump:
                     let jump = [-3_600.0, -30, -1, 1, 30, 3_600].randomElement(using: &world.scheduler.random)!
                     machine.clockOffset += jump * Double.random(in: 0.5...1.5, using: &world.scheduler.random)
@@ -286,12 +286,12 @@ final class Simulation {
         fields.map { ValueJSON.encode(fields: $0) } ?? "missing"
     }
 
+    /// The tokens (`TypedValues.token(of:)`) of every value in `value`, nested ones included.
     static func collectStrings(_ value: Value, into set: inout Set<String>) {
         switch value {
-        case .string(let text): set.insert(text)
         case .array(let items): for item in items { Self.collectStrings(item, into: &set) }
         case .dictionary(let members): for member in members.values { Self.collectStrings(member, into: &set) }
-        default: break
+        default: if let token = TypedValues.token(of: value) { set.insert(token) }
         }
     }
 

@@ -20,6 +20,8 @@ final class SimulationWorld {
     /// Called just before lines from the server reach a machine's agent (a scripted scenario
     /// stands an app's save there).
     var beforeArrival: ((SimulatedMachine, [[UInt8]]) -> Void)?
+    /// Batches of lines from the server that reached an agent so far.
+    var arrivals = 0
     /// Why the run could not go on, if it could not.
     private(set) var failure: String?
 
