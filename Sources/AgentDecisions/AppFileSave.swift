@@ -96,7 +96,12 @@ public struct AppFileSave: Equatable, Sendable {
             }
             var fields = savedFields
             var keepReplaced = false
-            if let before = latest?[id], var updated = shadow[id] {
+            if latest?[id] == nil, let existing = shadow[id], existing != savedFields {
+                // A row the file never showed, made by the app while a record of that id came
+                // from elsewhere (simulation seed 176): the save goes in, and the record it
+                // replaces is kept.
+                keepReplaced = true
+            } else if let before = latest?[id], var updated = shadow[id] {
                 // Only what the app changed since it saw the file goes on top of the shadow.
                 let changed = Set(before.keys).union(savedFields.keys).filter { before[$0] != savedFields[$0] }
                 let keys = changed.filter { key in !undoesUnseen({ $0.records[id]?[key] }, savedFields[key]) }

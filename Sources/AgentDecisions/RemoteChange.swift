@@ -94,6 +94,8 @@ public enum RemoteChange: Equatable, Sendable {
         if remote.rev == 0 { return .forget }
         let remoteJSON = remote.fields.map { ValueJSON.encode(fields: $0) }
         if context.nameClash {
+            // An older state (a change line sent again, simulation seed 212) is old news here too.
+            if let synced, remote.rev < synced.rev, !context.rebasing, !context.fromConflict { return .nothingNew(movedTo: nil) }
             return .nameClash(SyncedRecord(rev: remote.rev, position: remote.position, fieldsJSON: remoteJSON,
                                            fileHash: remote.isLive ? SyncedRecord.nameClash : nil, format: synced?.format ?? .xml))
         }
@@ -107,7 +109,7 @@ public enum RemoteChange: Equatable, Sendable {
         }
         let news = context.rebasing && !fromBackup && remoteJSON != synced?.fieldsJSON || context.fromConflict && remote.rev != synced?.rev
         let divergedAtSameRev = context.rebasing && remote.rev == synced?.rev && remoteJSON != synced?.fieldsJSON
-        if let synced, remote.rev <= synced.rev, !news, !divergedAtSameRev {
+        if let synced, isNoNewer(remote.rev, than: synced.rev), !news, !divergedAtSameRev {
             // The same content under an older rev of the restored store's line (someone pushed
             // what this mirror has): that rev is the one to build on; the rev synced here names
             // a state the store no longer knows, and would hide its later changes as old.
@@ -170,8 +172,24 @@ public enum RemoteChange: Equatable, Sendable {
         case (_?, nil):
             // The file goes up as the record's new state, whatever it holds: even the bytes it
             // had when last synced (an edit cancelled since) are news to a store that deleted it.
-            action = .keepEdit
+            action = Self.editOverDelete
         }
         return .apply(next: next, action: action)
+    }
+
+    /// What an edit here meets when the server deleted the record: it wins and goes up again.
+    private static var editOverDelete: Action {
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .deleteBeatsEdit { return .remove }
+        #endif
+        return .keepEdit
+    }
+
+    /// Whether a state of revision `remote` is no newer than the one synced here.
+    private static func isNoNewer(_ remote: Int64, than synced: Int64) -> Bool {
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .olderChangeTaken { return remote == synced }
+        #endif
+        return remote <= synced
     }
 }

@@ -65,7 +65,14 @@ extension FileMirror {
             }
             // The save may have replaced a value its app never showed: what it replaces stays
             // in sight as a conflict copy.
-            if write.keepReplaced, let replaced = shadow[write.id],
+            var replacedIsACopy = true
+            #if SIMULATION_MUTATIONS
+            if Mutation.active == .staleSaveKeptAsVersion, write.keepReplaced {
+                mirror.keepVersion(collection, write.id)
+                replacedIsACopy = false
+            }
+            #endif
+            if write.keepReplaced, replacedIsACopy, let replaced = shadow[write.id],
                !keepAsConflictCopy(replaced, collection, write.id, because: "\(file.name): a save changed \(write.id), which changed elsewhere since the app last saved")
             {
                 unwritten = true

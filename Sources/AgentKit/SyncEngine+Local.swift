@@ -264,6 +264,11 @@ extension SyncEngine {
                 entry.rev = rev
                 entry.fieldsJSON = fieldsJSON
                 entry.fileHash = hash
+                #if SIMULATION_MUTATIONS
+                if Mutation.active == .saveDuringPushTakenAsPushed, hash != nil {
+                    entry.fileHash = mirror.read(mirror.recordPath(key.collection, key.id)).map(ContentHash.of)
+                }
+                #endif
                 entry.format = format
                 if fieldsJSON == nil {
                     // Deleted here: the echo of this change carries nothing new, so the order

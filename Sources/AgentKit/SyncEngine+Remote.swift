@@ -136,7 +136,11 @@ extension SyncEngine {
         }
         let base = entry?.fieldsJSON.flatMap { try? ValueJSON.decodeFields(Array($0.utf8)) }
         let result = ThreeWayMerge.merge(base: base, local: localFields, remote: remote)
-        if result.hasConflicts {
+        var keepsLocal = result.hasConflicts
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .mergeConflictCopySkipped { keepsLocal = false }
+        #endif
+        if keepsLocal {
             let copy = try mirror.writeConflictCopy(PlistFile.encode(.dictionary(localFields), as: localFormat), collection, id, device: configuration.device)
             log("\(collection)/\(id): both sides changed \(result.conflictingKeys.joined(separator: ", ")); the server's value stays, yours is in \(copy)")
             status.noteConflict(copy)

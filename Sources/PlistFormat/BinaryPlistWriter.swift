@@ -141,7 +141,11 @@ enum BinaryPlistWriter {
             append(real.bitPattern, size: 8, to: &out)
         case .date(let date):
             out.append(0x33)
-            append(date.timeIntervalSinceReferenceDate.bitPattern, size: 8, to: &out)
+            var seconds = date.timeIntervalSinceReferenceDate
+            #if SIMULATION_MUTATIONS
+            if Mutation.active == .binaryDatesFrom1970 { seconds = date.timeIntervalSince1970 }
+            #endif
+            append(seconds.bitPattern, size: 8, to: &out)
         case .data(let data):
             writeMarker(0x4, count: data.count, into: &out)
             out += data

@@ -1,3 +1,7 @@
+#if SIMULATION_MUTATIONS
+import SyncProtocol
+#endif
+
 /// A record's id (or a file's name or path) compared by its bytes. Swift's `String` equality is
 /// canonical equivalence: `Zoë` written with one precomposed scalar equals `Zoë` written with
 /// `e` and a combining diaeresis. On Linux those are two files, and on the server two records;

@@ -194,6 +194,9 @@ struct JSONReader {
             guard let real = Double(text), real.isFinite else { throw failure("real out of range") }
             return .real(real)
         }
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .bigIntegersThroughDouble, let rounded = Double(text), let integer = Int64(exactly: rounded.rounded()) { return .integer(integer) }
+        #endif
         guard let integer = Value.integer(parsing: text) else { throw failure("integer outside \(Value.integerRangeText)") }
         return integer
     }

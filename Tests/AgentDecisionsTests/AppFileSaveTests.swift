@@ -45,6 +45,19 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(quiet.writes, [AppFileSave.Write(id: "a", fields: row("Ada", "1"), keepReplaced: false)])
     }
 
+    /// Simulation seed 176: the app made a row the file never showed while a record of the same
+    /// id came from elsewhere; the app's row replaced it, and nothing kept it.
+    func testARowTheAppMakesOverARecordTheFileNeverShowedKeepsThatRecord() {
+        var arrived = shadow
+        arrived["z"] = row("Zoe", "from elsewhere")
+        let save = AppFileSave.read([("g", row("Grace", "1")), ("a", row("Ada", "2")), ("z", row("Zoe", "typed here"))], versions: history,
+                                    latestOrder: ["g", "a"], shadow: arrived)
+        XCTAssertEqual(save.writes, [AppFileSave.Write(id: "z", fields: row("Zoe", "typed here"), keepReplaced: true)])
+        let fresh = AppFileSave.read([("g", row("Grace", "1")), ("a", row("Ada", "2")), ("z", row("Zoe", "typed here"))], versions: history,
+                                     latestOrder: ["g", "a"], shadow: shadow)
+        XCTAssertEqual(fresh.writes, [AppFileSave.Write(id: "z", fields: row("Zoe", "typed here"), keepReplaced: false)], "a new row replaces nothing")
+    }
+
     func testARowTheAppDeletesGoesAndOneAddedElsewhereStays() {
         var versions = history
         versions.append(AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1"), "z": row("Zoe", "1")], order: ["g", "a", "z"], byApp: false))

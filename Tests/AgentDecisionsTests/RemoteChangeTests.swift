@@ -36,6 +36,10 @@ final class RemoteChangeTests: XCTestCase {
                        .nameClash(SyncedRecord(rev: 2, position: "a0", fieldsJSON: ValueJSON.encode(fields: base), fileHash: SyncedRecord.nameClash, format: .xml)))
         XCTAssertEqual(RemoteChange.decide(remote(nil, rev: 3), synced: nil, local: bytes(twins), context: .init(nameClash: true)),
                        .nameClash(SyncedRecord(rev: 3, position: nil, fieldsJSON: nil, fileHash: nil, format: .xml)))
+        // Simulation seed 212: a change line sent again after a newer one is old news here too.
+        var recorded = synced(base, rev: 2)
+        recorded.fileHash = SyncedRecord.nameClash
+        XCTAssertEqual(RemoteChange.decide(remote(twins, rev: 1), synced: recorded, local: bytes(twins), context: .init(nameClash: true)), .nothingNew(movedTo: nil))
     }
 
     func testAnEditBeatsADeleteWhicheverSideMadeTheEdit() {

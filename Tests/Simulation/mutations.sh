@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The simulation's mutation check: each deliberately broken behaviour compiled into the
-# simulation's build (Sources/SyncCore/Mutation.swift) is switched on in turn. The seeded runs
+# simulation's build (Sources/SyncProtocol/Mutation.swift) is switched on in turn. The seeded runs
 # (MUTATION_RUNS seeds, default 2,000) must break an invariant with it; prints the first seed
 # that did. Exits non-zero when a mutation goes uncaught by the seeded runs (a hole in their
 # invariants), saying whether the scripted scenarios (ScenarioTests) catch it.
@@ -11,7 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=${MUTATION_RUNS:-2000}
 mutations=("$@")
-[ "${#mutations[@]}" -gt 0 ] || mutations=(names-compared-as-strings refused-push-never-retried stale-save-order-rule-removed)
+[ "${#mutations[@]}" -gt 0 ] || mutations=(names-compared-as-strings refused-push-never-retried stale-save-order-rule-removed older-change-taken
+    merge-conflict-copy-skipped delete-beats-edit save-during-push-taken-as-pushed binary-dates-from-1970 big-integers-through-double
+    stale-save-kept-as-version)
 bundle=.build/simulation/release/PlistSyncPackageTests.xctest
 status=0
 for mutation in "${mutations[@]}"; do
