@@ -145,11 +145,12 @@ extension SyncEngine {
                 saveState { try state.set(moved, collection, id) }
             } else if case .error(_, let code, let message, let conflict) = event {
                 log("cannot move \(collection)/\(id): \(code) \(message)")
-                if let conflict {
-                    applyRemote(collection, id, conflict, fromConflict: true)
-                    if code == .conflict, conflict.isLive, conflict.rev > baseRev, retries > 0 {
-                        sendMove(collection, id, baseRev: conflict.rev, placement: placement, retries: retries - 1)
-                    }
+                // Only from a state this mirror took in (a change it could not write, on a full
+                // disk, must not be skipped by a move's new rev: simulation seed 1472).
+                if let conflict, applyRemote(collection, id, conflict, fromConflict: true), code == .conflict, conflict.isLive, conflict.rev > baseRev,
+                   state.entry(collection, id)?.rev == conflict.rev, retries > 0
+                {
+                    sendMove(collection, id, baseRev: conflict.rev, placement: placement, retries: retries - 1)
                 }
             }
             order.moveAnswered(collection)

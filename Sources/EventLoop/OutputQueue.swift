@@ -77,6 +77,42 @@ struct OutputQueue {
         return bytes
     }
 
+    /// The first segments, about `limit` bytes of them, handed over: cut after the last newline
+    /// before `limit` (a line protocol's queue then starts at a line, so what is not handed over
+    /// yet can be dropped whole lines at a time), or after the first one past it when there is
+    /// none before.
+    mutating func takeSegments(endingAtALineWithin limit: Int) -> [(bytes: SharedBytes, range: Range<Int>)] {
+        guard segmentBytes > limit else { return takeSegments() }
+        var taken: [(bytes: SharedBytes, range: Range<Int>)] = []
+        var total = 0
+        while !segments.isEmpty {
+            let (shared, range) = segments[0]
+            if total + range.count <= limit {
+                taken.append(segments.removeFirst())
+                total += range.count
+                continue
+            }
+            let bytes = UnsafeRawBufferPointer(start: shared.base + range.lowerBound, count: range.count)
+            let window = max(0, limit - total)
+            var cut = bytes[..<window].lastIndex(of: 0x0A).map { $0 + 1 }
+            if cut == nil, let last = taken.last, last.bytes.base.load(fromByteOffset: last.range.upperBound - 1, as: UInt8.self) == 0x0A { break }
+            if cut == nil { cut = bytes.firstIndex(of: 0x0A).map { $0 + 1 } }
+            guard let cut, cut < range.count else {
+                // No line ends in this segment (or it ends with its last byte): all of it goes.
+                taken.append(segments.removeFirst())
+                total += range.count
+                if cut != nil { break }
+                continue
+            }
+            taken.append((shared, range.lowerBound..<(range.lowerBound + cut)))
+            segments[0].range = (range.lowerBound + cut)..<range.upperBound
+            total += cut
+            break
+        }
+        segmentBytes -= total
+        return taken
+    }
+
     /// The segments, handed over (the queue keeps none).
     mutating func takeSegments() -> [(bytes: SharedBytes, range: Range<Int>)] {
         defer {

@@ -37,6 +37,11 @@ public final class TCPConnection {
 
     /// How long `closeAfterWriting` waits for a peer that does not read before it cuts it off.
     public static let defaultCloseGraceMilliseconds: UInt64 = 2_000
+    /// About how many bytes are handed to libuv at a time beyond what the kernel took at once.
+    static let maxBytesInFlight = 64 << 10
+    /// What the kernel's send buffer grows by for a connection's last line, when what libuv
+    /// holds was dropped for it (a peer that stopped reading has filled the buffer).
+    static let lastLineRoom = 256 << 10
 
     /// The remote endpoint, read once at accept or connect.
     public private(set) var peer: SocketAddress?
@@ -268,10 +273,14 @@ public final class TCPConnection {
                 return
             }
         }
-        if !output.segments.isEmpty {
-            // The rest waits in one write request that holds the bytes until it is done.
-            let count = output.segmentBytes
-            let box = WriteBox(output.takeSegments(), count: count)
+        // The rest waits in write requests that hold the bytes until they are done: about
+        // `maxBytesInFlight` at a time, ending at a line, so that what libuv has not taken yet
+        // can be dropped whole lines at a time (`closeAfterWriting(replacingUnsentWith:)`). A
+        // TLS layer's records, and a closing connection's last bytes, go whole.
+        let whole = security != nil || shutdownRequested
+        if !output.segments.isEmpty, whole || bytesInFlight < Self.maxBytesInFlight {
+            let segments = whole ? output.takeSegments() : output.takeSegments(endingAtALineWithin: Self.maxBytesInFlight - bytesInFlight)
+            let box = WriteBox(segments, count: segments.reduce(0) { $0 + $1.range.count })
             bytesInFlight += box.count
             let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
             request.pointee.data = Unmanaged.passRetained(box).toOpaque()
@@ -285,6 +294,8 @@ public final class TCPConnection {
                         connection.writeFailed(status)
                     } else if connection.pendingOutputBytes == 0 {
                         connection.onDrain?()
+                    } else if !connection.output.isEmpty {
+                        connection.flush()
                     }
                 }
             }
@@ -337,6 +348,25 @@ public final class TCPConnection {
             request.deallocate()
             close()
         }
+    }
+
+    /// Drops what is queued and not yet handed to libuv (whole lines: what libuv holds ends at
+    /// a line), queues `lastLine` instead, makes room for it in the kernel's send buffer, and
+    /// closes after writing: a peer that stopped reading finds `lastLine` after the last whole
+    /// line the kernel and libuv held, whenever it reads again, even once the socket is closed.
+    /// Over TLS nothing can be dropped (what is queued is sealed): false, and nothing is done.
+    public func closeAfterWriting(replacingUnsentWith lastLine: [UInt8]) -> Bool {
+        guard security == nil, !closing, !shutdownRequested else { return false }
+        output.removeAll()
+        output.append(lastLine)
+        var size: Int32 = 0
+        if uv_send_buffer_size(asHandle(handle), &size) == 0, size > 0 {
+            // Linux reports twice what was asked for, and doubles what it is asked for.
+            var larger = Int32(clamping: Int(size) / 2 + Self.lastLineRoom)
+            uv_send_buffer_size(asHandle(handle), &larger)
+        }
+        closeAfterWriting()
+        return true
     }
 
     /// Closes now; queued writes not yet sent are cancelled.

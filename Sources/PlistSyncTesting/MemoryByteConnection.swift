@@ -56,6 +56,13 @@ public final class MemoryByteConnection: ByteConnection {
         close()
     }
 
+    /// Everything written is the client's already (`output`): nothing to drop, and the last
+    /// line was written with it.
+    public func closeAfterWriting(replacingUnsentWith lastLine: [UInt8]) -> Bool {
+        close()
+        return true
+    }
+
     public func close() {
         guard !closing else { return }
         closing = true

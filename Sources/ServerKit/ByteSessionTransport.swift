@@ -1,4 +1,5 @@
 import EventLoop
+import SyncCore
 
 /// A session's connection over a byte stream: a TCP socket (TLS on it when the server has a
 /// certificate) when serving, a pair of buffers (`MemoryByteConnection`) in tests, so a
@@ -23,6 +24,8 @@ final class ByteSessionTransport: SessionTransport {
         connection.startReading()
     }
 
+    private static let slowGoodbye = Array(ServerOutput.notices([.bye(.slow)]).text.utf8)
+
     func perform(_ action: SessionAction) {
         switch action {
         case .send(let output): connection.write(output.text)
@@ -30,6 +33,11 @@ final class ByteSessionTransport: SessionTransport {
         case .pauseReading: connection.stopReading()
         case .resumeReading: connection.startReading()
         case .close(.socketError), .closeNow: connection.close()
+        case .close(.slow):
+            // The goodbye goes right after what is already on its way, not behind the megabytes
+            // the subscriber did not read: it reaches a client that reads again later, from the
+            // kernel's buffer, even once the socket is closed.
+            if !connection.closeAfterWriting(replacingUnsentWith: Self.slowGoodbye) { connection.closeAfterWriting() }
         case .close: connection.closeAfterWriting()
         case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe: break
         }

@@ -144,8 +144,8 @@ final class HardeningTests: XCTestCase {
 
     /// A subscriber dropped with `* BYE SLOW` that never reads used to keep its socket for ever.
     func testADroppedSlowSubscriberIsCutOffAfterAGracePeriod() throws {
-        // The default limit (8 MiB) is more than the kernel's socket buffers hold, so the BYE
-        // itself cannot be delivered to a client that does not read.
+        // The default limit (8 MiB) is more than the kernel's socket buffers hold: the server
+        // must not wait for a client that does not read (its BYE waits in the kernel).
         let server = try server()
         let alice = try server.login("alice", "wonderland")
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
@@ -166,6 +166,45 @@ final class HardeningTests: XCTestCase {
         }
         XCTAssertEqual(connections, 1, "the slow subscriber's connection is still open")
         _ = slow
+    }
+
+    /// Issue 46, item 4b: twenty subscribers stop reading while 16 MB of changes are committed.
+    /// Each is cut off, and finds `* BYE SLOW` when it reads again after the server closed its
+    /// socket: the goodbye goes right after the last whole line already on its way (what was
+    /// not is dropped), into the kernel's buffer, instead of behind megabytes that would never
+    /// be sent (0 of 20 found it before). What each got is whole lines in seq order, none
+    /// skipped, so it can resume with SINCE.
+    func testSubscribersThatStoppedReadingFindByeSlowWhenTheyReadAgain() throws {
+        let server = try server()
+        let alice = try server.login("alice", "wonderland")
+        try alice.expect("c CREATE c", equals: "c OK CREATE c")
+        let subscribers = try (0..<20).map { _ in try server.login("alice", "wonderland") }
+        for subscriber in subscribers { try subscriber.expect("s SUB c SINCE 0", equals: "s OK SUB c 0") }
+        let value = String(repeating: "v", count: 20_000)
+        var batch = ""
+        for index in 0..<800 { batch += "p\(index) PUT c r\(index) 0 {\"v\":\"\(value)\"}\n" }
+        try alice.send(bytes: Array(batch.utf8))
+        for index in 0..<800 { XCTAssertTrue(try alice.line().hasPrefix("p\(index) OK PUT")) }
+        var connections = -1
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let stats = try alice.expect("s STATS", prefix: "s OK STATS ")
+            connections = Int(stats.components(separatedBy: "\"connections\":")[1].prefix { $0.isNumber }) ?? -1
+            if connections == 1 { break }
+            usleep(100_000)
+        }
+        XCTAssertEqual(connections, 1, "the server still holds the slow subscribers' sockets")
+        var found = 0
+        for subscriber in subscribers {
+            var lines: [String] = []
+            while let line = try subscriber.readLine(timeout: 10) { lines.append(line) }
+            if lines.last == "* BYE SLOW" { found += 1 }
+            let changes = lines.last == "* BYE SLOW" ? lines.dropLast() : lines[...]
+            XCTAssertTrue(changes.allSatisfy { $0.hasPrefix("* CHANGE c ") && $0.hasSuffix("\"}") }, "a line cut short")
+            XCTAssertEqual(changes.compactMap { Int($0.split(separator: " ")[3]) }, Array(1..<(changes.count + 1)))
+            XCTAssertLessThan(changes.count, 800)
+        }
+        XCTAssertEqual(found, subscribers.count, "subscribers that read * BYE SLOW")
     }
 
     /// Alternating `MOVE … BEFORE` the same record used to grow position keys without bound.

@@ -330,4 +330,27 @@ final class ScenarioTests: XCTestCase {
         let moved = { [self] in fs.contents(at: orderFile).flatMap { try? PlistFile.decode($0).0 } == .array(["r4", "r0", "r1", "r2", "r3"].map(Value.string)) }
         XCTAssertTrue(world.run(within: 10_000) { moved() }, "the move reaches B's order file")
     }
+
+    /// Issue 46 (simulation seed 322 of that day): B drags a row while A edits that row's
+    /// fields, and A's edit reaches the server first. B's MOVE, sent from the row's old
+    /// revision, was refused (CONFLICT) and never sent again: the drag was lost on every
+    /// machine. It is sent again from the new revision.
+    func testADragOfARowEditedElsewhereMeanwhileIsKept() throws {
+        try fs.makeFolder(b.root + "/c")
+        try writeRecords(3, in: a)
+        try a.start()
+        try b.start()
+        let orderOnB = b.root + "/c.order.plist"
+        let order = { [self] (machine: SimulatedMachine) in fs.contents(at: machine.root + "/c.order.plist").flatMap { try? PlistFile.decode($0).0 } }
+        XCTAssertTrue(world.run(within: 10_000) { order(b) == .array(["r0", "r1", "r2"].map(Value.string)) }, "B's first sync")
+        world.scheduler.run(until: world.scheduler.now + 2_000)
+        // B's network turns slow: its MOVE reaches the server after A's edit of the same row.
+        b.slowUntil = world.scheduler.now + 5_000
+        try fs.writeFile(orderOnB, PlistFile.encode(.array(["r2", "r0", "r1"].map(Value.string)), as: .xml), durable: true)
+        try fs.writeFile(a.root + "/c/r2.plist", PlistFile.encode(.dictionary(["v": .string("edited on A")]), as: .xml), durable: true)
+        let dragged: Value = .array(["r2", "r0", "r1"].map(Value.string))
+        XCTAssertTrue(world.run(within: 20_000) { order(a) == dragged && order(b) == dragged },
+                      "A \(String(describing: order(a))), B \(String(describing: order(b)))\n" + b.log.suffix(30).joined(separator: "\n"))
+        XCTAssertTrue(b.log.contains { $0.contains("cannot move c/r2: CONFLICT") }, "the MOVE met A's edit")
+    }
 }

@@ -20,6 +20,9 @@ public protocol ByteConnection: AnyObject {
     func stopReading()
     /// Sends what is queued, then closes (a client that does not read is cut off after a grace).
     func closeAfterWriting()
+    /// Drops what is queued and not yet on its way (whole lines), sends `lastLine` after what
+    /// is, and closes; false when nothing can be dropped (TLS), and nothing was done.
+    func closeAfterWriting(replacingUnsentWith lastLine: [UInt8]) -> Bool
     /// Closes now; what is queued is dropped.
     func close()
 }
