@@ -151,21 +151,31 @@ final class HardeningTests: XCTestCase {
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         let slow = try server.login("alice", "wonderland")
         try slow.expect("s SUB c SINCE 0", equals: "s OK SUB c 0")
-        let value = String(repeating: "v", count: 50_000)
-        var batch = ""
-        for index in 0..<800 { batch += "p\(index) PUT c r\(index) 0 {\"v\":\"\(value)\"}\n" }
-        try alice.send(bytes: Array(batch.utf8))
-        for index in 0..<800 { XCTAssertTrue(try alice.line().hasPrefix("p\(index) OK PUT")) }
-        var connections = -1
-        let deadline = Date().addingTimeInterval(8)
-        while Date() < deadline {
-            let stats = try alice.expect("s STATS", prefix: "s OK STATS ")
-            connections = Int(stats.components(separatedBy: "\"connections\":")[1].prefix { $0.isNumber }) ?? -1
-            if connections == 1 { break }
-            usleep(200_000)
-        }
-        XCTAssertEqual(connections, 1, "the slow subscriber's connection is still open")
+        try putRecords(800, of: 50_000, into: "c", by: alice)
+        XCTAssertEqual(try connections(once: 1, askingThrough: alice, within: 8), 1, "the slow subscriber's connection is still open")
         _ = slow
+    }
+
+    /// `count` records of `bytes` bytes each, pipelined, all answered.
+    private func putRecords(_ count: Int, of bytes: Int, into collection: String, by client: LineClient) throws {
+        let value = String(repeating: "v", count: bytes)
+        var batch = ""
+        for index in 0..<count { batch += "p\(index) PUT \(collection) r\(index) 0 {\"v\":\"\(value)\"}\n" }
+        try client.send(bytes: Array(batch.utf8))
+        for index in 0..<count { XCTAssertTrue(try client.line().hasPrefix("p\(index) OK PUT")) }
+    }
+
+    /// The server's count of connections (STATS) once it is `wanted`, or when `seconds` ran out.
+    private func connections(once wanted: Int, askingThrough client: LineClient, within seconds: Double) throws -> Int {
+        var connections = -1
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let stats = try client.expect("s STATS", prefix: "s OK STATS ")
+            connections = Int(stats.components(separatedBy: "\"connections\":")[1].prefix { $0.isNumber }) ?? -1
+            if connections == wanted { break }
+            usleep(100_000)
+        }
+        return connections
     }
 
     /// Issue 46, item 4b: twenty subscribers stop reading while 16 MB of changes are committed.
@@ -180,20 +190,8 @@ final class HardeningTests: XCTestCase {
         try alice.expect("c CREATE c", equals: "c OK CREATE c")
         let subscribers = try (0..<20).map { _ in try server.login("alice", "wonderland") }
         for subscriber in subscribers { try subscriber.expect("s SUB c SINCE 0", equals: "s OK SUB c 0") }
-        let value = String(repeating: "v", count: 20_000)
-        var batch = ""
-        for index in 0..<800 { batch += "p\(index) PUT c r\(index) 0 {\"v\":\"\(value)\"}\n" }
-        try alice.send(bytes: Array(batch.utf8))
-        for index in 0..<800 { XCTAssertTrue(try alice.line().hasPrefix("p\(index) OK PUT")) }
-        var connections = -1
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let stats = try alice.expect("s STATS", prefix: "s OK STATS ")
-            connections = Int(stats.components(separatedBy: "\"connections\":")[1].prefix { $0.isNumber }) ?? -1
-            if connections == 1 { break }
-            usleep(100_000)
-        }
-        XCTAssertEqual(connections, 1, "the server still holds the slow subscribers' sockets")
+        try putRecords(800, of: 20_000, into: "c", by: alice)
+        XCTAssertEqual(try connections(once: 1, askingThrough: alice, within: 10), 1, "the server still holds the slow subscribers' sockets")
         var found = 0
         for subscriber in subscribers {
             var lines: [String] = []
