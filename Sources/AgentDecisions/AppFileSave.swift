@@ -56,8 +56,10 @@ public struct AppFileSave: Equatable, Sendable {
     /// file as last read or written, newest last, its order `latestOrder`), `shadow` (the
     /// collection's records now) and `shadowOrder` (their order now, which may be ahead of the
     /// file: a move that arrived while the app saved).
+    /// `historyGap`: versions the agent wrote may be missing from `versions` (a crash cost the
+    /// newest history), so any value the save replaces may be one the app never showed.
     public static func read(_ saved: [(id: RecordID, fields: Fields)], versions: [AppFileVersion], latestOrder: [RecordID],
-                            shadow: [RecordID: Fields], shadowOrder: [RecordID]? = nil) -> AppFileSave {
+                            shadow: [RecordID: Fields], shadowOrder: [RecordID]? = nil, historyGap: Bool = false) -> AppFileSave {
         var result = AppFileSave()
         let latest = versions.last?.records
         /// Whether the file showed another value than its newest since the app's own last save
@@ -65,6 +67,7 @@ public struct AppFileSave: Equatable, Sendable {
         /// before the newest. (A file the app only ever loaded as the agent first wrote it has
         /// nothing it could have missed: its first edit makes no copy.)
         func changedSinceLastSave<T: Equatable>(_ value: (AppFileVersion) -> T) -> Bool {
+            if historyGap { return true }
             guard let newest = versions.last.map(value) else { return false }
             let since = versions.lastIndex(where: \.byApp) ?? 0
             return versions[since...].contains { value($0) != newest }

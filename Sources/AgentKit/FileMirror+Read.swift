@@ -44,7 +44,8 @@ extension FileMirror {
         // Shadow writes by the engine since the last rebuild still need one; this read's own don't.
         let shadow = shadowRecords(collection)
         let save = AppFileSave.read(entries.map { (RecordID($0.id), $0.fields) }, versions: history.versions(collection),
-                                    latestOrder: history.knownOrder(collection) ?? [], shadow: shadow, shadowOrder: shadowOrder(collection))
+                                    latestOrder: history.knownOrder(collection) ?? [], shadow: shadow, shadowOrder: shadowOrder(collection),
+                                    historyGap: historyGaps.contains(collection))
         // A shadow file that cannot be written (a full disk): the save is not taken as read,
         // and is read again later; remembered as read, its edits would count as seen and a
         // later stale save would drop them.
@@ -123,7 +124,12 @@ extension FileMirror {
         // a row that came just before a crash was deleted by a save from a load before it).
         let records = AppFileHistory.records(entries)
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
-        history.remember(collection, entries, bytes, byApp: !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shownOrder))
+        let byApp = !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shownOrder)
+        history.remember(collection, entries, bytes, byApp: byApp)
+        // Taken for the agent's own write that the history lost (a crash): the app may have
+        // loaded any version in between, so its next save keeps whatever it replaces
+        // (simulation seed 2418).
+        if byApp { historyGaps.remove(collection) } else if atStart { historyGaps.insert(collection) }
         // Whatever the file does not show of the shadow (a change the save missed, one that
         // arrived while the app saved, one a crash kept from the history) is written into it:
         // the file is rebuilt whenever it differs from the shadow after a read.

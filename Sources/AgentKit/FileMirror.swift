@@ -37,6 +37,9 @@ final class FileMirror {
     private var rebuildRetries: Set<String> = []
     /// App files whose rebuild waits for the shadow's order file to place every row.
     private var awaitingOrder: Set<String> = []
+    /// Collections whose app file was found at start holding a write of the agent's that the
+    /// history lost, until the app's next save is read.
+    var historyGaps: Set<String> = []
     let clock: any AgentClock
     /// This machine's name in the conflict copies it makes.
     let device: String

@@ -58,6 +58,19 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(fresh.writes, [AppFileSave.Write(id: "z", fields: row("Zoe", "typed here"), keepReplaced: false)], "a new row replaces nothing")
     }
 
+    /// Simulation seed 2418: a crash cost the history the agent's write of a change from
+    /// elsewhere; found at start, the file is remembered as the agent's, with nothing before it.
+    /// The app's next save, from a load made before that change, replaced it unseen. With the
+    /// gap known, what a save replaces is kept.
+    func testAfterAGapInTheHistoryWhatASaveReplacesIsKept() {
+        let found = [AppFileVersion(records: ["a": row("Ada", "from elsewhere")], order: ["a"], byApp: false)]
+        let stale = AppFileSave.read([("a", row("Ada", "old load, edited"))], versions: found, latestOrder: ["a"], shadow: ["a": row("Ada", "from elsewhere")],
+                                     historyGap: true)
+        XCTAssertEqual(stale.writes, [AppFileSave.Write(id: "a", fields: row("Ada", "old load, edited"), keepReplaced: true)])
+        let plain = AppFileSave.read([("a", row("Ada", "old load, edited"))], versions: found, latestOrder: ["a"], shadow: ["a": row("Ada", "from elsewhere")])
+        XCTAssertEqual(plain.writes.map(\.keepReplaced), [false], "a file the app only ever loaded as the agent wrote it")
+    }
+
     func testARowTheAppDeletesGoesAndOneAddedElsewhereStays() {
         var versions = history
         versions.append(AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1"), "z": row("Zoe", "1")], order: ["g", "a", "z"], byApp: false))
