@@ -162,6 +162,12 @@ public struct AppFileSave: Equatable, Sendable {
         } else {
             result.order = savedIDs
         }
+        // Only rows the collection will hold: a row the save lists but that is not brought back
+        // (deleted elsewhere, only moved here) would otherwise sit in the order unplaced, and
+        // the place the app gives it when it does come back would read as no move (simulation
+        // seed 8826: the drag was lost).
+        let held = Set(shadow.keys).union(result.writes.map(\.id)).subtracting(removed)
+        result.order = result.order?.filter(held.contains)
         return result
     }
 

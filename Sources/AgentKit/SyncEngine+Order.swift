@@ -159,13 +159,16 @@ extension SyncEngine {
     }
 
     /// Whether a row of the mirror is not in the synced order yet though it will be: its file
-    /// is there and its create is unanswered, or it is live here without a position.
+    /// is there and its create (or its making again after a delete) is unanswered, or it is
+    /// live here without a position.
     func isAwaitingPlacement(_ collection: String, _ id: RecordID) -> Bool {
         // A file at its path that is a twin's (a folding file system) is not a create to wait for.
-        guard let entry = state.entry(collection, id) else {
+        // A record deleted on the server whose file is here again is being made again, as a new
+        // one is (simulation seed 8826: a drag of it was read before its create was placed).
+        guard let entry = state.entry(collection, id), entry.isLive else {
             return mirror.read(mirror.recordPath(collection, id)) != nil && mirror.clashingName(collection, id) == nil
         }
-        return entry.isLive && entry.position == nil
+        return entry.position == nil
     }
 
     /// What reading the order file found.

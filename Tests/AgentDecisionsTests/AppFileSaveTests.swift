@@ -71,6 +71,17 @@ final class AppFileSaveTests: XCTestCase {
         XCTAssertEqual(plain.writes.map(\.keepReplaced), [false], "a file the app only ever loaded as the agent wrote it")
     }
 
+    /// Simulation seed 8826: a save from a load made before a row was deleted elsewhere moved
+    /// that row; it is not brought back (only moved), and its place stayed in the order, so the
+    /// app's later edit that did bring it back found it placed already and its drag was lost.
+    func testTheOrderOfASaveListsOnlyRowsTheCollectionHolds() {
+        var versions = history
+        versions.append(AppFileVersion(records: ["a": row("Ada", "2")], order: ["a"], byApp: false))
+        let save = AppFileSave.read([("g", row("Grace", "1")), ("a", row("Ada", "2"))], versions: versions, latestOrder: ["a"], shadow: ["a": row("Ada", "2")])
+        XCTAssertEqual(save.writes, [], "a row deleted elsewhere and only moved here is not brought back")
+        XCTAssertEqual(save.order, ["a"])
+    }
+
     func testARowTheAppDeletesGoesAndOneAddedElsewhereStays() {
         var versions = history
         versions.append(AppFileVersion(records: ["a": row("Ada", "2"), "g": row("Grace", "1"), "z": row("Zoe", "1")], order: ["g", "a", "z"], byApp: false))
