@@ -126,10 +126,14 @@ extension FileMirror {
         let shownOrder = shadowOrder(collection).filter { records[$0] != nil }
         let byApp = !(atStart && records == shadowRecords(collection) && entries.map(\.id).recordIDs == shownOrder)
         history.remember(collection, entries, bytes, byApp: byApp)
-        // Taken for the agent's own write that the history lost (a crash): the app may have
-        // loaded any version in between, so its next save keeps whatever it replaces
-        // (simulation seed 2418).
-        if byApp { historyGaps.remove(collection) } else if atStart { historyGaps.insert(collection) }
+        // Taken for the agent's own write that the history lost (a crash; not a first read,
+        // which fills the shadow): the app may have loaded any version in between, so its next
+        // save keeps whatever it replaces (simulation seed 2418).
+        if byApp {
+            historyGaps.remove(collection)
+        } else if atStart, save.writes.isEmpty, save.removes.isEmpty {
+            historyGaps.insert(collection)
+        }
         // Whatever the file does not show of the shadow (a change the save missed, one that
         // arrived while the app saved, one a crash kept from the history) is written into it:
         // the file is rebuilt whenever it differs from the shadow after a read.
