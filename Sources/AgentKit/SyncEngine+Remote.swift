@@ -45,6 +45,14 @@ extension SyncEngine {
             }
             return true
         case .waitForSave:
+            // On a store restored from a backup the revision synced here belongs to the old
+            // store: a save pushed against it could match a revision the restored store gave
+            // another mirror's state, and replace it unseen (simulation seed 6027). Pushed as a
+            // create instead, it meets that state as a CONFLICT and is merged.
+            if context.rebasing, var stale = entry, stale.rev > 0, remote.isLive, remote.rev <= stale.rev {
+                stale.rev = 0
+                saveState { try state.set(stale, collection, id) }
+            }
             return false
         case .nameClash(let recorded):
             saveState { try state.set(recorded, collection, id) }
