@@ -156,11 +156,8 @@ public enum RemoteChange: Equatable, Sendable {
             action = .keepEdit
         case (_?, nil) where !locallyChanged:
             action = .remove
-        case (let bytes?, let fields?) where noCommonBase:
-            action = .merge(local: bytes, remote: fields, baseKnown: false)
-            next.fileHash = SyncedRecord.compareFields
         case (let bytes?, let fields?):
-            action = .merge(local: bytes, remote: fields)
+            action = .merge(local: bytes, remote: fields, baseKnown: !noCommonBase)
             next.fileHash = SyncedRecord.compareFields
         case (nil, _?) where remoteJSON == synced?.fieldsJSON:
             // Deleted here, only moved there: the delete stands and goes up against the new rev

@@ -133,8 +133,8 @@ final class FileMirror {
         let records = shadowRecords(collection)
         let ids = Set(records.keys)
         guard !ids.isEmpty || history.knownHash(collection) != nil else { return }
-        var order = shadowOrder(collection).filter(ids.contains)
-        if waitingForOrder, order.count < ids.count {
+        let listed = shadowOrder(collection)
+        if waitingForOrder, !Set(listed).isSuperset(of: ids) {
             if awaitingOrder.insert(collection).inserted {
                 clock.after(Self.readRetryMilliseconds) { [self] in
                     guard awaitingOrder.remove(collection) != nil else { return }
@@ -144,8 +144,7 @@ final class FileMirror {
             return
         }
         awaitingOrder.remove(collection)
-        var seen = Set(order)
-        order += ids.filter { seen.insert($0).inserted }.sorted()
+        let order = ids.ordered(by: listed)
         // The file as last read or written holds exactly this: nothing to encode or write.
         if history.knownHash(collection) != nil, history.knownOrder(collection) == order, history.versions(collection).last?.records == records { return }
         let entries = order.compactMap { id in records[id].map { CollectionFile.Entry(id: id.string, fields: $0) } }

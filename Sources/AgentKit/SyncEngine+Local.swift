@@ -30,9 +30,7 @@ extension SyncEngine {
     /// row back to it lost the drag, read as a save from a load made before them).
     private func inOrderFileOrder(_ collection: String, _ ids: Set<RecordID>) -> [RecordID] {
         guard case .ids(_, let listed) = readOrderFile(collection) else { return ids.sorted() }
-        var seen: Set<RecordID> = []
-        let ordered = listed.filter { ids.contains($0) && seen.insert($0).inserted }
-        return ordered + ids.subtracting(seen).sorted()
+        return ids.ordered(by: listed)
     }
 
     /// Reconciles all subscribed collections (the periodic backstop and event-overflow path).

@@ -279,8 +279,9 @@ public final class TCPConnection {
         // TLS layer's records, and a closing connection's last bytes, go whole.
         let whole = security != nil || shutdownRequested
         if !output.segments.isEmpty, whole || bytesInFlight < Self.maxBytesInFlight {
+            let queued = output.segmentBytes
             let segments = whole ? output.takeSegments() : output.takeSegments(endingAtALineWithin: Self.maxBytesInFlight - bytesInFlight)
-            let box = WriteBox(segments, count: segments.reduce(0) { $0 + $1.range.count })
+            let box = WriteBox(segments, count: queued - output.segmentBytes)
             bytesInFlight += box.count
             let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
             request.pointee.data = Unmanaged.passRetained(box).toOpaque()
@@ -386,27 +387,5 @@ public final class TCPConnection {
             connection.onClose = nil
             onClose?()
         }
-    }
-}
-
-/// Holds a write's bytes until libuv's write callback.
-private final class WriteBox {
-    let segments: [(bytes: SharedBytes, range: Range<Int>)]
-    let count: Int
-
-    init(_ segments: [(bytes: SharedBytes, range: Range<Int>)], count: Int) {
-        self.segments = segments
-        self.count = count
-    }
-}
-
-/// Carries a connect's completion through libuv.
-private final class ConnectBox {
-    let connection: TCPConnection
-    let completion: (Result<TCPConnection, LoopError>) -> Void
-
-    init(_ connection: TCPConnection, _ completion: @escaping (Result<TCPConnection, LoopError>) -> Void) {
-        self.connection = connection
-        self.completion = completion
     }
 }

@@ -54,3 +54,12 @@ extension Array where Element == RecordID {
     /// The ids as strings (for the wire and file names).
     public var strings: [String] { map(\.string) }
 }
+
+extension Set where Element == RecordID {
+    /// These ids in the order `listed` gives them (each once), then the rest by id.
+    public func ordered(by listed: [RecordID]) -> [RecordID] {
+        var seen: Set<RecordID> = []
+        let placed = listed.filter { contains($0) && seen.insert($0).inserted }
+        return placed + subtracting(seen).sorted()
+    }
+}

@@ -130,10 +130,9 @@ final class SafetyChecks {
         } else {
             byFolder = [:]
             for machine in world.machines {
-                let files = Self.visibleFiles(of: machine, in: world)
-                checkConflictCopies(files, on: machine)
-                for (path, bytes) in files {
-                    byFolder[(path as NSString).deletingLastPathComponent, default: []].formUnion(strings(of: bytes))
+                for (folder, files) in Dictionary(grouping: Self.visibleFiles(of: machine, in: world), by: { ($0.path as NSString).deletingLastPathComponent }) {
+                    checkConflictCopies(files, on: machine)
+                    byFolder[folder] = values(in: files)
                 }
             }
         }
@@ -176,7 +175,8 @@ final class SafetyChecks {
     /// list file is rebuilt from); not the agent's kept versions or other state, nor a hidden
     /// file (a save's temp file).
     static func visibleFiles(of machine: SimulatedMachine, in world: SimulationWorld) -> [(path: String, bytes: [UInt8])] {
-        world.fileSystem.files(under: machine.root) { isVisible($0, of: machine) }.filter { file in
+        let state = machine.root + "/.plistsync"
+        return world.fileSystem.files(under: machine.root) { $0 == state || isVisible($0, of: machine) }.filter { file in
             !(file.path as NSString).lastPathComponent.hasPrefix(".") && isVisible((file.path as NSString).deletingLastPathComponent, of: machine)
         }
     }
@@ -185,19 +185,19 @@ final class SafetyChecks {
     /// way, but for the shadow folders of app files.
     private static func isVisible(_ folder: String, of machine: SimulatedMachine) -> Bool {
         let components = folder.dropFirst(machine.root.count).split(separator: "/")
-        if components.first == ".plistsync" { return components.count == 1 || components[1] == "files" && !components.dropFirst(2).contains { $0.hasPrefix(".") } }
+        if components.first == ".plistsync" { return components.count > 1 && components[1] == "files" && !components.dropFirst(2).contains { $0.hasPrefix(".") } }
         return !components.contains { $0.hasPrefix(".") }
     }
 
     private static func strings(inPlist bytes: [UInt8]) -> Set<String> {
         var strings: Set<String> = []
-        if let value = try? PlistFile.decode(bytes).0 { Simulation.collectStrings(value, into: &strings) }
+        if let value = try? PlistFile.decode(bytes).0 { Simulation.collectTokens(value, into: &strings) }
         return strings
     }
 
     private static func strings(inJSON json: String) -> Set<String> {
         var strings: Set<String> = []
-        if let fields = try? ValueJSON.decodeFields(Array(json.utf8)) { Simulation.collectStrings(.dictionary(fields), into: &strings) }
+        if let fields = try? ValueJSON.decodeFields(Array(json.utf8)) { Simulation.collectTokens(.dictionary(fields), into: &strings) }
         return strings
     }
 }

@@ -287,10 +287,10 @@ final class Simulation {
     }
 
     /// The tokens (`TypedValues.token(of:)`) of every value in `value`, nested ones included.
-    static func collectStrings(_ value: Value, into set: inout Set<String>) {
+    static func collectTokens(_ value: Value, into set: inout Set<String>) {
         switch value {
-        case .array(let items): for item in items { Self.collectStrings(item, into: &set) }
-        case .dictionary(let members): for member in members.values { Self.collectStrings(member, into: &set) }
+        case .array(let items): for item in items { Self.collectTokens(item, into: &set) }
+        case .dictionary(let members): for member in members.values { Self.collectTokens(member, into: &set) }
         default: if let token = TypedValues.token(of: value) { set.insert(token) }
         }
     }
