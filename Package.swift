@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol", "AgentKit", "ServerKit", "EventLoop"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         // The command line's subcommands, a library so tests can run them inside their process.
-        .target(name: "PlistSyncCommands", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "SQLiteKit", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        .target(name: "PlistSyncCommands", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "PlistFormat", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
         .executableTarget(name: "plistsync", dependencies: ["PlistSyncCommands"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),

@@ -1,7 +1,6 @@
 import CShims
 import EventLoop
 import Foundation
-import SQLiteKit
 import SyncCore
 
 /// `plistsync agent`: mirrors a directory of plist files through the server. Runs an

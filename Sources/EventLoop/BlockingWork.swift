@@ -8,10 +8,6 @@ extension EventLoop {
     public func runBlocking<Result: Sendable>(
         _ work: @escaping @Sendable () -> Result, then completion: @escaping (Result) -> Void
     ) {
-        if runsBlockingWorkInline {
-            let result = work()
-            return atEndOfTurn { completion(result) }
-        }
         let box = WorkBox(work: work, completion: completion)
         let request = UnsafeMutablePointer<uv_work_t>.allocate(capacity: 1)
         request.pointee.data = Unmanaged.passRetained(box).toOpaque()

@@ -17,10 +17,6 @@ public final class EventLoop {
     private let check: UnsafeMutablePointer<uv_check_t>
     private var connectionsToFlush: [TCPConnection] = []
     private var endOfTurnWork: [() -> Void] = []
-    /// For a deterministic simulation only, never when serving: `runBlocking` work runs on the
-    /// loop thread and its completion at the end of the turn, with no thread hand-off; a
-    /// `WorkerThread` made afterwards runs its jobs at once too.
-    public var runsBlockingWorkInline = false
     private var closed = false
 
     public init() {

@@ -29,11 +29,6 @@ public final class WorkerThread {
         }
         async.pointee.data = Unmanaged.passRetained(self).toOpaque()
         uv_unref(asHandle(async))
-        if loop.runsBlockingWorkInline {
-            // A deterministic run (the simulation): jobs run at once, answered through the loop.
-            shared.runInline = true
-            return
-        }
         var thread = pthread_t()
         let context = Unmanaged.passRetained(shared).toOpaque()
         let status = pthread_create(&thread, nil, { context in

@@ -3,8 +3,8 @@ import ServerKit
 
 /// A connection's bytes in memory, for a line-protocol session or an HTTP connection alike:
 /// what the server writes collects in `output` for the client to take, what the client sends
-/// (`receive`) goes to the connection's `onData`, held while the server does not read; the
-/// loop is turned by the client. The test kit's one byte transport.
+/// (`receive`) goes to the connection's `onData`, held while the server does not read; a close
+/// is seen at the end of the server's turn. The test kit's one byte transport.
 public final class MemoryByteConnection: ByteConnection {
     public var onData: (([UInt8]) -> Void)?
     public var onEnd: ((TCPConnection.EndOfInput) -> Void)?
@@ -21,10 +21,11 @@ public final class MemoryByteConnection: ByteConnection {
     private var closing = false
     private var reading = false
     private var unread: [UInt8] = []
-    private let loop: EventLoop
+    private let atEndOfTurn: (@escaping () -> Void) -> Void
 
-    public init(loop: EventLoop) {
-        self.loop = loop
+    /// For a server on `clock` (a close is seen at the end of its turn).
+    public init(clock: any ServerClock) {
+        atEndOfTurn = clock.atEndOfTurn
     }
 
     public func write(_ bytes: [UInt8]) {
@@ -66,7 +67,7 @@ public final class MemoryByteConnection: ByteConnection {
     public func close() {
         guard !closing else { return }
         closing = true
-        loop.atEndOfTurn { [self] in
+        atEndOfTurn { [self] in
             isClosed = true
             let onClose = onClose
             self.onData = nil

@@ -114,8 +114,12 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
         }
     }
 
+    /// The time commits are stamped with (seconds since 1970): the real time unless a test
+    /// runs the server on virtual time, whose wall clock this must then be.
+    public var wallClockSeconds: () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
     public func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = wallClockSeconds()
         return try locked { contents throws(StoreFailure) in
             var batch = contents
             var outcomes: [StoreOutcome] = []

@@ -70,6 +70,20 @@ public final class Scheduler {
         return queue.isEmpty
     }
 
+    /// Runs events one at a time until `condition` holds or nothing is left to happen within
+    /// `milliseconds` (then time is at that deadline); whether it held.
+    public func run(within milliseconds: UInt64, until condition: () -> Bool) -> Bool {
+        let deadline = now + milliseconds
+        while !condition() {
+            guard let first = queue.first, first.time <= deadline else {
+                now = max(now, deadline)
+                return false
+            }
+            runFirst()
+        }
+        return true
+    }
+
     private func runFirst() {
         let first = queue.removeFirst()
         now = first.time

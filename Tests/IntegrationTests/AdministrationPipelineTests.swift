@@ -19,8 +19,8 @@ final class AdministrationPipelineTests: XCTestCase {
         try client.expect("a AUTH root pw", equals: "a OK AUTH root")
         try client.expect("c CREATE team", equals: "c OK CREATE team")
         let session = try XCTUnwrap(client.session)
-        let carryOut = session.perform
-        session.perform = { [unowned self] action in
+        let carryOut = session.emit
+        session.emit = { [unowned self] action in
             guard case .commit(let operation, _) = action else { return carryOut(action) }
             commits.append(Self.describe(operation))
             held.append { carryOut(action) }
@@ -44,8 +44,7 @@ final class AdministrationPipelineTests: XCTestCase {
 
     /// Waits until `count` commits were handed over (passwords are hashed on a thread).
     private func waitForCommits(_ count: Int) {
-        let deadline = Date().addingTimeInterval(5)
-        while commits.count < count, Date() < deadline { client.turnLoop(for: 0.01) }
+        client.wait(within: 5) { commits.count >= count }
     }
 
     func testChangesAreCommittedInOrderWithoutWaitingForOneAnother() throws {

@@ -1,27 +1,20 @@
-import EventLoop
 import Foundation
 import PlistSyncTesting
 import SyncCore
 import XCTest
 @testable import ServerKit
 
-/// A server with no listener whose sessions talk over the test kit's in-memory byte
-/// connection: a request goes straight into a session's input, and its replies are read back
-/// as lines. The store is a `MemoryStore`: no
-/// socket and no file, so a transcript replayed here and over TCP checks that the protocol
-/// lives in the session, not in the connection or the store.
+/// The test kit's simulated server (the real `ServerCore` on virtual time, no socket, no file)
+/// over a `MemoryStore`, for protocol tests: a request goes straight into a session's input,
+/// and its replies are read back as lines while virtual time runs. A transcript replayed here
+/// and over TCP checks that the protocol lives in the session, not in the connection or the
+/// store; a deadline of seconds passes in microseconds.
 final class InMemoryServer {
-    let loop = EventLoop()
-    private(set) var server: Server!
-    /// The once-a-second housekeeping `start` schedules (idle and pre-auth deadlines, the
-    /// memory budget, tombstone purges); it also keeps the loop alive between requests, as a
-    /// listener does: libuv runs no end-of-turn work (the committer's batches) on a loop with
-    /// nothing active.
-    private let heartbeat: LoopTimer
+    let scheduler = Scheduler(seed: 1)
+    let simulated: SimulatedServer
 
     /// `users`: name, password, server admin; `configure` sets what `serve`'s options would.
     init(users: [(name: String, password: String, admin: Bool)], configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        heartbeat = LoopTimer(loop: loop)
         let store = MemoryStore(users: users.map { user in
             StoredUser(name: user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1000), isAdmin: user.admin)
         })
@@ -29,18 +22,20 @@ final class InMemoryServer {
         configuration.dataPath = "memory"
         configuration.passwordIterations = PasswordHasher.minimumIterations
         configure(&configuration)
-        server = try Server(configuration: configuration, store: store, loop: loop)
-        heartbeat.start(after: 1000, repeatEvery: 1000) { [unowned self] in server.housekeep() }
+        simulated = try SimulatedServer(scheduler: scheduler, configuration: configuration, store: store)
+        // Tombstones are stamped on the server's virtual wall clock, which purges them.
+        store.wallClockSeconds = { [unowned simulated] in simulated.wallClockSeconds }
     }
 
-    deinit {
-        heartbeat.close()
+    /// Runs `body` as a turn of the server.
+    func turn(_ body: (ServerCore) -> Void) {
+        simulated.turn(body)
     }
 
     func connect() -> BufferClient {
-        let connection = MemoryByteConnection(loop: loop)
-        let session = server.open(ByteSessionTransport(connection))
-        return BufferClient(connection: connection, session: session, loop: loop)
+        var session: Session?
+        let connection = simulated.connect(open: { core, bytes in session = core.open(ByteSessionTransport(bytes)) })
+        return BufferClient(connection: connection, session: session!, scheduler: scheduler)
     }
 
     /// A client that logged in as `user`.
@@ -52,43 +47,44 @@ final class InMemoryServer {
     }
 }
 
-/// A line-protocol client of a server in memory, on the test kit's `MemoryByteConnection`:
-/// sends request lines into the session and reads its replies, turning the loop while a commit
-/// or a login is being worked out.
+/// A line-protocol client of a server in memory: sends request lines into the session and
+/// reads its replies, running virtual time while a commit, a login or a deadline is due.
 final class BufferClient: TranscriptConnection {
-    private let connection: MemoryByteConnection
-    private let loop: EventLoop
+    private let connection: SimulatedConnection
+    private let scheduler: Scheduler
     /// The session behind this client (its `perform` can be wrapped to watch its actions).
     private(set) weak var session: Session?
 
     /// Makes the client look as if it had `bytes` unread (the memory budget counts them).
     func holdUnread(_ bytes: Int) {
-        connection.pendingOutputBytes = bytes
+        connection.bytes.pendingOutputBytes = bytes
     }
 
-    var isClosed: Bool { connection.isClosed }
+    var isClosed: Bool { connection.bytes.isClosed }
 
-    fileprivate init(connection: MemoryByteConnection, session: Session, loop: EventLoop) {
+    fileprivate init(connection: SimulatedConnection, session: Session, scheduler: Scheduler) {
         self.connection = connection
         self.session = session
-        self.loop = loop
+        self.scheduler = scheduler
     }
 
-    /// Turns the loop for `seconds` (commits and logins finish meanwhile).
+    /// Lets `seconds` of virtual time pass (commits, logins and timers run meanwhile).
     func turnLoop(for seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            loop.runOnce(wait: false)
-            usleep(100)
-        }
+        scheduler.advance(by: UInt64(seconds * 1000))
+    }
+
+    /// Runs virtual time until `condition` holds or `seconds` of it pass; whether it held.
+    @discardableResult
+    func wait(within seconds: Double, until condition: () -> Bool) -> Bool {
+        scheduler.run(within: UInt64(seconds * 1000), until: condition)
     }
 
     func send(_ line: String) throws {
-        connection.receive(Array((line + "\n").utf8))
+        connection.send(line)
     }
 
     func send(bytes: [UInt8]) throws {
-        connection.receive(bytes)
+        connection.send(bytes: bytes)
     }
 
     func readLine() throws -> String? {
@@ -96,20 +92,14 @@ final class BufferClient: TranscriptConnection {
     }
 
     /// The next line, nil once the session closed with nothing more to read (or after
-    /// `timeout` seconds).
+    /// `timeout` seconds of virtual time).
     func readLine(timeout: Double) throws -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let newline = connection.output.firstIndex(of: 0x0A) {
-                let line = String(decoding: connection.output[..<newline], as: UTF8.self)
-                connection.output.removeFirst(newline + 1)
-                return line
-            }
-            if connection.isClosed { return nil }
-            loop.runOnce(wait: false)
-            usleep(100)
-        }
-        return nil
+        let bytes = connection.bytes!
+        guard scheduler.run(within: UInt64(timeout * 1000), until: { bytes.output.contains(0x0A) || bytes.isClosed }),
+              let newline = bytes.output.firstIndex(of: 0x0A) else { return nil }
+        let line = String(decoding: bytes.output[..<newline], as: UTF8.self)
+        bytes.output.removeFirst(newline + 1)
+        return line
     }
 }
 

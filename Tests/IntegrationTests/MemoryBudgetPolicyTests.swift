@@ -24,7 +24,7 @@ final class MemoryBudgetPolicyTests: XCTestCase {
         closing.session?.sayGoodbye(.slow)  // a slow subscriber waiting out its grace
         writer.holdUnread(30 << 10)
 
-        memory.server.enforceMemoryBudget()
+        memory.turn { $0.enforceMemoryBudget() }
         hoarder.turnLoop(for: 0.05)
         XCTAssertTrue(closing.isClosed, "a closing connection holding bytes is let go at once")
         XCTAssertTrue(hoarder.isClosed, "the largest live holder is shed")

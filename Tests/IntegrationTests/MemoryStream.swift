@@ -1,60 +1,53 @@
-import EventLoop
 import Foundation
 import PlistSyncTesting
 @testable import ServerKit
 
-/// The client end of a `MemoryByteConnection`, read the way a socket is (`TestStream`).
+/// The client end of a connection to the simulated server, read the way a socket is
+/// (`TestStream`), virtual time running while it waits.
 final class MemoryStream: TestStream {
-    private let connection: MemoryByteConnection
-    private let loop: EventLoop
+    private let connection: SimulatedConnection
+    private let scheduler: Scheduler
+    private var bytes: MemoryByteConnection { connection.bytes }
 
-    init(_ connection: MemoryByteConnection, loop: EventLoop) {
+    init(_ connection: SimulatedConnection, scheduler: Scheduler) {
         self.connection = connection
-        self.loop = loop
+        self.scheduler = scheduler
     }
 
     func send(bytes: [UInt8]) throws {
-        connection.receive(bytes)
+        connection.send(bytes: bytes)
     }
 
-    /// Turns the loop until `ready` holds or 10 s pass; false when the connection closed first.
+    /// Runs virtual time until `ready` holds or 10 s pass; false when the connection closed first.
     private func turn(until ready: () -> Bool, timeout: Double?) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout ?? 10)
-        while !ready() {
-            if connection.isClosed { return false }
-            guard Date() < deadline else { throw LineClient.Failure(description: "timed out in memory; have \(connection.output.count) bytes") }
-            loop.runOnce(wait: false)
-            usleep(50)
+        let bytes = self.bytes
+        guard scheduler.run(within: UInt64((timeout ?? 10) * 1000), until: { ready() || bytes.isClosed }) else {
+            throw LineClient.Failure(description: "timed out in memory; have \(bytes.output.count) bytes")
         }
-        return true
+        return ready()
     }
 
     func readLine(timeout: Double?) throws -> String? {
-        guard try turn(until: { connection.output.contains(0x0A) }, timeout: timeout) else {
-            guard !connection.output.isEmpty else { return nil }
-            defer { connection.output = [] }
-            return String(decoding: connection.output, as: UTF8.self)
+        guard try turn(until: { bytes.output.contains(0x0A) }, timeout: timeout) else {
+            guard !bytes.output.isEmpty else { return nil }
+            defer { bytes.output = [] }
+            return String(decoding: bytes.output, as: UTF8.self)
         }
-        let newline = connection.output.firstIndex(of: 0x0A)!
-        defer { connection.output.removeFirst(newline + 1) }
-        return String(decoding: connection.output[..<newline], as: UTF8.self)
+        let newline = bytes.output.firstIndex(of: 0x0A)!
+        defer { bytes.output.removeFirst(newline + 1) }
+        return String(decoding: bytes.output[..<newline], as: UTF8.self)
     }
 
     func readBytes(_ count: Int, timeout: Double?) throws -> [UInt8] {
-        _ = try turn(until: { connection.output.count >= count }, timeout: timeout)
-        let bytes = Array(connection.output.prefix(count))
-        connection.output.removeFirst(bytes.count)
-        return bytes
+        _ = try turn(until: { bytes.output.count >= count }, timeout: timeout)
+        let taken = Array(bytes.output.prefix(count))
+        bytes.output.removeFirst(taken.count)
+        return taken
     }
 
     func closedByServer(within seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if connection.isClosed { return true }
-            loop.runOnce(wait: false)
-            usleep(50)
-        }
-        return false
+        let bytes = self.bytes
+        return scheduler.run(within: UInt64(seconds * 1000)) { bytes.isClosed }
     }
 }
 
@@ -64,8 +57,6 @@ typealias MemoryHTTPClient = HTTPExchangeClient<MemoryStream>
 extension InMemoryServer {
     /// A connection to the server's HTTP API, in memory.
     func httpConnect() -> MemoryHTTPClient {
-        let connection = MemoryByteConnection(loop: loop)
-        server.serveHTTP(over: connection)
-        return MemoryHTTPClient(MemoryStream(connection, loop: loop))
+        MemoryHTTPClient(MemoryStream(simulated.connectHTTP(), scheduler: scheduler))
     }
 }

@@ -295,11 +295,16 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(ok, 1_000_000 / perRecord, "the quota fills up to the last record that fits")
     }
 
+    /// On virtual time: the deadline is checked by the once-a-second housekeeping, so the BYE
+    /// comes between one and two seconds after the last request, and the test takes microseconds.
     func testIdleConnectionsAreClosedWithByeIdle() throws {
         server = try Self.server { $0.idleTimeoutSeconds = 1 }
         let client = server.connect()
         try client.expect("p PING", equals: "p OK PONG")
+        let lastRequest = server.scheduler.now
         XCTAssertEqual(try client.readLine(timeout: 5), "* BYE IDLE")
+        XCTAssertGreaterThan(server.scheduler.now - lastRequest, 1_000, "not before the timeout")
+        XCTAssertLessThanOrEqual(server.scheduler.now - lastRequest, 2_000, "within a housekeeping round of it")
         XCTAssertNil(try client.readLine(timeout: 5))
     }
 
@@ -333,9 +338,9 @@ final class ProtocolTests: XCTestCase {
     func testTheIdleClockCountsCompleteLinesOnly() throws {
         server = try Self.server { $0.idleTimeoutSeconds = 2 }
         let alice = try server.login("alice", "wonderland")
-        let started = Date()
+        let started = server.scheduler.now
         var closed = false
-        while Date().timeIntervalSince(started) < 6, !closed {
+        while server.scheduler.now - started < 6_000, !closed {
             try alice.send(bytes: Array("x".utf8))
             alice.turnLoop(for: 0.1)
             if let line = try? alice.readLine(timeout: 0.4) {
@@ -344,6 +349,7 @@ final class ProtocolTests: XCTestCase {
             }
         }
         XCTAssertTrue(closed)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 4.5)
+        // Virtual milliseconds: a byte every half second did not keep it open past 2 s + a round.
+        XCTAssertLessThanOrEqual(server.scheduler.now - started, 3_000)
     }
 }

@@ -4,7 +4,7 @@ import XCTest
 import SyncCore
 
 /// The session as a state machine: requests in, actions out. Each test watches the actions a
-/// session on buffers decides on (`Session.perform`), holding a commit back where the order of
+/// session on buffers decides on (`Session.emit`), holding a commit back where the order of
 /// replies depends on it.
 final class SessionActionTests: XCTestCase {
     private var memory: InMemoryServer!
@@ -21,8 +21,8 @@ final class SessionActionTests: XCTestCase {
         memory = try InMemoryServer(users: [(name: "alice", password: "pw", admin: false)])
         client = memory.connect()
         let session = try XCTUnwrap(client.session)
-        let carryOut = session.perform
-        session.perform = { [unowned self] action in
+        let carryOut = session.emit
+        session.emit = { [unowned self] action in
             actions.append(Self.describe(action))
             if case .commit = action, holdCommits {
                 heldCommits.append { carryOut(action) }

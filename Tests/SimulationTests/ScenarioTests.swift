@@ -15,6 +15,8 @@ final class ScenarioTests: XCTestCase {
 
     override func setUpWithError() throws {
         ServerLog.quiet = true
+        // The server's errors are the faults the run injects (a full disk, a stalled store).
+        ServerLog.output = { _ in }
         folder = Simulation.scratchFolder + "/scenario-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         world = try SimulationWorld(seed: 1, machineCount: 2, sameDevice: false, folder: folder)
@@ -23,6 +25,7 @@ final class ScenarioTests: XCTestCase {
 
     override func tearDown() {
         ServerLog.quiet = false
+        ServerLog.output = { line in FileHandle.standardError.write(Data(line.utf8)) }
         world.close()
         try? FileManager.default.removeItem(atPath: folder)
     }

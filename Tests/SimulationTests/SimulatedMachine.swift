@@ -124,7 +124,7 @@ final class SimulatedLink: ServerRequests {
     private unowned let machine: SimulatedMachine
     private let world: SimulationWorld
     private let clock: SimulatedClock
-    private var connection: ServerConnection?
+    private var connection: SimulatedConnection?
     private var replies: [String: (ServerEvent) -> Void] = [:]
     private var tagCounter = 0
     private var lastUp: UInt64 = 0
@@ -163,7 +163,7 @@ final class SimulatedLink: ServerRequests {
             machine.note("cannot reach the server")
             return reconnectLater()
         }
-        weak var made: ServerConnection?
+        weak var made: SimulatedConnection?
         let connection = world.server.connect { [weak self] lines in
             guard let self, let made else { return }
             arrive(lines, on: made)
@@ -198,7 +198,7 @@ final class SimulatedLink: ServerRequests {
     }
 
     /// Sends one request on `connection`, arriving after a delay (never before an earlier one).
-    private func request(_ command: Command, _ connection: ServerConnection, reply: @escaping (ServerEvent) -> Void) {
+    private func request(_ command: Command, _ connection: SimulatedConnection, reply: @escaping (ServerEvent) -> Void) {
         tagCounter += 1
         let tag = "t\(tagCounter)"
         replies[tag] = reply
@@ -208,38 +208,18 @@ final class SimulatedLink: ServerRequests {
         machine.note("-> " + String(line.prefix(200)))
         world.scheduler.after(time - world.scheduler.now) { [weak self, world] in
             guard let self, !connection.isClosed else { return }
-            guard self.connection !== connection else { return reach(command, line, tag, connection) }
+            guard self.connection !== connection else { return connection.send(line) }
             guard lingering.contains(ObjectIdentifier(connection)) else { return }
             let late = max(world.scheduler.now + UInt64.random(in: 1...Self.lingerMilliseconds, using: &world.scheduler.random), lastLingering)
             lastLingering = late
-            world.scheduler.after(late - world.scheduler.now) { [weak self] in
+            world.scheduler.after(late - world.scheduler.now) {
                 guard !connection.isClosed else { return }
-                self?.reach(command, line, tag, connection)
+                connection.send(line)
             }
         }
     }
 
     /// A request reaches the server.
-    private func reach(_ command: Command, _ line: String, _ tag: String, _ connection: ServerConnection) {
-        if world.serverDiskFull, command.isRecordWrite {
-            // What the server answers while its disk is full.
-            return arrive([Array("\(tag) ERR NO_SPACE the server's disk is full; nothing was written".utf8)], on: connection)
-        }
-        if world.serverStoreStalled, Self.needsStore(command) {
-            return arrive([Array("\(tag) ERR UNAVAILABLE the store is not answering; retry in a moment".utf8)], on: connection)
-        }
-        connection.send(line, tag: tag)
-        world.serverSettle()
-    }
-
-    /// Whether the server answers `command` from its store (not from memory).
-    private static func needsStore(_ command: Command) -> Bool {
-        switch command {
-        case .subscribe, .get, .list: true
-        default: command.isRecordWrite
-        }
-    }
-
     func send(_ command: Command, reply: @escaping (ServerEvent) -> Void) {
         guard isReady, let connection else { return }
         request(command, connection, reply: reply)
@@ -247,7 +227,7 @@ final class SimulatedLink: ServerRequests {
 
     /// Lines from the server reach the agent after a delay, as one batch (none from a connection
     /// the agent dropped).
-    private func arrive(_ lines: [[UInt8]], on connection: ServerConnection) {
+    private func arrive(_ lines: [[UInt8]], on connection: SimulatedConnection) {
         guard self.connection === connection else { return }
         let time = arrival(after: lastDown)
         lastDown = time

@@ -10,10 +10,13 @@ final class SimulationTests: XCTestCase {
 
     override func setUp() {
         ServerLog.quiet = true
+        // The server's errors are the faults the run injects (a full disk, a stalled store).
+        ServerLog.output = { _ in }
     }
 
     override func tearDown() {
         ServerLog.quiet = false
+        ServerLog.output = { line in FileHandle.standardError.write(Data(line.utf8)) }
     }
 
     func testSeededRunsConvergeAndLoseNothing() throws {

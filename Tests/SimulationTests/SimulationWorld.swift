@@ -7,16 +7,10 @@ import PlistSyncTesting
 final class SimulationWorld {
     let scheduler: Scheduler
     let fileSystem = SimulatedFileSystem()
-    let server: SimulatedServer
+    let server: SeededServer
     private(set) var machines: [SimulatedMachine] = []
     /// Most milliseconds a message takes each way.
     var maxLatency: UInt64 = 5
-    /// While set, the server answers every record write NO_SPACE.
-    var serverDiskFull = false
-    /// While set, the server's store does not answer: every request that needs it (record
-    /// writes, SUB, GET, LIST) is answered UNAVAILABLE, as `--store-timeout` makes a stalled
-    /// database answer.
-    var serverStoreStalled = false
     /// Called just before lines from the server reach a machine's agent (a scripted scenario
     /// stands an app's save there).
     var beforeArrival: ((SimulatedMachine, [[UInt8]]) -> Void)?
@@ -28,7 +22,7 @@ final class SimulationWorld {
     /// `sameDevice`: every machine has the same device name.
     init(seed: UInt64, machineCount: Int, sameDevice: Bool, folder: String) throws {
         scheduler = Scheduler(seed: seed)
-        server = try SimulatedServer(folder: folder + "/server", users: [("alice", "pw")])
+        server = try SeededServer(folder: folder + "/server", scheduler: scheduler, users: [("alice", "pw")])
         for index in 0..<machineCount {
             machines.append(SimulatedMachine(name: "m\(index)", device: sameDevice ? "twin" : "m\(index)", world: self, stateFolder: folder))
         }
@@ -40,14 +34,6 @@ final class SimulationWorld {
             for machine in machines where folder == machine.root || folder.hasPrefix(machine.root + "/") {
                 machine.fileChanged(folder: folder, name: name, renamed: renamed)
             }
-        }
-    }
-
-    func serverSettle() {
-        do {
-            try server.settle()
-        } catch {
-            fail("\(error)")
         }
     }
 

@@ -16,7 +16,7 @@ final class LayeringTests: XCTestCase {
         let files = try swiftFiles("ServerKit")
         XCTAssertTrue(files.contains { $0.path.hasPrefix("HTTP/") }, "subfolders are read too")
         for (path, text) in files {
-            for engine in ["SQLiteKit", "SQLiteStore", "CSQLite"] {
+            for engine in ["SQLiteKit", "SQLiteStore", "CSQLite", "PostgresKit", "PostgresStore", "CLibPQ"] {
                 XCTAssertFalse(text.contains("import \(engine)\n"), "\(path) imports \(engine)")
             }
         }
@@ -37,15 +37,11 @@ final class LayeringTests: XCTestCase {
     /// Issue 19: a store knows the server only through the contract in SyncCore (`ServerStore`,
     /// `StoreFailure`, `ClusterEvent`): neither store imports the server.
     func testStoresDoNotImportTheServer() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources")
         for module in ["SQLiteStore", "PostgresStore"] {
-            let folder = sources.appendingPathComponent(module)
-            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+            let files = try swiftFiles(module)
             XCTAssertFalse(files.isEmpty)
-            for file in files {
-                let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
-                XCTAssertFalse(text.contains("import ServerKit\n"), "\(module)/\(file) imports ServerKit")
+            for (path, text) in files {
+                XCTAssertFalse(text.contains("import ServerKit\n"), "\(module)/\(path) imports ServerKit")
             }
         }
     }
@@ -54,13 +50,9 @@ final class LayeringTests: XCTestCase {
     /// `SyncClient.ClientConnection` only, and write requests through `Command.requestText`:
     /// none of them frames lines or writes a protocol verb of its own.
     func testClientsTalkThroughTheOneClientConnection() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources")
         let verbs = ["HELLO", "AUTH", "PUT", "DEL", "MOVE", "SUB", "LIST", "CREATE", "STATS", "QUIT"]
         for module in ["AgentKit", "LoadGenerator", "PlistSyncCommands"] {
-            let folder = sources.appendingPathComponent(module)
-            for file in try FileManager.default.contentsOfDirectory(atPath: folder.path) where file.hasSuffix(".swift") {
-                let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            for (file, text) in try swiftFiles(module) {
                 XCTAssertFalse(text.contains("LineFramer("), "\(module)/\(file) frames server lines itself")
                 XCTAssertFalse(text.contains(".ok(_, let words"), "\(module)/\(file) reads a reply by the position of its words (use Reply)")
                 for verb in verbs {
@@ -73,14 +65,26 @@ final class LayeringTests: XCTestCase {
     /// Issue 18: the agent's decisions are pure: AgentDecisions imports only the pure modules
     /// (no Foundation file APIs, no event loop, no SQLite), so every rule is a function of values.
     func testAgentDecisionsImportNothingThatDoesIO() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Sources/AgentDecisions")
-        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        let files = try swiftFiles("AgentDecisions")
         XCTAssertFalse(files.isEmpty)
-        for file in files {
-            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+        for (file, text) in files {
             for line in text.split(separator: "\n") where line.hasPrefix("import ") {
                 XCTAssertTrue(["import SyncCore", "import SyncProtocol", "import PlistFormat"].contains(String(line)), "\(file): \(line)")
+            }
+        }
+    }
+
+    /// Issue 46: the server's decisions run on injected time and work (`ServerClock`,
+    /// `ServerWork`): outside the host (`ServerKit/Host`) no file asks a libuv loop or the wall
+    /// clock itself, so the test kit's simulated server runs the same code on virtual time.
+    func testOnlyTheServersHostAsksTheLoopOrTheWallClock() throws {
+        // The clock's own protocol names what it offers.
+        let files = try swiftFiles("ServerKit").filter { !$0.path.hasPrefix("Host/") && $0.path != "Effects/ServerClock.swift" }
+        XCTAssertTrue(files.contains { $0.path.hasPrefix("Core/") } && files.contains { $0.path.hasPrefix("Session/") })
+        for (path, text) in files {
+            for forbidden in ["Date()", "LoopTimer", "nowMilliseconds", "runBlocking", "WorkerThread(", "loop.atEndOfTurn", "flushOutputNow()"] {
+                let uses = text.components(separatedBy: "\n").filter { $0.contains(forbidden) && !$0.contains("clock.") && !$0.trimmingCharacters(in: .whitespaces).hasPrefix("///") }
+                XCTAssertTrue(uses.isEmpty, "ServerKit/\(path) uses \(forbidden) itself: \(uses)")
             }
         }
     }

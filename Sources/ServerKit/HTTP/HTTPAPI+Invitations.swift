@@ -78,7 +78,7 @@ extension HTTPAPI {
         let front = exchange.connection.front
         let authority = exchange.request.header("Host") ?? front.address.map { "\($0.host):\($0.port)" } ?? "localhost"
         return InvitationLink.text(isSecure: exchange.connection.isSecure, authority: authority, secret: secret,
-                                   linePort: front.server.boundAddress.map { Int($0.port) }, fingerprint: front.server.configuration.certificateFingerprint)
+                                   linePort: front.core.linePort, fingerprint: front.core.configuration.certificateFingerprint)
     }
 }
 

@@ -46,7 +46,7 @@ final class HTTPConnection {
         self.isSecure = isSecure
         reader = HTTPRequestReader(limits: limits)
         bridge = SessionBridge(owner: self)
-        front.server.open(bridge)
+        front.core.open(bridge)
         connection.onData = { [unowned self] bytes in received(bytes) }
         connection.onEnd = { [unowned self] end in
             if case .failed = end { return self.connection.close() }
@@ -164,7 +164,7 @@ final class HTTPConnection {
         guard let request = current else { return }
         let keepAlive = request.keepAlive && !closing && !(reader.isClosed && waiting.isEmpty)
         let bytes = response.encoded(keepAlive: keepAlive, headOnly: headOnly, date: front.dateText)
-        front.server.noteQueued(bytes.count)
+        front.core.noteQueued(bytes.count)
         connection.write(bytes)
         current = nil
         if !keepAlive {
@@ -179,21 +179,21 @@ final class HTTPConnection {
     /// in chunks (`writeBody`) until `streamEnded`.
     func writeHead(_ response: HTTPResponse) {
         let head = response.head(keepAlive: current?.keepAlive ?? false, chunked: true, date: front.dateText)
-        front.server.noteQueued(head.utf8.count)
+        front.core.noteQueued(head.utf8.count)
         connection.write(head)
     }
 
     /// Writes part of a streamed response's body (chunks); nothing for a HEAD request.
     func writeBody(_ text: String) {
         guard !headOnly else { return }
-        front.server.noteQueued(text.utf8.count)
+        front.core.noteQueued(text.utf8.count)
         connection.write(text)
     }
 
     /// Writes part of a streamed response's body made once for many connections.
     func writeBody(_ shared: SharedBytes) {
         guard !headOnly else { return }
-        front.server.noteQueued(shared.count)
+        front.core.noteQueued(shared.count)
         connection.write(shared, range: 0..<shared.count)
     }
 
@@ -234,7 +234,7 @@ final class HTTPConnection {
     func freshSession() -> SessionBridge {
         bridge.detach()
         bridge = SessionBridge(owner: self)
-        front.server.open(bridge)
+        front.core.open(bridge)
         return bridge
     }
 }

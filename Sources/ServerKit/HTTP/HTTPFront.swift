@@ -8,12 +8,13 @@ import TLSKit
 /// The HTTP listener (`serve --http-listen`): the API and the console on the server's loop.
 /// Its connections take part in the server's budgets (each carries a session); event streams
 /// get a heartbeat every `heartbeatMilliseconds`.
-final class HTTPFront {
-    unowned let server: Server
+public final class HTTPFront {
+    /// The server's decisions: the sessions each HTTP connection carries run in it.
+    unowned let core: ServerCore
     let api = HTTPAPI()
     private var listener: TCPListener?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
-    private let heartbeat: LoopTimer
+    private var heartbeat: (any ScheduledCall)?
     private let tls: TLSContext?
     let limits = HTTPLimits()
     private var dates = HTTPDateCache()
@@ -21,7 +22,7 @@ final class HTTPFront {
     /// The `Date` header's text for a response made now (the wall clock, read as the log's
     /// and the tokens' times are).
     var dateText: String {
-        dates.text(at: Int64(Date().timeIntervalSince1970))
+        dates.text(at: core.clock.wallClockSeconds)
     }
 
     static let heartbeatMilliseconds: UInt64 = 15_000
@@ -41,29 +42,29 @@ final class HTTPFront {
         return chunk
     }
 
-    /// Listens at `address`; with none, it serves only what `serve` hands it (bytes in memory).
-    init(server: Server, address: SocketAddress?, tls: TLSContext?) throws(LoopError) {
-        self.server = server
+    /// Serves only what `serve` hands it (bytes in memory) until `listen` is called.
+    public init(core: ServerCore, tls: TLSContext? = nil) {
+        self.core = core
         self.tls = tls
-        heartbeat = LoopTimer(loop: server.loop)
-        if let address {
-            listener = try TCPListener(loop: server.loop, address: address) { [unowned self] connection in accept(connection) }
-        }
-        heartbeat.start(after: Self.heartbeatMilliseconds, repeatEvery: Self.heartbeatMilliseconds) { [unowned self] in
+        heartbeat = core.clock.every(Self.heartbeatMilliseconds) { [unowned self] in
             for connection in connections.values { connection.stream?.heartbeat() }
+        }
+    }
+
+    /// Listens at `address` on `loop`; `admit` starts TLS and says whether a connection is let
+    /// in (`Server.admit`).
+    func listen(on loop: EventLoop, at address: SocketAddress, admit: @escaping (TCPConnection, TLSContext?, (ByeReason) -> [UInt8]) -> Bool) throws(LoopError) {
+        listener = try TCPListener(loop: loop, address: address) { [unowned self] connection in
+            guard admit(connection, tls, Self.refusal) else { return }
+            serve(connection, isSecure: tls != nil)
         }
     }
 
     var address: SocketAddress? { listener?.address }
     var openConnections: Int { connections.count }
 
-    private func accept(_ connection: TCPConnection) {
-        guard server.admit(connection, tls: tls, refusal: Self.refusal) else { return }
-        serve(connection, isSecure: tls != nil)
-    }
-
     /// Serves HTTP over `connection`: a socket the listener let in, or bytes in memory.
-    func serve(_ connection: ByteConnection, isSecure: Bool) {
+    public func serve(_ connection: ByteConnection, isSecure: Bool = false) {
         let http = HTTPConnection(connection, front: self, limits: limits, isSecure: isSecure)
         connections[ObjectIdentifier(http)] = http
     }
@@ -89,6 +90,7 @@ final class HTTPFront {
     func close() {
         listener?.close()
         listener = nil
-        heartbeat.close()
+        heartbeat?.cancel()
+        heartbeat = nil
     }
 }

@@ -72,7 +72,7 @@ final class SessionBridge: SessionTransport {
         session.received(command, tag: tag, bytes: bytes)
     }
 
-    func perform(_ action: SessionAction) {
+    func carryOut(_ action: SessionAction) {
         switch action {
         case .send(let output): route(output)
         case .deliver(let delivery): owner?.deliver(delivery)

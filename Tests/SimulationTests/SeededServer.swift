@@ -1,0 +1,108 @@
+import Foundation
+import PlistSyncTesting
+import SQLiteKit
+import SQLiteStore
+import ServerKit
+import SyncCore
+import SyncProtocol
+
+/// The server of a seeded run: the test kit's `SimulatedServer` (the real `ServerCore` on
+/// virtual time, its store inside a faulty disk) over a real SQLite store in a data folder, so
+/// the run can back it up, restore it and kill it as `plistsync backup`, `restore` and
+/// `kill -9` would. Full disks and stalls are the kit's `StoreFaults`: the server meets them in
+/// its own commit and read paths and answers in its own words.
+final class SeededServer {
+    let folder: String
+    let server: SimulatedServer
+    var faults: StoreFaults { server.faults }
+    /// Backups and restored data folders made so far (`<folder>-backup-N`).
+    private var backups = 0
+    /// The data folder served now.
+    private var dataFolder: String
+    /// Restarts and restores so far (what the store holds changes with a commit or one of them).
+    private var restarts = 0
+
+    init(folder: String, scheduler: Scheduler, users: [(name: String, password: String)]) throws {
+        self.folder = folder
+        dataFolder = folder
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let data = DataFolder(path: folder)
+        let store = try SQLiteServerStore(folder: data)
+        let accounts = try Accounts(folder: data)
+        for user in users {
+            _ = try accounts.addUser(user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1), isAdmin: false)
+        }
+        var configuration = ServerConfiguration()
+        configuration.dataPath = folder
+        configuration.idleTimeoutSeconds = 0
+        // SQLite stamps tombstones with the real time: the server's wall clock must agree.
+        server = try SimulatedServer(scheduler: scheduler, configuration: configuration, store: store, epochSeconds: Int64(Date().timeIntervalSince1970))
+    }
+
+    /// Changes to what the store holds so far: commits made, restarts and restores.
+    var writes: Int { faults.commits + restarts }
+
+    /// The fields (canonical JSON) of every live record the store holds now, in every
+    /// collection, read from its file by a connection of its own: what is committed, whatever
+    /// the server is doing (stalled, refusing writes).
+    func storedFields() throws -> [String] {
+        let path = DataFolder(path: dataFolder).storePath
+        if reader?.path != path { reader = (path, try SQLiteDatabase(path: path)) }
+        return try reader!.database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
+    }
+
+    /// The connection `storedFields` reads with, to the data folder served now.
+    private var reader: (path: String, database: SQLiteDatabase)?
+
+    /// `plistsync backup` while serving: the path of a consistent copy of the store.
+    func backUp() throws -> String {
+        backups += 1
+        let file = folder + "-backup-\(backups)"
+        try DataFolder(path: dataFolder).backup(to: file)
+        return file
+    }
+
+    /// Stops the server (every client is cut off), `plistsync restore`s the backup (a new server
+    /// id), and serves again.
+    func restore(from file: String) throws {
+        try serveAgain { target in try DataFolder(path: target).restore(from: file) }
+    }
+
+    /// The server process is killed (`kill -9`) and started again on what its disk holds: every
+    /// client loses its connection, and the server its memory (subscriptions, paces, caches, a
+    /// commit a stall held). The data folder copied as it stands is what a restart finds.
+    func crashAndRestart() throws {
+        let current = dataFolder
+        try serveAgain { target in try FileManager.default.copyItem(atPath: current, toPath: target) }
+    }
+
+    /// Ends the server, makes a new data folder with `fill` and serves it. A new folder: a
+    /// process keeps the lock on a data folder it served until it exits.
+    private func serveAgain(_ fill: (String) throws -> Void) throws {
+        restarts += 1
+        backups += 1
+        let target = folder + "-backup-\(backups)"
+        try fill(target)
+        server.stop()
+        dataFolder = target
+        try server.start(on: try SQLiteServerStore(folder: DataFolder(path: dataFolder)))
+    }
+
+    func connect(deliver: @escaping ([[UInt8]]) -> Void) -> SimulatedConnection {
+        server.connect(deliver: deliver)
+    }
+
+    /// Ends every session and the server; the data folders go.
+    func close() {
+        server.stop()
+        reader = nil
+        try? FileManager.default.removeItem(atPath: folder)
+        for index in 0...backups { try? FileManager.default.removeItem(atPath: folder + "-backup-\(index)") }
+    }
+}
+
+/// A simulation that could not go on (the server hung), as opposed to an invariant broken.
+struct SimulationFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
