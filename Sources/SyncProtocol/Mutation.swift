@@ -29,6 +29,9 @@ public enum Mutation: String, CaseIterable, Sendable {
     /// A stale app save that replaces a value changed elsewhere keeps it in the kept versions
     /// only, not as a conflict copy.
     case staleSaveKeptAsVersion = "stale-save-kept-as-version"
+    /// The server never leaves disk-full mode once in it (the seeded runs reach it only since
+    /// their full disks are the store's, not answers of the harness).
+    case diskFullModeNeverLeft = "disk-full-mode-never-left"
 
     /// The mutation this process runs with, if any.
     public static let active: Mutation? = getenv("PLISTSYNC_MUTATION").flatMap { Mutation(rawValue: String(cString: $0)) }

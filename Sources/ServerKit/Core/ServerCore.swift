@@ -97,6 +97,9 @@ public final class ServerCore {
     }
 
     func leaveDiskFullModeIfRoom() {
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .diskFullModeNeverLeft { return }
+        #endif
         guard space.isDiskFull, store.spaceReserve?.hasRoomToResume() ?? true else { return }
         store.spaceReserve?.create()
         space.roomAgain()
