@@ -23,8 +23,11 @@ final class HTTPConnection {
     var stream: EventStream?
     /// No request is read or started any more: the session ended or the client asked to close.
     private var closing = false
-    private var inputEnded = false
-    private var readingPaused = false
+    private var input = Input.reading
+    /// The client's side of the connection: read, paused while enough waits, or ended.
+    private enum Input {
+        case reading, paused, ended
+    }
     /// The credentials of a held head are being checked (`askForBody`).
     private var askingForBody = false
 
@@ -50,7 +53,7 @@ final class HTTPConnection {
         connection.onData = { [unowned self] bytes in received(bytes) }
         connection.onEnd = { [unowned self] end in
             if case .failed = end { return self.connection.close() }
-            inputEnded = true
+            input = .ended
             // An event stream has no end but the client's: it went away.
             stream?.finish(closeConnection: true)
             if current == nil, waiting.isEmpty { self.connection.closeAfterWriting() }
@@ -79,8 +82,8 @@ final class HTTPConnection {
         reader.holdsLargeBodies = !loggedIn
         take(reader.feed(bytes))
         let maxWaitingBytes = loggedIn ? Self.maxWaitingBytes : Self.preAuthMaxWaitingBytes
-        if !readingPaused, waiting.count >= Self.maxWaitingRequests || waitingBytes >= maxWaitingBytes || reader.heldHead != nil {
-            readingPaused = true
+        if input == .reading, waiting.count >= Self.maxWaitingRequests || waitingBytes >= maxWaitingBytes || reader.heldHead != nil {
+            input = .paused
             connection.stopReading()
         }
         serveNext()
@@ -136,10 +139,10 @@ final class HTTPConnection {
                     closeWith(APIResponse.error(status: error.status, code: "BAD_HTTP", message: error.description))
                 } else if let head = reader.heldHead {
                     askForBody(head)
-                } else if inputEnded {
+                } else if input == .ended {
                     connection.closeAfterWriting()
-                } else if readingPaused {
-                    readingPaused = false
+                } else if input == .paused {
+                    input = .reading
                     connection.startReading()
                 }
                 return

@@ -5,42 +5,54 @@ import SyncCore
 /// the client has taken the last one. One step at a time: requests after it wait in the inbox.
 final class SessionWait {
     typealias ReadHandler = (Result<StoreAnswer, StoreReads.Failure>) -> Void
-    private(set) var isWaiting = false
-    private var read: ReadHandler?
-    private var login: (tag: String, user: String?)?
+    private var step = Step.none
     private(set) var nextPage: PendingPage?
 
+    /// What the session waits for: one thing at a time.
+    private enum Step {
+        case none
+        case commit
+        case read(ReadHandler)
+        /// An AUTH of `user` (nil for a token) waiting for its check.
+        case login(tag: String, user: String?)
+        /// Still waiting, but what it waited for was taken (or is no longer wanted): the wait
+        /// ends with `finished()`.
+        case answered
+    }
+
+    var isWaiting: Bool {
+        if case .none = step { false } else { true }
+    }
+
     func forCommit() {
-        isWaiting = true
+        step = .commit
     }
 
     func forRead(_ handler: @escaping ReadHandler) {
-        isWaiting = true
-        read = handler
+        step = .read(handler)
     }
 
     /// An AUTH of `user` (nil for a token) waits for its check.
     func forLogin(tag: String, user: String?) {
-        isWaiting = true
-        login = (tag, user)
+        step = .login(tag: tag, user: user)
     }
 
     /// What to do with the read's answer; the wait is over.
     func takeRead() -> ReadHandler? {
-        guard let handler = read else { return nil }
-        read = nil
-        isWaiting = false
+        guard case .read(let handler) = step else { return nil }
+        step = .none
         return handler
     }
 
     /// The AUTH waiting for its check; the wait ends with its reply (`finished`).
     func takeLogin() -> (tag: String, user: String?)? {
-        defer { login = nil }
-        return login
+        guard case .login(let tag, let user) = step else { return nil }
+        step = .answered
+        return (tag, user)
     }
 
     func finished() {
-        isWaiting = false
+        step = .none
     }
 
     func queue(_ page: PendingPage) {
@@ -54,8 +66,7 @@ final class SessionWait {
 
     /// The session closed: no answer or page is wanted any more.
     func cancel() {
-        read = nil
-        login = nil
+        if isWaiting { step = .answered }
         nextPage = nil
     }
 }
