@@ -2,7 +2,7 @@ import SyncCore
 import SyncProtocol
 
 /// What is wrong with a simulated server's store right now, set by a seeded run: a full disk,
-/// a stall, slow commits. Read by `FaultyStore` (what a commit does) and by the virtual host's
+/// a stall, slow or failing commits. Read by `FaultyStore` (what a commit does) and by the virtual host's
 /// lanes (how long store work takes).
 public final class StoreFaults: @unchecked Sendable {
     /// While set, commits that need room fail as a full disk does (deletes still fit once the
@@ -12,6 +12,9 @@ public final class StoreFaults: @unchecked Sendable {
     public var stalledUntil: UInt64 = 0
     /// Milliseconds every commit and read takes on top (a slow disk).
     public var slowness: UInt64 = 0
+    /// While set, every commit fails as an I/O error does (`StoreFailure.failed`): nothing of
+    /// the batch is written.
+    public var commitsFail = false
     /// Commits the store made so far (what it holds changes only with one).
     public internal(set) var commits = 0
 
@@ -25,7 +28,8 @@ public final class StoreFaults: @unchecked Sendable {
 
 /// A store inside a seeded faulty disk: every call goes to `inner`, but while `faults` say the
 /// disk is full a commit that needs room fails with the error a full disk gives
-/// (`StoreFailure.diskFull`), and the space reserve is one the faults fill and free.
+/// (`StoreFailure.diskFull`), while they say commits fail each fails as an I/O error does, and
+/// the space reserve is one the faults fill and free.
 public final class FaultyStore: ServerStore, @unchecked Sendable {
     public let inner: ServerStore
     private let faults: StoreFaults
@@ -41,6 +45,7 @@ public final class FaultyStore: ServerStore, @unchecked Sendable {
         if faults.diskFull, !(reserve.isRemoved && operations.allSatisfy(Self.fitsInTheReserve)) {
             throw StoreFailure(.diskFull, "database or disk is full")
         }
+        if faults.commitsFail { throw StoreFailure(.failed, "disk I/O error") }
         let outcomes = try inner.commit(operations)
         faults.commits += 1
         return outcomes

@@ -62,4 +62,25 @@ final class StoreFaultTests: XCTestCase {
         XCTAssertTrue(alice.wait(within: 2) { !memory.simulated.core!.diskFull })
         try alice.expect(#"t PUT inv r2 0 {"name":"desk"}"#, equals: "t OK PUT inv r2 1 3")
     }
+
+    func testAFailedCommitWritesNothingAndSaysSo() throws {
+        let memory = try server()
+        let alice = try memory.login("alice", "pw")
+        try alice.expect("c CREATE inv", equals: "c OK CREATE inv")
+        memory.simulated.faults.commitsFail = true
+        try alice.expect(#"p PUT inv r1 0 {"name":"lamp"}"#, equals: "p ERR INTERNAL the change could not be committed; retry")
+        try alice.expect("g GET inv r1", equals: #"g ERR NOT_FOUND no record "r1" in inv"#)
+        memory.simulated.faults.commitsFail = false
+        try alice.expect(#"q PUT inv r1 0 {"name":"lamp"}"#, equals: "q OK PUT inv r1 1 1")
+    }
+
+    func testASlowStoreDelaysCommitsByItsSlownessOnly() throws {
+        let memory = try server()
+        let alice = try memory.login("alice", "pw")
+        try alice.expect("c CREATE inv", equals: "c OK CREATE inv")
+        memory.simulated.faults.slowness = 300
+        let sent = memory.scheduler.now
+        try alice.expect(#"p PUT inv r1 0 {"name":"lamp"}"#, equals: "p OK PUT inv r1 1 1")
+        XCTAssertEqual(memory.scheduler.now - sent, 300, "the commit took the store's 300 ms, and the reply nothing more")
+    }
 }

@@ -16,6 +16,8 @@ struct FaultMix: CustomStringConvertible {
         case lateDelivery = "requests arriving after their connection dropped"
         case clockJump = "clock jumps"
         case repeatedChanges = "change lines repeated late"
+        case slowStore = "a slow store"
+        case failingCommits = "failing commits"
     }
 
     /// Relative weight of each fault (absent: never).

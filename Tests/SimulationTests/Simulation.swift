@@ -115,6 +115,16 @@ final class Simulation {
                 case .serverDiskFull:
                     world.server.faults.diskFull = true
                     world.scheduler.after(UInt64.random(in: 100...8000, using: &world.scheduler.random)) { world.server.faults.diskFull = false }
+                case .slowStore:
+                    // Every commit and read takes longer for a while (a busy disk).
+                    let faults = world.server.faults
+                    faults.slowness = UInt64.random(in: 5...400, using: &world.scheduler.random)
+                    world.scheduler.after(UInt64.random(in: 500...8000, using: &world.scheduler.random)) { faults.slowness = 0 }
+                case .failingCommits:
+                    // The store's commits fail for a while (an I/O error): the server answers
+                    // INTERNAL and writes nothing of them.
+                    world.server.faults.commitsFail = true
+                    world.scheduler.after(UInt64.random(in: 50...3000, using: &world.scheduler.random)) { world.server.faults.commitsFail = false }
                 case .slowDelivery:
                     machine.slowUntil = max(machine.slowUntil, world.scheduler.now + UInt64.random(in: 1_000...10_000, using: &world.scheduler.random))
                 case .partition:
@@ -136,6 +146,8 @@ final class Simulation {
         world.fileSystem.fullDisks.removeAll()
         world.server.faults.diskFull = false
         world.server.faults.stalledUntil = 0
+        world.server.faults.slowness = 0
+        world.server.faults.commitsFail = false
         for machine in world.machines {
             (machine.slowUntil, machine.partitionedUntil) = (0, 0)
             if !machine.isRunning { try machine.start() }
