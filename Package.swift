@@ -32,20 +32,22 @@ let package = Package(
         .target(name: "TLSKit", dependencies: ["CTLS", "EventLoop"]),
         .target(name: "SyncClient", dependencies: ["SyncCore", "SyncProtocol", "EventLoop", "TLSKit"]),
         .target(name: "AgentKit", dependencies: ["AgentDecisions", "SyncCore", "PlistFormat", "SQLiteKit", "EventLoop", "CShims", "TLSKit", "SyncClient"]),
+        .target(name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit", "HTTPKit"]),
+        // The HTTP front: the API and the web console on the server's core.
         .target(
-            name: "ServerKit", dependencies: ["SyncCore", "EventLoop", "COpenSSL", "TLSKit", "HTTPKit"],
+            name: "ServerHTTP", dependencies: ["ServerKit", "SyncCore", "SyncProtocol", "EventLoop", "HTTPKit", "TLSKit"],
             // The web console's files, compiled into the binary (no files to install beside it).
             resources: [.embedInCode("Console")]),
         // The test kit (issue 32): stand-ins the test targets share.
-        .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol", "AgentKit", "ServerKit", "EventLoop"]),
+        .target(name: "PlistSyncTesting", dependencies: ["SyncCore", "SyncProtocol", "AgentKit", "ServerKit", "ServerHTTP", "EventLoop"]),
         .target(name: "LoadGenerator", dependencies: ["EventLoop", "SyncProtocol", "SyncCore", "PlistFormat", "TLSKit", "SyncClient"]),
         // The command line's subcommands, a library so tests can run them inside their process.
-        .target(name: "PlistSyncCommands", dependencies: ["ServerKit", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "PlistFormat", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
+        .target(name: "PlistSyncCommands", dependencies: ["ServerKit", "ServerHTTP", "AgentKit", "SQLiteStore", "PostgresStore", "PostgresKit", "PlistFormat", "SyncCore", "SyncProtocol", "EventLoop", "LoadGenerator", "TLSKit"]),
         .executableTarget(name: "plistsync", dependencies: ["PlistSyncCommands"]),
 
         .testTarget(name: "SyncProtocolTests", dependencies: ["SyncProtocol"]),
         .testTarget(name: "SyncCoreTests", dependencies: ["SyncCore", "PlistSyncTesting"]),
-        .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "SyncCore", "SyncProtocol", "HTTPKit"]),
+        .testTarget(name: "ServerKitTests", dependencies: ["ServerKit", "ServerHTTP", "SyncCore", "SyncProtocol", "HTTPKit"]),
         .testTarget(name: "PlistFormatTests", dependencies: ["PlistFormat"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "AgentDecisionsTests", dependencies: ["AgentDecisions", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
@@ -53,7 +55,7 @@ let package = Package(
         .testTarget(name: "SimulationTests", dependencies: ["AgentKit", "AgentDecisions", "ServerKit", "SQLiteStore", "EventLoop", "SyncCore", "SyncProtocol", "PlistFormat", "PlistSyncTesting"]),
         .testTarget(name: "LoadGeneratorTests", dependencies: ["LoadGenerator"]),
         .testTarget(name: "HTTPKitTests", dependencies: ["HTTPKit"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "PlistSyncCommands", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["plistsync", "PlistSyncCommands", "SyncProtocol", "PlistFormat", "TLSKit", "ServerKit", "ServerHTTP", "SQLiteStore", "PostgresStore", "EventLoop", "PlistSyncTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

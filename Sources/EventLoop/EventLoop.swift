@@ -116,6 +116,11 @@ public struct LoopError: Error, CustomStringConvertible, Sendable {
         self.operation = operation
     }
 
+    /// An operation that cannot be done with what it was given (`EINVAL`).
+    public static func invalid(_ operation: String) -> LoopError {
+        LoopError(UV_EINVAL.rawValue, operation)
+    }
+
     public var description: String {
         "\(operation): \(String(cString: uv_strerror(code)))"
     }

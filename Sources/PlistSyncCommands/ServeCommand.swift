@@ -4,6 +4,7 @@ import PostgresKit
 import PostgresStore
 import SQLiteStore
 import SyncCore
+import ServerHTTP
 import ServerKit
 import TLSKit
 
@@ -148,7 +149,7 @@ enum ServeCommand: Subcommand {
             let tuning = SQLiteTuning(cacheMiB: try options.integer("sqlite-cache-mb", default: SQLiteTuning.defaultCacheMiB, range: 1...65_536),
                                       mmapMiB: try options.integer("sqlite-mmap-mb", default: 0, range: 0...1_048_576))
             let store = try openStore(options.value("store"), dataPath: configuration.dataPath, tuning: tuning, loop: loop, versionMinimumAge: versionMinimumAge)
-            server = try Server(configuration: configuration, store: store, loop: loop)
+            server = try Server(configuration: configuration, store: store, loop: loop) { core in HTTPFront(core: core, tls: configuration.tls) }
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
             let addresses = ([configuration.listen] + (configuration.httpListen.map { [$0] } ?? [])).map(\.description).joined(separator: " or ")

@@ -1,19 +1,21 @@
 /// A first-in, first-out queue over an array with a moving head: O(1) amortised `popFirst`,
 /// the storage compacted once the consumed part is the larger half (so a long-lived queue that
 /// is never quite empty does not grow for ever).
-struct FIFO<Element> {
+public struct FIFO<Element> {
     private var storage: [Element] = []
     private var head = 0
 
-    var count: Int { storage.count - head }
-    var isEmpty: Bool { head == storage.count }
-    var first: Element? { isEmpty ? nil : storage[head] }
+    public init() {}
 
-    mutating func append(_ element: Element) {
+    public var count: Int { storage.count - head }
+    public var isEmpty: Bool { head == storage.count }
+    public var first: Element? { isEmpty ? nil : storage[head] }
+
+    public mutating func append(_ element: Element) {
         storage.append(element)
     }
 
-    mutating func popFirst() -> Element? {
+    public mutating func popFirst() -> Element? {
         guard !isEmpty else { return nil }
         let element = storage[head]
         head += 1
@@ -22,7 +24,7 @@ struct FIFO<Element> {
     }
 
     /// Removes and returns up to `limit` elements from the front.
-    mutating func popFirst(_ limit: Int) -> [Element] {
+    public mutating func popFirst(_ limit: Int) -> [Element] {
         let end = head + min(limit, count)
         let taken = Array(storage[head..<end])
         head = end
@@ -31,12 +33,12 @@ struct FIFO<Element> {
     }
 
     /// Changes the element `offset` places behind the front.
-    mutating func update(atOffset offset: Int, _ change: (inout Element) -> Void) {
+    public mutating func update(atOffset offset: Int, _ change: (inout Element) -> Void) {
         change(&storage[head + offset])
     }
 
     /// Visits the elements from the front.
-    func forEach(_ body: (Element) -> Void) {
+    public func forEach(_ body: (Element) -> Void) {
         for index in head..<storage.count { body(storage[index]) }
     }
 

@@ -65,7 +65,7 @@ public struct ServerConfiguration: Sendable {
 
 /// Why a connection ended: exactly one per connection, logged once (nats' ClosedState); the
 /// ones the server starts say so first with `* BYE` and their `bye` reason.
-enum CloseReason: String {
+public enum CloseReason: String, Sendable {
     case quit, eof, socketError, lineTooLong, idle, slow, shutdown
     /// Not logged in within the pre-auth deadline.
     case authTimeout
@@ -78,7 +78,7 @@ enum CloseReason: String {
     case revoked
 
     /// The word the client is told; nil when the client ended it (QUIT, EOF) or the socket failed.
-    var bye: ByeReason? {
+    public var bye: ByeReason? {
         switch self {
         case .quit, .eof, .socketError: nil
         case .lineTooLong: .tooLarge

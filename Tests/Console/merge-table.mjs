@@ -1,12 +1,12 @@
-// Runs Protocol/merge-cases.json against the console's merge module (Sources/ServerKit/Console/
+// Runs Protocol/merge-cases.json against the console's merge module (Sources/ServerHTTP/Console/
 // merge.js) in node: the same table MergeTableTests runs against the agent's decisions.
 // Prints a line per failing case and "N passed, N failed"; exits 1 on any failure.
 //
 //   node Tests/Console/merge-table.mjs
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseTyped, member, plain, encodeTyped } from '../../Sources/ServerKit/Console/values.js';
-import { mergeRecord, sameFields, orderMoves, applyMoves } from '../../Sources/ServerKit/Console/merge.js';
+import { parseTyped, member, plain, encodeTyped } from '../../Sources/ServerHTTP/Console/values.js';
+import { mergeRecord, sameFields, orderMoves, applyMoves } from '../../Sources/ServerHTTP/Console/merge.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const table = parseTyped(readFileSync(root + 'Protocol/merge-cases.json', 'utf8'));

@@ -1,5 +1,5 @@
 // Encodes texts of every length band (QR versions 1-13) with the console's QR module
-// (Sources/ServerKit/Console/qr.js), draws each as a PGM image and decodes it with an outside
+// (Sources/ServerHTTP/Console/qr.js), draws each as a PGM image and decodes it with an outside
 // decoder (zbarimg, Debian's zbar-tools). Prints a line per failure and "qr: N decoded, N
 // failed"; exits 1 on any failure.
 //
@@ -8,7 +8,7 @@ import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { qrModules } from '../../Sources/ServerKit/Console/qr.js';
+import { qrModules } from '../../Sources/ServerHTTP/Console/qr.js';
 
 const link = 'https://sync.example.org:7421/join#s=psi_' + 'a1'.repeat(32) + '&p=7420&f=' + '0f'.repeat(32);
 const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&()*+,;=%';

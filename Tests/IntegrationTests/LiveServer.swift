@@ -4,7 +4,8 @@ import PlistSyncTesting
 import SQLiteStore
 import SyncCore
 import XCTest
-@testable import ServerKit
+@testable import ServerHTTP
+import ServerKit
 
 /// A server running inside the test process on a loop thread of its own: a real listener on
 /// 127.0.0.1 and a real SQLite data folder, as `plistsync serve` has, without starting a
@@ -75,7 +76,7 @@ final class LiveServer: ListeningServer {
         if httpPort != 0, configuration.httpListen != nil { configuration.httpListen = SocketAddress(host: "127.0.0.1", port: httpPort) }
         let loop = EventLoop()
         let store = try SQLiteServerStore(folder: DataFolder(path: dataPath), versionMinimumAge: versionMinimumAge)
-        let server = try Server(configuration: configuration, store: store, loop: loop)
+        let server = try Server(configuration: configuration, store: store, loop: loop) { core in HTTPFront(core: core, tls: configuration.tls) }
         try server.start(stopOnSignals: false)
         port = Int(server.boundAddress?.port ?? 0)
         httpPort = Int(server.httpAddress?.port ?? 0)

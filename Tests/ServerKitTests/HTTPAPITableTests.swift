@@ -3,6 +3,7 @@ import SyncCore
 import SyncProtocol
 import XCTest
 
+@testable import ServerHTTP
 @testable import ServerKit
 
 /// The API's pure parts: routing patterns, error statuses, device names, record JSON.

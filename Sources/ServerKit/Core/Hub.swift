@@ -58,10 +58,10 @@ final class Hub {
 /// The CHANGE lines of one collection from one committed batch, in seq order, as one buffer
 /// made once for every subscriber, with the changes they were made of (an event stream makes
 /// its events from those, once for all streams).
-final class ChangeRun {
-    let collection: String
+public final class ChangeRun {
+    public let collection: String
     private(set) var bytes: [UInt8] = []
-    private(set) var changes: [Change] = []
+    public private(set) var changes: [Change] = []
     private var ends: [Int] = []
 
     init(collection: String) {
@@ -104,13 +104,13 @@ final class ChangeRun {
 }
 
 /// The part of a `ChangeRun` one subscriber is sent.
-struct ChangeDelivery {
-    let run: ChangeRun
+public struct ChangeDelivery {
+    public let run: ChangeRun
     /// Which of the run's changes.
-    let range: Range<Int>
+    public let range: Range<Int>
 
-    var bytes: ArraySlice<UInt8> { run.bytes(of: range) }
+    public var bytes: ArraySlice<UInt8> { run.bytes(of: range) }
     /// Where `bytes` are in the run's shared buffer.
     var byteRange: Range<Int> { run.byteRange(of: range) }
-    var changes: ArraySlice<Change> { run.changes[range] }
+    public var changes: ArraySlice<Change> { run.changes[range] }
 }

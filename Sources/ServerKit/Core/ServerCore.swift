@@ -10,7 +10,8 @@ import SyncProtocol
 /// in-flight commits, says `* BYE SHUTDOWN` to everyone and then calls `onStopped`.
 public final class ServerCore {
     public let configuration: ServerConfiguration
-    let clock: any ServerClock
+    /// The time the core runs on (the host's loop, or virtual time in the test kit).
+    public let clock: any ServerClock
     let store: ServerStore
     private(set) lazy var committer = Committer(
         clock: clock, lane: work.lane(for: .commits), store: store, stallMilliseconds: configuration.storeTimeoutMilliseconds, outlet: self)
@@ -125,7 +126,7 @@ public final class ServerCore {
     }
 
     /// The line protocol's port, for invitation links (set by the host once it listens).
-    var linePort: Int?
+    public internal(set) var linePort: Int?
 
     /// Where HELLO says the HTTP API answers (`plistsync invite` builds its links with it).
     func announceHTTPPort(_ port: Int) {
@@ -156,7 +157,7 @@ public final class ServerCore {
 
     /// Starts a session on `transport` (a socket that was accepted, or a buffer in tests).
     @discardableResult
-    func open(_ transport: SessionTransport) -> Session {
+    public func open(_ transport: SessionTransport) -> Session {
         let session = Session(context: self, transport: transport)
         let key = ObjectIdentifier(session)
         sessions[key] = session
@@ -196,7 +197,7 @@ public final class ServerCore {
     }
 
     /// Bytes were handed to a connection (`MemoryBudget`).
-    func noteQueued(_ bytes: Int) {
+    public func noteQueued(_ bytes: Int) {
         if memoryBudget.noteQueued(bytes, now: clock.milliseconds) { enforceMemoryBudget() }
     }
 

@@ -23,7 +23,7 @@ public protocol ScheduledCall: AnyObject {
 
 extension ServerClock {
     /// Runs `body` every `period` milliseconds until the returned call is cancelled.
-    func every(_ period: UInt64, _ body: @escaping () -> Void) -> any ScheduledCall {
+    public func every(_ period: UInt64, _ body: @escaping () -> Void) -> any ScheduledCall {
         RepeatingCall(clock: self, period: period, body: body)
     }
 }

@@ -15,11 +15,17 @@ public final class Server {
     /// The server's decisions, on this loop's clock and threads.
     public let core: ServerCore
     let handles = ServerHandles()
+    /// Makes the HTTP front for `--http-listen` (none: the option is refused at start).
+    private let makeHTTPFront: ((ServerCore) -> any ServerFront)?
 
-    /// Serves `store`; nothing listens until `start()`.
-    public init(configuration: ServerConfiguration, store: ServerStore, loop: EventLoop) throws(StoreFailure) {
+    /// Serves `store`; nothing listens until `start()`. `httpFront` makes the front that
+    /// `--http-listen` serves (`ServerHTTP.HTTPFront`).
+    public init(
+        configuration: ServerConfiguration, store: ServerStore, loop: EventLoop, httpFront: ((ServerCore) -> any ServerFront)? = nil
+    ) throws(StoreFailure) {
         self.configuration = configuration
         self.loop = loop
+        makeHTTPFront = httpFront
         let host = LoopHost(loop: loop)
         core = try ServerCore(configuration: configuration, store: store, clock: host, work: host)
     }
@@ -41,9 +47,10 @@ public final class Server {
         let metrics = try configuration.metricsListen.map { address throws(LoopError) in
             try MetricsEndpoint(loop: loop, clock: core.clock, address: address) { [unowned self] in core.metricsText() }
         }
-        let http = try configuration.httpListen.map { address throws(LoopError) in
-            let front = HTTPFront(core: core, tls: configuration.tls)
-            try front.listen(on: loop, at: address) { [unowned self] connection, tls, refusal in admit(connection, tls: tls, refusal: refusal) }
+        let http = try configuration.httpListen.map { address throws(LoopError) -> any ServerFront in
+            guard let makeHTTPFront else { throw LoopError.invalid("--http-listen (this server was made without an HTTP front)") }
+            let front = makeHTTPFront(core)
+            try front.listen(on: loop, at: address) { [unowned self] connection, refusal in admit(connection, tls: configuration.tls, refusal: refusal) }
             return front
         }
         let plaintextListener = try configuration.plaintextListen.map { plaintext throws(LoopError) in

@@ -8,12 +8,12 @@ final class ServerHandles {
     private(set) var plaintextListener: TCPListener?
     private(set) var metrics: MetricsEndpoint?
     /// The HTTP API and console (`--http-listen`).
-    private(set) var http: HTTPFront?
+    private(set) var http: (any ServerFront)?
     private var signalWatchers: [SignalWatcher] = []
     private var controlWatcher: FolderWatcher?
     private var stoppedAccepting = false
 
-    func listening(_ listener: TCPListener, plaintext: TCPListener?, metrics: MetricsEndpoint?, http: HTTPFront?) {
+    func listening(_ listener: TCPListener, plaintext: TCPListener?, metrics: MetricsEndpoint?, http: (any ServerFront)?) {
         self.listener = listener
         plaintextListener = plaintext
         self.metrics = metrics

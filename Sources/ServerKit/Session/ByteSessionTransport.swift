@@ -26,7 +26,7 @@ final class ByteSessionTransport: SessionTransport {
 
     private static let slowGoodbye = Array(ServerOutput.notices([.bye(.slow)]).text.utf8)
 
-    func carryOut(_ action: SessionAction) {
+    func carryOut(_ action: ConnectionAction) {
         switch action {
         case .send(let output): connection.write(output.text)
         case .deliver(let delivery): connection.write(delivery.run.shared, range: delivery.byteRange)
@@ -39,7 +39,6 @@ final class ByteSessionTransport: SessionTransport {
             // kernel's buffer, even once the socket is closed.
             if !connection.closeAfterWriting(replacingUnsentWith: Self.slowGoodbye) { connection.closeAfterWriting() }
         case .close: connection.closeAfterWriting()
-        case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe: break
         }
     }
 }

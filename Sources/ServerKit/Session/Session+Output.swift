@@ -112,7 +112,7 @@ extension Session {
     }
 
     /// Ends the session with exactly one reason, logged once.
-    func close(_ reason: CloseReason) {
+    public func close(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         closeReason = reason
         ServerLog.event("disconnect", ["address": address, "user": user ?? "-", "reason": reason.rawValue])

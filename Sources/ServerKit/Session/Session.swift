@@ -23,7 +23,7 @@ import SyncProtocol
 /// `maxWritesInFlight` / `maxWriteBytesInFlight` per connection or while the committer's own
 /// queue is full. Before login every bound is far smaller (`preAuth…`); across connections the
 /// server keeps one budget (`MemoryBudget`).
-final class Session {
+public final class Session {
     unowned let context: SessionContext
     let transport: SessionTransport
     /// Where each action the session decides on goes (`route`); a test may wrap it to watch them.
@@ -31,7 +31,7 @@ final class Session {
     let address: String
     private var framer: LineFramer
 
-    var user: String?
+    public internal(set) var user: String?
     var isAdmin = false
     /// The password hash the user logged in against, or the token's hash: when either is gone
     /// from the store (passwd, remove, revoke), so is this session.
@@ -63,7 +63,7 @@ final class Session {
     private var readingPaused = false
     /// The server is shutting down: reading stopped for good.
     private var readingStopped = false
-    var closeReason: CloseReason?
+    public internal(set) var closeReason: CloseReason?
     /// When the last complete request line arrived (bytes of an unfinished line do not count).
     private(set) var lastActivity: UInt64
     let connectedAt: UInt64
@@ -126,12 +126,14 @@ final class Session {
         switch action {
         case .send(let output):
             context.noteQueued(output.approximateBytes)
-            transport.carryOut(action)
+            transport.carryOut(.send(output))
         case .deliver(let delivery):
             context.noteQueued(delivery.bytes.count)
-            transport.carryOut(action)
-        case .pauseReading, .resumeReading, .close, .closeNow:
-            transport.carryOut(action)
+            transport.carryOut(.deliver(delivery))
+        case .pauseReading: transport.carryOut(.pauseReading)
+        case .resumeReading: transport.carryOut(.resumeReading)
+        case .close(let reason): transport.carryOut(.close(reason))
+        case .closeNow: transport.carryOut(.closeNow)
         case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe:
             context.carryOut(action, for: self)
         }
@@ -168,13 +170,13 @@ final class Session {
     }
 
     /// The client took what was waiting to be sent.
-    func outputDrained() {
+    public func outputDrained() {
         resumeReadingIfPaused()
         processInbox()
     }
 
     /// The connection is gone, after `close`: the server forgets the session.
-    func closed() {
+    public func closed() {
         context.sessionGone(self)
     }
 
@@ -192,7 +194,7 @@ final class Session {
 
     /// A request handed over as a value (the HTTP API's): it waits its turn in the inbox as a
     /// parsed line would, under the same rules (login, order, bounds), with no line framing.
-    func received(_ command: Command, tag: String, bytes: Int) {
+    public func received(_ command: Command, tag: String, bytes: Int) {
         guard closeReason == nil else { return }
         lastActivity = context.now
         inbox.append(.command(tag: tag, command, bytes: bytes))

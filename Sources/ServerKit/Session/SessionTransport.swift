@@ -1,8 +1,10 @@
+import SyncCore
+
 /// The connection a session talks over: a TCP or TLS socket when serving, a buffer in tests.
 /// It hands the client's bytes, the end of its input, output drains and the final close to the
 /// session's input methods, and carries out the session's connection actions; the session
 /// never sees a socket.
-protocol SessionTransport: AnyObject {
+public protocol SessionTransport: AnyObject {
     /// The client's address, for logs.
     var peerHost: String? { get }
     /// Bytes sent and not yet taken by the client.
@@ -12,12 +14,26 @@ protocol SessionTransport: AnyObject {
     var heldInputBytes: Int { get }
     /// Starts feeding `session`'s input methods.
     func attach(_ session: Session)
-    /// Carries out `send`, `deliver`, `pauseReading`, `resumeReading`, `close` and
-    /// `closeNow` (the server carries out the rest).
-    func carryOut(_ action: SessionAction)
+    /// Carries out the connection's part of what the session decided.
+    func carryOut(_ action: ConnectionAction)
+}
+
+/// The part of a `SessionAction` a session's connection carries out (the server carries out
+/// the rest): what the client is sent, whether its input is read, and the close.
+public enum ConnectionAction {
+    /// A reply or notices, as values: a socket writes their text, the HTTP API reads them.
+    case send(ServerOutput)
+    /// A broadcast's change lines, encoded once for every subscriber.
+    case deliver(ChangeDelivery)
+    case pauseReading
+    case resumeReading
+    /// Close after what was sent is taken (the goodbye, if any, was sent first).
+    case close(CloseReason)
+    /// Close at once, dropping what was not taken.
+    case closeNow
 }
 
 extension SessionTransport {
     /// A connection that hands every byte to its session at once holds none.
-    var heldInputBytes: Int { 0 }
+    public var heldInputBytes: Int { 0 }
 }

@@ -1,3 +1,4 @@
+import ServerKit
 import Foundation
 import EventLoop
 import HTTPKit
@@ -8,7 +9,7 @@ import TLSKit
 /// The HTTP listener (`serve --http-listen`): the API and the console on the server's loop.
 /// Its connections take part in the server's budgets (each carries a session); event streams
 /// get a heartbeat every `heartbeatMilliseconds`.
-public final class HTTPFront {
+public final class HTTPFront: ServerFront {
     /// The server's decisions: the sessions each HTTP connection carries run in it.
     unowned let core: ServerCore
     let api = HTTPAPI()
@@ -51,16 +52,14 @@ public final class HTTPFront {
         }
     }
 
-    /// Listens at `address` on `loop`; `admit` starts TLS and says whether a connection is let
-    /// in (`Server.admit`).
-    func listen(on loop: EventLoop, at address: SocketAddress, admit: @escaping (TCPConnection, TLSContext?, (ByeReason) -> [UInt8]) -> Bool) throws(LoopError) {
+    public func listen(on loop: EventLoop, at address: SocketAddress, admit: @escaping (TCPConnection, (ByeReason) -> [UInt8]) -> Bool) throws(LoopError) {
         listener = try TCPListener(loop: loop, address: address) { [unowned self] connection in
-            guard admit(connection, tls, Self.refusal) else { return }
+            guard admit(connection, Self.refusal) else { return }
             serve(connection, isSecure: tls != nil)
         }
     }
 
-    var address: SocketAddress? { listener?.address }
+    public var address: SocketAddress? { listener?.address }
     var openConnections: Int { connections.count }
 
     /// Serves HTTP over `connection`: a socket the listener let in, or bytes in memory.
@@ -87,7 +86,7 @@ public final class HTTPFront {
     }
 
     /// Stops listening (shutdown); open connections end with their sessions.
-    func close() {
+    public func close() {
         listener?.close()
         listener = nil
         heartbeat?.cancel()

@@ -1,6 +1,7 @@
+import ServerKit
 import HTTPKit
 
-/// The web console's files, compiled into the binary from Sources/ServerKit/Console: served
+/// The web console's files, compiled into the binary from Sources/ServerHTTP/Console: served
 /// at `/` under a Content-Security-Policy that allows only the server's own scripts and
 /// styles (no inline script, no other origin).
 enum ConsoleFiles {

@@ -1,3 +1,4 @@
+import ServerKit
 import Foundation
 import HTTPKit
 import SyncCore

@@ -1,3 +1,4 @@
+import ServerKit
 import SyncCore
 import SyncProtocol
 
@@ -72,14 +73,13 @@ final class SessionBridge: SessionTransport {
         session.received(command, tag: tag, bytes: bytes)
     }
 
-    func carryOut(_ action: SessionAction) {
+    func carryOut(_ action: ConnectionAction) {
         switch action {
         case .send(let output): route(output)
         case .deliver(let delivery): owner?.deliver(delivery)
         case .close(let reason): end(reason, immediately: reason == .socketError)
         case .closeNow: end(endReason ?? .shutdown, immediately: true)
-        case .pauseReading, .resumeReading, .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe:
-            break
+        case .pauseReading, .resumeReading: break
         }
     }
 

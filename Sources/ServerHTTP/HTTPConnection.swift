@@ -1,3 +1,4 @@
+import ServerKit
 import EventLoop
 import HTTPKit
 import SyncCore

@@ -1,3 +1,4 @@
+import ServerKit
 import HTTPKit
 import SyncCore
 import SyncProtocol
