@@ -356,4 +356,19 @@ final class ScenarioTests: XCTestCase {
                       "A \(String(describing: order(a))), B \(String(describing: order(b)))\n" + b.log.suffix(30).joined(separator: "\n"))
         XCTAssertTrue(b.log.contains { $0.contains("cannot move c/r2: CONFLICT") }, "the MOVE met A's edit")
     }
+
+    /// Seed 2670 (CI of 46a278c), the first run of the seeded runs on the server's own disk-full
+    /// path: a folder made while the server's disk was full got NO_SPACE for its CREATE, and the
+    /// agent never asked again, so the collection and its records never reached the server.
+    func testAFolderMadeWhileTheServersDiskIsFullBecomesACollectionOnceThereIsRoom() throws {
+        world.server.faults.diskFull = true
+        try writeRecords(2, in: a)
+        try a.start()
+        XCTAssertTrue(world.run(within: 5_000) { a.log.contains { $0.contains("cannot create collection c for now: NO_SPACE") } },
+                      a.log.suffix(10).joined(separator: "\n"))
+        world.server.faults.diskFull = false
+        let stored = { [self] in (try? world.server.storedFields()) ?? [] }
+        XCTAssertTrue(world.run(within: 20_000) { stored().sorted() == [#"{"v":0}"#, #"{"v":1}"#] },
+                      "the server holds \(stored())\n" + a.log.suffix(10).joined(separator: "\n"))
+    }
 }

@@ -126,6 +126,14 @@ extension SyncEngine {
                 log("created collection \(collection) from its folder")
                 subscriptions.setRole(collection, .admin)
                 startMirroring(collection)
+            case .error(_, let code, let message, _) where code.isTemporary:
+                // The server cannot take it for now (a full disk, a stalled store): the folder
+                // would wait for the next login, so ask again, while the folder is still here.
+                log("cannot create collection \(collection) for now: \(code) \(message); retrying in a second")
+                clock.after(PushQueue.firstRetryMilliseconds) { [self] in
+                    guard mirror.hasFolder(collection) || mirror.attachedCollections.contains(collection) else { return }
+                    create(collection)
+                }
             case .error(_, let code, let message, _):
                 log("cannot create collection \(collection): \(code) \(message)")
                 status.report("\(code) \(message)", for: "\(collection)/")
