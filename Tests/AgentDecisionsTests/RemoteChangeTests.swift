@@ -123,6 +123,22 @@ final class RemoteChangeTests: XCTestCase {
                        "not rebasing: a delete is a delete")
     }
 
+    /// Simulation seed 2412 (issue 46, on the server's own store faults): on a folding file
+    /// system a twin's state was recorded without a file of its own here (its name was the other
+    /// twin's); once that file was gone, the app saved a file under the name, made without ever
+    /// seeing the recorded state. The next change merged the file against that state as if it
+    /// were the file's base: the phone the app never saw counted as replaced here on purpose and
+    /// was lost. A state never written here is no base: the merge has no common base.
+    func testAFileMadeWhereATwinsStateWasRecordedWithoutAFileMergesWithNoCommonBase() {
+        let recorded: Fields = ["name": .string("a"), "phone": .string("v42")]
+        var neverShown = synced(recorded, rev: 1)
+        neverShown.fileHash = SyncedRecord.nameClash
+        let saved: Fields = ["name": .string("b"), "phone": .string("x")]
+        let server: Fields = ["name": .string("c"), "phone": .string("v42")]
+        XCTAssertEqual(action(RemoteChange.decide(remote(server, rev: 2), synced: neverShown, local: bytes(saved), context: .init())),
+                       .merge(local: bytes(saved), remote: server, baseKnown: false))
+    }
+
     /// Simulation seed 389 (issue 46): after a restore, another mirror pushed its older copy of
     /// a record before this one reconnected; this mirror took it as an ordinary change, and the
     /// phone it had synced after the backup was left only in its kept versions. Now the file
