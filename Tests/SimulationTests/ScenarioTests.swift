@@ -371,4 +371,28 @@ final class ScenarioTests: XCTestCase {
         XCTAssertTrue(world.run(within: 20_000) { stored().sorted() == [#"{"v":0}"#, #"{"v":1}"#] },
                       "the server holds \(stored())\n" + a.log.suffix(10).joined(separator: "\n"))
     }
+
+    /// Seed 4413 (issue 46, with failing commits): an app adds a row whose create the server
+    /// refuses for now, drags another row while that create waits for its retry, then removes
+    /// the new row again: the drag must still reach the server.
+    func testADragSavedWhileANewRowsCreateWaitsForItsRetryIsKeptWhenTheRowGoesAgain() throws {
+        let rows: [[String: Value]] = ["Alan", "Zoe"].map { ["id": .string($0), "x": .string($0)] }
+        let edsger: [String: Value] = ["id": .string("Edsger"), "x": .string("new")]
+        // Edsger was there once and was deleted: its create is a PUT over a tombstone.
+        try startWithList(rows + [edsger])
+        try saveList(b, rows)
+        XCTAssertTrue(world.run(within: 5_000) { list(a) == rows })
+        world.scheduler.run(until: world.scheduler.now + 1_000)
+        world.server.faults.commitsFail = true
+        try saveList(b, rows + [edsger])
+        XCTAssertTrue(world.run(within: 5_000) { b.log.contains { $0.contains("server refused a/Edsger for now: INTERNAL") } }, b.log.suffix(10).joined(separator: "\n"))
+        try saveList(b, [rows[1], edsger, rows[0]])
+        world.scheduler.run(until: world.scheduler.now + 300)
+        try saveList(b, [rows[1], rows[0]])
+        world.scheduler.run(until: world.scheduler.now + 300)
+        world.server.faults.commitsFail = false
+        let dragged = [rows[1], rows[0]]
+        XCTAssertTrue(world.run(within: 20_000) { list(a) == dragged && list(b) == dragged },
+                      "A \(String(describing: list(a))), B \(String(describing: list(b)))\n" + b.log.suffix(20).joined(separator: "\n"))
+    }
 }

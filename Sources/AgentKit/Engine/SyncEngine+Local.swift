@@ -242,6 +242,9 @@ extension SyncEngine {
             pushes.retryDue(key)
             notePending()
             reconcile(key.collection, key.id)
+            // The retry may send nothing (the row is gone): an order edit that waited for it is
+            // read now.
+            order.writeAnswered(key.collection)
             batchEnded()
         }
     }

@@ -105,8 +105,13 @@ extension SyncEngine {
         guard hash != base.hash else { return .unchanged }
         // Rows the server has not placed yet (a create not answered, or answered but its change,
         // which carries the position, not back yet) cannot be moved: the edit is read once
-        // they are placed (each placement marks the order for a rewrite, which reads it).
-        guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else { return .unchanged }
+        // they are placed (each placement marks the order for a rewrite, which reads it), or
+        // once a write of the collection is answered or retried (a row whose create waited for
+        // a retry may be gone from the file by then, and never placed: seed 4413).
+        guard !desired.contains(where: { isAwaitingPlacement(collection, $0) }) else {
+            order.editWaits(collection)
+            return .unchanged
+        }
         let current = currentOrder(collection)
         // Nothing to move when the file lists the rows as they stand (an order file written at
         // start, before this mirror knew the positions, is not an edit).
