@@ -43,7 +43,10 @@ private final class RepeatingCall: ScheduledCall {
     }
 
     private func arm() {
-        next = clock.after(period) { [unowned self] in
+        // Weak: an owner that lets go without cancelling (a front whose listener failed to
+        // bind) leaves one call pending, which then finds nothing to run.
+        next = clock.after(period) { [weak self] in
+            guard let self else { return }
             arm()
             body()
         }
