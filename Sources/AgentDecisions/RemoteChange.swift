@@ -142,10 +142,11 @@ public enum RemoteChange: Equatable, Sendable {
         // A state another mirror brought to the restored store, before this one brought its
         // own: the file may hold what this mirror synced after the backup, which the store
         // lost. It is no newer state of the file: merged as an edit, with no common base.
+        let olderCopyOnRestoredStore = context.rebasing && !fromBackup && !context.fromConflict && synced?.isLive == true
         // Nor is a state recorded while a twin's file held the name (a folding file system): it
         // was never in a file here, so a file made under the name since never saw it (seed 2412).
         let neverWrittenHere = synced?.fileHash == SyncedRecord.nameClash && synced?.isLive == true
-        let noCommonBase = (context.rebasing && !fromBackup && !context.fromConflict && synced?.isLive == true || neverWrittenHere) && local != nil
+        let noCommonBase = (olderCopyOnRestoredStore || neverWrittenHere) && local != nil
         let action: Action
         switch (local, remote.fields) {
         case (_, let fields?) where !locallyChanged && !noCommonBase:

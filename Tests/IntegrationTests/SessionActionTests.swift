@@ -48,10 +48,10 @@ final class SessionActionTests: XCTestCase {
 
     private static func describe(_ action: SessionAction) -> String {
         switch action {
-        case .send(let output): "send " + output.text.trimmingCharacters(in: .newlines)
-        case .deliver(let delivery): "deliver " + String(decoding: delivery.bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
-        case .pauseReading: "pauseReading"
-        case .resumeReading: "resumeReading"
+        case .connection(.send(let output)): "send " + output.text.trimmingCharacters(in: .newlines)
+        case .connection(.deliver(let delivery)): "deliver " + String(decoding: delivery.bytes, as: UTF8.self).trimmingCharacters(in: .newlines)
+        case .connection(.pauseReading): "pauseReading"
+        case .connection(.resumeReading): "resumeReading"
         case .commit(let operation, _): "commit \(operation)".prefix(40).description
         case .read(let query): "read \(query)"
         case .checkPassword(let user, _): "checkPassword \(user)"
@@ -62,8 +62,8 @@ final class SessionActionTests: XCTestCase {
         case .announce(let event): "announce \(event)"
         case .subscribe(let collection): "subscribe \(collection)"
         case .unsubscribe(let collection): "unsubscribe \(collection)"
-        case .close(let reason): "close \(reason.rawValue)"
-        case .closeNow: "closeNow"
+        case .connection(.close(let reason)): "close \(reason.rawValue)"
+        case .connection(.closeNow): "closeNow"
         }
     }
 

@@ -38,7 +38,7 @@ extension ServerCore: SessionContext {
         case .announce(let event): apply(event)
         case .subscribe(let collection): hub.subscribe(session, to: collection)
         case .unsubscribe(let collection): hub.unsubscribe(session, from: collection)
-        case .send, .deliver, .pauseReading, .resumeReading, .close, .closeNow: break
+        case .connection: break
         }
     }
 }

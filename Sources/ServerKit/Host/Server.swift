@@ -84,7 +84,8 @@ public final class Server {
 
     /// Stops accepting, then lets the core drain its commits and say `* BYE SHUTDOWN`.
     public func shutdown() {
-        guard handles.stopAccepting() else { return }
+        guard !core.isShuttingDown else { return }
+        handles.stopAccepting()
         core.shutdown()
     }
 

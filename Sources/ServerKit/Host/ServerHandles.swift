@@ -11,7 +11,6 @@ final class ServerHandles {
     private(set) var http: (any ServerFront)?
     private var signalWatchers: [SignalWatcher] = []
     private var controlWatcher: FolderWatcher?
-    private var stoppedAccepting = false
 
     func listening(_ listener: TCPListener, plaintext: TCPListener?, metrics: MetricsEndpoint?, http: (any ServerFront)?) {
         self.listener = listener
@@ -25,10 +24,8 @@ final class ServerHandles {
         self.controlWatcher = controlWatcher
     }
 
-    /// Shutdown begins: no listener accepts any more. False when it had begun already.
-    func stopAccepting() -> Bool {
-        guard !stoppedAccepting else { return false }
-        stoppedAccepting = true
+    /// Shutdown begins: no listener accepts any more.
+    func stopAccepting() {
         listener?.close()
         listener = nil
         plaintextListener?.close()
@@ -36,7 +33,6 @@ final class ServerHandles {
         metrics?.close()
         metrics = nil
         http?.close()
-        return true
     }
 
     /// Closes the watchers (the core has stopped).

@@ -7,7 +7,7 @@ import SyncProtocol
 /// collections changing, and the goodbye that ends it.
 extension Session {
     func send(_ output: ServerOutput) {
-        emit(.send(output))
+        emit(.connection(.send(output)))
     }
 
     func finishAsync(_ reply: ServerOutput) {
@@ -35,7 +35,7 @@ extension Session {
         guard closeReason == nil, let through = subscriptions.advance(collection, to: run.lastSeq) else { return }
         let budget = context.configuration.limits.maxPendingOutputBytes - transport.pendingOutputBytes
         let (delivery, complete) = run.delivery(after: through, within: budget)
-        if !delivery.bytes.isEmpty { emit(.deliver(delivery)) }
+        if !delivery.bytes.isEmpty { emit(.connection(.deliver(delivery))) }
         if !complete { sayGoodbye(.slow) }
     }
 
@@ -101,7 +101,7 @@ extension Session {
     func shed(_ reason: CloseReason) {
         guard closeReason == nil else { return }
         sayGoodbye(reason)
-        emit(.closeNow)
+        emit(.connection(.closeNow))
     }
 
     /// Writes `* BYE <reason>` and closes once it is sent.
@@ -119,6 +119,6 @@ extension Session {
         for collection in subscriptions.endAll() { emit(.unsubscribe(collection)) }
         wait.cancel()
         context.sessionClosing(self)
-        emit(.close(reason))
+        emit(.connection(.close(reason)))
     }
 }

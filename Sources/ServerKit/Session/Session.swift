@@ -124,16 +124,13 @@ public final class Session {
     /// Hands the connection's part of an action to the transport, the rest to the server.
     func route(_ action: SessionAction) {
         switch action {
-        case .send(let output):
-            context.noteQueued(output.approximateBytes)
-            transport.carryOut(.send(output))
-        case .deliver(let delivery):
-            context.noteQueued(delivery.bytes.count)
-            transport.carryOut(.deliver(delivery))
-        case .pauseReading: transport.carryOut(.pauseReading)
-        case .resumeReading: transport.carryOut(.resumeReading)
-        case .close(let reason): transport.carryOut(.close(reason))
-        case .closeNow: transport.carryOut(.closeNow)
+        case .connection(let part):
+            switch part {
+            case .send(let output): context.noteQueued(output.approximateBytes)
+            case .deliver(let delivery): context.noteQueued(delivery.bytes.count)
+            case .pauseReading, .resumeReading, .close, .closeNow: break
+            }
+            transport.carryOut(part)
         case .commit, .read, .checkPassword, .checkToken, .verifyPassword, .hashPassword, .checkInvitation, .announce, .subscribe, .unsubscribe:
             context.carryOut(action, for: self)
         }
@@ -184,12 +181,12 @@ public final class Session {
     func stopReading() {
         guard !readingStopped else { return }
         readingStopped = true
-        emit(.pauseReading)
+        emit(.connection(.pauseReading))
     }
 
     /// Ends the connection at once, sent or not (a client that does not read at shutdown).
     func abort() {
-        emit(.closeNow)
+        emit(.connection(.closeNow))
     }
 
     /// A request handed over as a value (the HTTP API's): it waits its turn in the inbox as a
@@ -318,7 +315,7 @@ public final class Session {
     func applyBackpressure() {
         if !readingPaused, mustPauseReading {
             readingPaused = true
-            emit(.pauseReading)
+            emit(.connection(.pauseReading))
         } else if readingPaused {
             resumeReadingIfPaused()
         }
@@ -328,7 +325,7 @@ public final class Session {
         guard readingPaused, closeReason == nil, !inputEnded, !readingStopped else { return }
         if inbox.count <= queueLimit / 2, inboxBytes <= queueByteLimit / 2, transport.pendingOutputBytes <= outputPause / 2 {
             readingPaused = false
-            emit(.resumeReading)
+            emit(.connection(.resumeReading))
         }
     }
 

@@ -6,15 +6,10 @@ import SyncCore
 /// the session's inputs (`commitAnswered`, `readAnswered`, `loginAnswered`). `Session.emit`
 /// routes each action, and a test can watch them by wrapping it.
 enum SessionAction {
-    /// A reply or notices, as values: a socket writes their text, the HTTP API reads them.
-    case send(ServerOutput)
-    /// A broadcast's change lines, encoded once for every subscriber.
-    case deliver(ChangeDelivery)
-    /// Stop taking the client's bytes until `resumeReading` (back-pressure).
-    case pauseReading
-    case resumeReading
+    /// The connection's part: send, deliver, pause or resume reading, close.
+    case connection(ConnectionAction)
     /// Hand `operation` to the group committer; its outcome comes back as
-    /// `Session.committed(ticket, _)`.
+    /// `Session.commitAnswered(ticket, _)`.
     case commit(StoreOperation, ticket: Int)
     /// Ask the store, off the loop; the answer comes back through `Session.readAnswered`.
     case read(StoreQuery)
@@ -37,9 +32,4 @@ enum SessionAction {
     /// Start or stop receiving a collection's committed changes (`Session.deliver`).
     case subscribe(String)
     case unsubscribe(String)
-    /// End the connection for `reason`: once what was sent has gone out (at once after a
-    /// socket error).
-    case close(CloseReason)
-    /// End it at once, sent or not (a client that does not read at shutdown).
-    case closeNow
 }

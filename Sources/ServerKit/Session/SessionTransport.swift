@@ -25,11 +25,13 @@ public enum ConnectionAction {
     case send(ServerOutput)
     /// A broadcast's change lines, encoded once for every subscriber.
     case deliver(ChangeDelivery)
+    /// Stop taking the client's bytes until `resumeReading` (back-pressure).
     case pauseReading
     case resumeReading
-    /// Close after what was sent is taken (the goodbye, if any, was sent first).
+    /// End the connection for `reason`: once what was sent has gone out (at once after a
+    /// socket error).
     case close(CloseReason)
-    /// Close at once, dropping what was not taken.
+    /// End it at once, sent or not (a client that does not read at shutdown).
     case closeNow
 }
 
