@@ -126,7 +126,7 @@ final class ServerLink: ServerRequests {
             if let failure, failure.hasPrefix("TLS") { lastError = failure }
             lost(client)
         }
-        client.logIn(client: "plistsync-agent", with: credential.login(user: configuration.user), onHello: { [self] event in
+        client.logIn(client: ChangeFront.agentClientName, with: credential.login(user: configuration.user), onHello: { [self] event in
             guard case .ok(_, let reply, let limits?) = event else { return }
             if case .hello(_, let serverID) = reply {
                 let restoredSeq: Int64? = if case .integer(let seq)? = limits["restored_seq"] { seq } else { nil }

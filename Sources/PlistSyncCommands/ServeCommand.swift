@@ -26,11 +26,10 @@ enum ServeCommand: Subcommand {
           --config FILE            Options one a line, `name = value` (else $PLISTSYNC_CONFIG, or
                                    /etc/plistsync/server.conf when it exists); flags win over it.
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
-          --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days);
-                                   earlier versions of records are kept as long.
-          --version-min-age SECONDS
-                                   Keep a record's replaced fields as a version only if they
-                                   lived this long (default 60): bursts of saves leave one.
+          --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
+          --history-days DAYS      Keep every change (who, when, what: LOG, VERSIONS, LIST AT,
+                                   REVERT) this long (default 30; a record's latest change is
+                                   kept as long as the record).
           --max-pending-output BYTES
                                    Unsent bytes a subscriber may hold before * BYE SLOW (default 8388608).
           --max-connections N      Open connections at most (default 16384); more get * BYE BUSY.
@@ -85,7 +84,7 @@ enum ServeCommand: Subcommand {
         """
 
     static let valueOptions: Set<String> = [
-        "listen", "data", "idle-timeout", "tombstone-ttl", "version-min-age", "sqlite-cache-mb", "sqlite-mmap-mb", "port-file", "max-pending-output", "max-connections",
+        "listen", "data", "idle-timeout", "tombstone-ttl", "history-days", "sqlite-cache-mb", "sqlite-mmap-mb", "port-file", "max-pending-output", "max-connections",
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
         "store-timeout", "http-listen", "password-iterations",
@@ -105,6 +104,7 @@ enum ServeCommand: Subcommand {
         configuration.dataPath = DataLocation(options, config: config).path
         configuration.idleTimeoutSeconds = UInt64(try options.integer("idle-timeout", default: 300, range: 0...31_536_000))
         configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
+        configuration.historySeconds = 86_400 * UInt64(try options.integer("history-days", default: 30, range: 0...36_500))
         configuration.limits.maxPendingOutputBytes = try options.integer(
             "max-pending-output", default: configuration.limits.maxPendingOutputBytes, range: 4096...(1 << 34))
         configuration.maxConnections = try options.integer("max-connections", default: configuration.maxConnections, range: 1...1_000_000)
@@ -145,10 +145,9 @@ enum ServeCommand: Subcommand {
         let loop = EventLoop()
         let server: Server
         do {
-            let versionMinimumAge = Int64(try options.integer("version-min-age", default: Int(RecordVersion.defaultMinimumAge), range: 0...3_153_600_000))
             let tuning = SQLiteTuning(cacheMiB: try options.integer("sqlite-cache-mb", default: SQLiteTuning.defaultCacheMiB, range: 1...65_536),
                                       mmapMiB: try options.integer("sqlite-mmap-mb", default: 0, range: 0...1_048_576))
-            let store = try openStore(options.value("store"), dataPath: configuration.dataPath, tuning: tuning, loop: loop, versionMinimumAge: versionMinimumAge)
+            let store = try openStore(options.value("store"), dataPath: configuration.dataPath, tuning: tuning, loop: loop)
             server = try Server(configuration: configuration, store: store, loop: loop) { core in HTTPFront(core: core, tls: configuration.tls) }
             try server.start()
         } catch let error as LoopError where error.isAddressInUse {
@@ -170,11 +169,11 @@ enum ServeCommand: Subcommand {
     }
 
     /// The data folder's SQLite store, or the PostgreSQL database `--store` names.
-    private static func openStore(_ url: String?, dataPath: String, tuning: SQLiteTuning, loop: EventLoop, versionMinimumAge: Int64) throws -> ServerStore {
+    private static func openStore(_ url: String?, dataPath: String, tuning: SQLiteTuning, loop: EventLoop) throws -> ServerStore {
         guard let url else {
             var folder = DataFolder(path: dataPath)
             folder.tuning = tuning
-            let store = try SQLiteServerStore(folder: folder, versionMinimumAge: versionMinimumAge)
+            let store = try SQLiteServerStore(folder: folder)
             for problem in store.permissionProblems { ServerLog.error("warning: \(problem)") }
             return store
         }
@@ -182,7 +181,7 @@ enum ServeCommand: Subcommand {
         let shown = PostgresServerStore.redacted(url)
         ServerLog.info("connecting to the PostgreSQL database \(shown)")
         do {
-            return try PostgresServerStore(url: url, loop: loop, versionMinimumAge: versionMinimumAge)
+            return try PostgresServerStore(url: url, loop: loop)
         } catch {
             let wait = "a connect waits \(PGConnection.defaultConnectTimeoutSeconds) s unless the URL sets ?connect_timeout=N"
             throw RuntimeError("cannot use the PostgreSQL database \(shown): \(error) (\(wait))")

@@ -20,8 +20,11 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
         var purgedSeq: Int64 = 0
         var collections: [String: (owner: String, members: [String: Role])] = [:]
         var records: [String: [RecordID: Row]] = [:]
-        /// Earlier fields by collection and id, oldest first.
-        var versions: [String: [RecordID: [RecordVersion]]] = [:]
+        /// The change log by collection, in seq order, each change with the seq of its record's
+        /// change before it.
+        var log: [String: [(change: LoggedChange, previous: Int64?)]] = [:]
+        /// The first seq the log can rebuild a listing at.
+        var logFrom: Int64 = 0
         var users: [String: StoredUser] = [:]
         var tokens: [String: (info: TokenInfo, made: Int)] = [:]
         var tokensMade = 0
@@ -88,7 +91,49 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
     }
 
     public func versions(_ collection: String, _ id: String, limit: Int) -> [RecordVersion] {
-        reading { Array(($0.versions[collection]?[RecordID(id)] ?? []).reversed().prefix(limit)) }
+        reading { contents in
+            let changes = (contents.log[collection] ?? []).map(\.change).filter { RecordID($0.state.id) == RecordID(id) }
+            return Array(RecordVersion.fromLog(changes).prefix(limit))
+        }
+    }
+
+    public func log(_ collection: String, _ query: LogQuery) -> [LoggedChange] {
+        reading { contents in
+            let matching = (contents.log[collection] ?? []).map(\.change).filter { $0.author.matches(query.author) }
+            guard let since = query.since else { return Array(matching.suffix(query.limit)) }
+            return Array(matching.filter { $0.seq > since }.prefix(query.limit))
+        }
+    }
+
+    public func list(_ collection: String, at seq: Int64) -> [RecordState]? {
+        reading { contents in
+            let ids = (contents.records[collection] ?? [:]).values.map(\.state.id)
+            return Self.states(contents, collection, ids, at: seq)?.values.filter { $0.position != nil }.sorted(by: RecordState.inListOrder)
+        }
+    }
+
+    public func states(_ collection: String, _ ids: [String], at seq: Int64) -> [String: RecordState]? {
+        reading { Self.states($0, collection, ids, at: seq) }
+    }
+
+    /// Each record's state at `seq`: its row when not changed since, else the change before its
+    /// first change after `seq`; nil when that change is no longer kept.
+    private static func states(_ contents: Contents, _ collection: String, _ ids: [String], at seq: Int64) -> [String: RecordState]? {
+        guard LogReach.covers(seq, completeFrom: contents.logFrom, current: contents.seq) else { return nil }
+        let log = contents.log[collection] ?? []
+        var states: [String: RecordState] = [:]
+        for id in ids {
+            guard let row = contents.records[collection]?[RecordID(id)] else { continue }
+            if row.seq <= seq {
+                states[id] = row.state
+                continue
+            }
+            guard let first = log.first(where: { $0.change.seq > seq && RecordID($0.change.state.id) == RecordID(id) }) else { return nil }
+            guard let previous = first.previous else { continue }
+            guard let before = log.first(where: { $0.change.seq == previous }) else { return nil }
+            states[id] = before.change.state
+        }
+        return states
     }
 
     public func changes(_ collection: String, since: Int64, limit: Int) -> (changes: [Change], seq: Int64)? {
@@ -138,35 +183,43 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
 
     private static func apply(_ operation: StoreOperation, to contents: inout Contents, now: Int64) throws(StoreFailure) -> StoreOutcome {
         switch operation {
-        case .put(let collection, let id, let baseRev, let fieldsJSON):
+        case .put(let collection, let id, let baseRev, let fieldsJSON, let author):
             let current = contents.records[collection]?[RecordID(id)]?.state
+            let stamp = Stamp(author: logged(author, contents), at: now)
             switch RevisionRules.put(baseRev: baseRev, over: current) {
             case .update(let rev, let position):
-                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
+                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, stamp)
             case .create(let rev):
                 let last = SortedNeighbours((contents.records[collection] ?? [:]).values.map(\.state), moving: id).lastKey()
                 let position = try key(between: last, nil)
-                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, now)
+                return write(RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), collection, &contents, stamp)
             case .conflict:
                 return .conflict(collection: collection, id: id, current: current)
             }
-        case .move(let collection, let id, let baseRev, let placement):
+        case .restore(let collection, let id, let baseRev, let target, let author):
+            let current = contents.records[collection]?[RecordID(id)]?.state
+            guard let rev = RevisionRules.restore(baseRev: baseRev, replacing: current?.head) else {
+                return .conflict(collection: collection, id: id, current: current)
+            }
+            return write(RecordState(id: id, rev: rev, body: target?.body ?? .deleted), collection, &contents, Stamp(author: logged(author, contents), at: now))
+        case .move(let collection, let id, let baseRev, let placement, let author):
+            let stamp = Stamp(author: logged(author, contents), at: now)
             let current = contents.records[collection]?[RecordID(id)]?.state
             let neighbours = SortedNeighbours((contents.records[collection] ?? [:]).values.map(\.state), moving: id)
             switch placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: neighbours) {
             case .conflict: return .conflict(collection: collection, id: id, current: current)
             case .refused(let error): return .refused(error)
-            case .place(let state): return write(state, collection, &contents, now)
+            case .place(let state): return write(state, collection, &contents, stamp)
             case .rebalance(let fieldsJSON, let lower, let upper):
                 let states = LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
-                return StoreOutcome.rebalanced(writing: states) { state in write(state, collection, &contents, now) }
+                return StoreOutcome.rebalanced(writing: states) { state in write(state, collection, &contents, stamp) }
             }
-        case .delete(let collection, let id, let baseRev):
+        case .delete(let collection, let id, let baseRev, let author):
             let current = contents.records[collection]?[RecordID(id)]?.state
             guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
                 return .conflict(collection: collection, id: id, current: current)
             }
-            return write(RecordState(id: id, rev: rev, body: .deleted), collection, &contents, now)
+            return write(RecordState(id: id, rev: rev, body: .deleted), collection, &contents, Stamp(author: logged(author, contents), at: now))
         case .createCollection(let name, let owner):
             guard contents.collections[name] == nil else { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
             contents.collections[name] = (owner, [owner: .admin])
@@ -176,7 +229,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             contents.invitations = contents.invitations.filter { $0.value.collection != name }
             for gone in [name, Names.conflictsCollection(of: name)] {
                 contents.records[gone] = nil
-                contents.versions[gone] = nil
+                contents.log[gone] = nil
             }
             return .done
         case .renameCollection(let from, let to):
@@ -186,7 +239,11 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             for (hash, invitation) in contents.invitations where invitation.collection == from { contents.invitations[hash]?.collection = to }
             for (old, new) in [(from, to), (Names.conflictsCollection(of: from), Names.conflictsCollection(of: to))] {
                 contents.records[new] = contents.records.removeValue(forKey: old)
-                contents.versions[new] = contents.versions.removeValue(forKey: old)
+                contents.log[new] = contents.log.removeValue(forKey: old)?.map { entry in
+                    var moved = entry
+                    moved.change.collection = new
+                    return moved
+                }
             }
             return .done
         case .grant(let collection, let user, let role):
@@ -259,31 +316,41 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             contents.users[name]?.isAdmin = isAdmin
             contents.accountsEpoch += 1
             return .done
-        case .purgeTombstones(let cutoff):
+        case .purgeTombstones(let cutoff, let historyCutoff):
             for (collection, rows) in contents.records {
                 for (id, row) in rows where row.state.position == nil && row.updatedAt < cutoff {
                     contents.purgedSeq = max(contents.purgedSeq, row.seq)
+                    contents.logFrom = max(contents.logFrom, row.seq)
                     contents.records[collection]?[id] = nil
+                    contents.log[collection]?.removeAll { RecordID($0.change.state.id) == id }
                 }
             }
-            for (collection, byID) in contents.versions {
-                for (id, kept) in byID { contents.versions[collection]?[id] = kept.filter { $0.replacedAt >= cutoff } }
+            for (collection, entries) in contents.log {
+                let latest = Set((contents.records[collection] ?? [:]).values.map(\.seq))
+                contents.log[collection] = entries.filter { $0.change.at >= historyCutoff || latest.contains($0.change.seq) }
             }
             contents.invitations = contents.invitations.filter { $0.value.expiresAt >= cutoff && ($0.value.uses < $0.value.usesAllowed || $0.value.createdAt >= cutoff) }
             return .done
         }
     }
 
-    private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ now: Int64) -> StoreOutcome {
+    /// Who made a change and when, as the log keeps it.
+    private struct Stamp {
+        var author: LoggedAuthor
+        var at: Int64
+    }
+
+    private static func logged(_ author: ChangeAuthor, _ contents: Contents) -> LoggedAuthor {
+        LoggedAuthor(author, label: author.tokenHash.flatMap { contents.tokens[$0]?.info.label })
+    }
+
+    private static func write(_ state: RecordState, _ collection: String, _ contents: inout Contents, _ stamp: Stamp) -> StoreOutcome {
         contents.seq += 1
-        let previous = contents.records[collection]?[RecordID(state.id)]?.state
-        // Every replaced state is kept here (a minimum age of 0): tests see versions at once.
         let row = contents.records[collection]?[RecordID(state.id)]
-        if let previous, let fields = previous.fieldsJSON, RecordVersion.isKept(replacing: previous, writtenAt: row?.updatedAt, with: state, at: now, minimumAge: 0) {
-            contents.versions[collection, default: [:]][RecordID(state.id), default: []].removeAll { $0.rev == previous.rev }
-            contents.versions[collection, default: [:]][RecordID(state.id), default: []].append(RecordVersion(rev: previous.rev, fieldsJSON: fields, replacedAt: now))
-        }
-        contents.records[collection, default: [:]][RecordID(state.id)] = Row(state: state, seq: contents.seq, updatedAt: now)
+        let previous = row?.state
+        contents.log[collection, default: []].append(
+            (LoggedChange(collection: collection, seq: contents.seq, state: state, author: stamp.author, at: stamp.at), row?.seq))
+        contents.records[collection, default: [:]][RecordID(state.id)] = Row(state: state, seq: contents.seq, updatedAt: stamp.at)
         let delta = state.storedFieldBytes - (previous?.storedFieldBytes ?? 0)
         return .changed(Change(collection: collection, seq: contents.seq, state: state, storedBytesDelta: delta))
     }

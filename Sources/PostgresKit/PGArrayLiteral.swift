@@ -27,4 +27,8 @@ public enum PGArrayLiteral {
     public static func integers(_ values: [Int64]) -> String {
         "{" + values.map(String.init).joined(separator: ",") + "}"
     }
+
+    public static func optionalIntegers(_ values: [Int64?]) -> String {
+        "{" + values.map { $0.map(String.init) ?? "NULL" }.joined(separator: ",") + "}"
+    }
 }

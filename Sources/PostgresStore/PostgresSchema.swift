@@ -4,7 +4,7 @@ import PostgresKit
 /// ordered or compared (ids, position keys, names) uses the "C" collation: byte order, as in
 /// the SQLite store and on the wire.
 enum PostgresSchema {
-    static let version = 2
+    static let version = 3
 
     static let tables = """
         -- 'server_id' (made once: every node states it in HELLO), 'seq' (the last seq handed out:
@@ -89,6 +89,15 @@ enum PostgresSchema {
             uses         integer NOT NULL DEFAULT 0
         );
         CREATE INDEX IF NOT EXISTS invitations_by_collection ON invitations (collection);
+        -- Version 3: the change log is the history (kept --history-days, each record's latest
+        -- as long as the record): who made each change, and the record's change before it.
+        ALTER TABLE change_log ADD COLUMN IF NOT EXISTS prev_seq bigint;
+        ALTER TABLE change_log ADD COLUMN IF NOT EXISTS author_user text COLLATE "C";
+        ALTER TABLE change_log ADD COLUMN IF NOT EXISTS author_device text COLLATE "C";
+        ALTER TABLE change_log ADD COLUMN IF NOT EXISTS author_label text;
+        ALTER TABLE change_log ADD COLUMN IF NOT EXISTS via text;
+        CREATE INDEX IF NOT EXISTS change_log_by_collection ON change_log (collection, seq);
+        CREATE INDEX IF NOT EXISTS change_log_by_record ON change_log (collection, id, seq);
         """
 
     /// Makes the tables if they are missing, one node at a time (an advisory lock), and the
@@ -108,6 +117,15 @@ enum PostgresSchema {
                 """, [String(version), serverID])
             try connection.query(
                 "UPDATE meta SET value = $1 WHERE key = 'schema_version' AND value::integer < $1::integer", [String(version)])
+            // Once: the log starts with each record as it stands (LIST AT reaches back to here).
+            if try connection.query("SELECT 1 FROM meta WHERE key = 'log_from'").count == 0 {
+                try connection.query(
+                    """
+                    INSERT INTO change_log (seq, collection, id, rev, position, fields, bytes_delta, committed_at)
+                    SELECT seq, collection, id, rev, position, fields, 0, updated_at FROM records ON CONFLICT (seq) DO NOTHING
+                    """)
+                try connection.query("INSERT INTO meta (key, value) SELECT 'log_from', value FROM meta WHERE key = 'seq'")
+            }
             try connection.script("COMMIT")
         } catch {
             _ = try? connection.script("ROLLBACK")

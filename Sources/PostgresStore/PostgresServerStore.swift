@@ -35,8 +35,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     /// The loop the cluster channel listens on.
     private let loop: EventLoop
 
-    /// `versionMinimumAge`: seconds a record's fields must have lived to be kept as a version.
-    public init(url: String, loop: EventLoop, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreFailure) {
+    public init(url: String, loop: EventLoop) throws(StoreFailure) {
         self.url = url
         self.loop = loop
         node = String(UUID().uuidString.lowercased().prefix(8))
@@ -45,7 +44,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
             // longer than this: PostgreSQL ends its transaction.
             let writing = try PGConnection(url: url, settings: ["SET idle_in_transaction_session_timeout = '10s'"])
             try PostgresSchema.prepare(writing, serverID: UUID().uuidString.lowercased())
-            writer = PostgresWriter(connection: writing, node: node, versionMinimumAge: versionMinimumAge)
+            writer = PostgresWriter(connection: writing, node: node)
             reader = try PGConnection(url: url)
         } catch {
             throw Self.failure(error)
@@ -59,7 +58,7 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
     /// Runs a read on the loop thread's connection, connecting again first if it was lost.
     /// A read that finds the connection lost (the database restarted, a proxy dropped it)
     /// connects again and runs once more: reads change nothing, so that is always safe.
-    private func read<T>(_ body: (PGConnection) throws(PGError) -> T) throws(StoreFailure) -> T {
+    func read<T>(_ body: (PGConnection) throws(PGError) -> T) throws(StoreFailure) -> T {
         do {
             if reader.isBroken { try reader.reconnect() }
             do {
@@ -132,17 +131,6 @@ public final class PostgresServerStore: ServerStore, ClusterChannel, @unchecked 
                 rows[index, 1] == nil ? nil : rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4)
             }
             return (records, seq)
-        }
-    }
-
-    public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
-        try read { connection throws(PGError) in
-            let rows = try connection.query(
-                "SELECT rev, fields, replaced_at FROM record_versions WHERE collection = $1 AND id = $2 ORDER BY rev DESC LIMIT $3",
-                [collection, id, String(limit)])
-            return (0..<rows.count).map { index in
-                RecordVersion(rev: rows.integer(index, 0), fieldsJSON: rows[index, 1] ?? "{}", replacedAt: rows.integer(index, 2))
-            }
         }
     }
 

@@ -15,24 +15,20 @@ final class PostgresWriter {
     private let node: String
     /// States read or written in this batch; a missing key has not been looked at yet.
     private var known: [RecordKey: RecordState?] = [:]
-    /// When each known state was written (seconds since 1970): this batch's own states are new.
-    private var writtenAt: [RecordKey: Int64] = [:]
-    /// Seconds a record's fields must have lived to be kept as a version when replaced.
-    private let versionMinimumAge: Int64
+    /// The seq of each known state (nil for one that never existed): a logged change names
+    /// the change before it.
+    private var seqs: [RecordKey: Int64] = [:]
     /// The position key last handed out at the end of each collection in this batch.
     private var endPositions: [String: String] = [:]
     private var pendingRecords: [RecordKey: (seq: Int64, state: RecordState)] = [:]
-    private var pendingLog: [(change: Change, state: RecordState)] = []
-    /// Earlier fields this batch replaced, kept as versions at the next flush.
-    private var pendingVersions: [(key: RecordKey, rev: Int64, fields: String)] = []
+    private var pendingLog: [(change: Change, previousSeq: Int64?, author: ChangeAuthor)] = []
     private var seq: Int64 = 0
     /// The batch's time (seconds since 1970), written as each row's `updated_at`.
     private var timestamp: Int64 = 0
 
-    init(connection: PGConnection, node: String, versionMinimumAge: Int64) {
+    init(connection: PGConnection, node: String) {
         self.connection = connection
         self.node = node
-        self.versionMinimumAge = versionMinimumAge
     }
 
     /// Applies `operations` in order and commits; one outcome each. When this throws, nothing
@@ -53,11 +49,10 @@ final class PostgresWriter {
     private func attempt(_ operations: [StoreOperation], now: Date, committing: inout Bool) throws(PGError) -> [StoreOutcome] {
         timestamp = Int64(now.timeIntervalSince1970)
         known = [:]
-        writtenAt = [:]
+        seqs = [:]
         endPositions = [:]
         pendingRecords = [:]
         pendingLog = []
-        pendingVersions = []
         do throws(PGError) {
             let locked = try connection.script("BEGIN; SELECT value FROM meta WHERE key = 'seq' FOR UPDATE")
             let startSeq = Int64(locked[0, 0] ?? "") ?? 0
@@ -91,7 +86,7 @@ final class PostgresWriter {
         var ids: [String?] = []
         for operation in operations {
             switch operation {
-            case .put(let collection, let id, _, _), .delete(let collection, let id, _):
+            case .put(let collection, let id, _, _, _), .delete(let collection, let id, _, _), .restore(let collection, let id, _, _, _):
                 let key = RecordKey(collection: collection, id: id)
                 guard known[key] == nil else { continue }
                 known[key] = .some(nil)
@@ -104,40 +99,48 @@ final class PostgresWriter {
         guard !ids.isEmpty else { return }
         let rows = try connection.query(
             """
-            SELECT r.collection, r.id, r.rev, r.position, r.fields, r.updated_at FROM records r
+            SELECT r.collection, r.id, r.rev, r.position, r.fields, r.seq FROM records r
             JOIN unnest($1::text[], $2::text[]) AS k(collection, id) ON r.collection = k.collection AND r.id = k.id
             """, [PGArrayLiteral.text(collections), PGArrayLiteral.text(ids)])
         for index in 0..<rows.count {
             let key = RecordKey(collection: rows[index, 0] ?? "", id: rows[index, 1] ?? "")
             known[key] = .some(rows.recordState(index, id: 1, rev: 2, position: 3, fields: 4))
-            writtenAt[key] = rows.integer(index, 5)
+            seqs[key] = rows.integer(index, 5)
         }
     }
 
     private func apply(_ operation: StoreOperation) throws(PGError) -> StoreOutcome {
         switch operation {
-        case .put(let collection, let id, let baseRev, let fieldsJSON):
+        case .put(let collection, let id, let baseRev, let fieldsJSON, let author):
             let current = try state(collection, id)
             switch RevisionRules.put(baseRev: baseRev, over: current) {
             case .update(let rev, let position):
-                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
+                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current, by: author)
             case .create(let rev):
                 let position = try key(between: try endPosition(collection), nil)
                 endPositions[collection] = position
-                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current)
+                return record(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), replacing: current, by: author)
             case .conflict:
                 return .conflict(collection: collection, id: id, current: current)
             }
-        case .delete(let collection, let id, let baseRev):
+        case .delete(let collection, let id, let baseRev, let author):
             let current = try state(collection, id)
             guard let rev = RevisionRules.delete(baseRev: baseRev, over: current) else {
                 return .conflict(collection: collection, id: id, current: current)
             }
-            return record(collection, RecordState(id: id, rev: rev, body: .deleted), replacing: current)
-        case .move(let collection, let id, let baseRev, let placement):
+            return record(collection, RecordState(id: id, rev: rev, body: .deleted), replacing: current, by: author)
+        case .restore(let collection, let id, let baseRev, let target, let author):
+            let current = try state(collection, id)
+            guard let rev = RevisionRules.restore(baseRev: baseRev, replacing: current?.head) else {
+                return .conflict(collection: collection, id: id, current: current)
+            }
+            // A restored place may be past the end handed out so far.
+            endPositions[collection] = nil
+            return record(collection, RecordState(id: id, rev: rev, body: target?.body ?? .deleted), replacing: current, by: author)
+        case .move(let collection, let id, let baseRev, let placement, let author):
             // Neighbours are read from the table: what this batch wrote goes there first.
             try flush()
-            return try move(collection, id, baseRev, placement)
+            return try move(collection, id, baseRev, placement, by: author)
         default:
             try flush()
             known = [:]
@@ -161,6 +164,7 @@ final class PostgresWriter {
             try connection.query("DELETE FROM invitations WHERE collection = $1", [name])
             try connection.query("DELETE FROM records WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
             try connection.query("DELETE FROM record_versions WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
+            try connection.query("DELETE FROM change_log WHERE collection IN ($1, $2)", [name, Names.conflictsCollection(of: name)])
             return .done
         case .renameCollection(let from, let to):
             let taken = try connection.query("SELECT 1 FROM collections WHERE name = $1", [to])
@@ -172,6 +176,9 @@ final class PostgresWriter {
             try connection.query("UPDATE records SET collection = $2 WHERE collection = $1",
                                  [Names.conflictsCollection(of: from), Names.conflictsCollection(of: to)])
             try connection.query("UPDATE record_versions SET collection = $2 WHERE collection = $1", [from, to])
+            try connection.query("UPDATE change_log SET collection = $2 WHERE collection = $1", [from, to])
+            try connection.query("UPDATE change_log SET collection = $2 WHERE collection = $1",
+                                 [Names.conflictsCollection(of: from), Names.conflictsCollection(of: to)])
             return .done
         case .grant(let collection, let user, let role):
             let known = try connection.query("SELECT 1 FROM users WHERE name = $1", [user])
@@ -202,22 +209,31 @@ final class PostgresWriter {
         case .touchToken(let hash, let time):
             try connection.query("UPDATE tokens SET last_used_at = $2 WHERE hash = $1", [hash, String(time)])
             return .done
-        case .purgeTombstones(let cutoff):
+        case .purgeTombstones(let cutoff, let historyCutoff):
             try connection.query(
                 """
-                WITH gone AS (DELETE FROM records WHERE fields IS NULL AND updated_at < $1 RETURNING seq)
-                UPDATE meta SET value = greatest(value::bigint, (SELECT coalesce(max(seq), 0) FROM gone))::text WHERE key = 'purged_seq'
+                WITH gone AS (DELETE FROM records WHERE fields IS NULL AND updated_at < $1 RETURNING collection, id, seq),
+                    history AS (DELETE FROM change_log l USING gone WHERE l.collection = gone.collection AND l.id = gone.id),
+                    newest AS (SELECT coalesce(max(seq), 0) AS seq FROM gone),
+                    purged AS (UPDATE meta SET value = greatest(value::bigint, (SELECT seq FROM newest))::text WHERE key = 'purged_seq')
+                UPDATE meta SET value = greatest(value::bigint, (SELECT seq FROM newest))::text WHERE key = 'log_from'
                 """, [String(cutoff)])
-            try connection.query("DELETE FROM change_log WHERE committed_at < $1", [String(timestamp - PostgresServerStore.changeLogSeconds)])
-            try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(cutoff)])
+            // Other nodes read the last hour of the log whatever the history kept.
+            let logCutoff = min(historyCutoff, timestamp - PostgresServerStore.changeLogSeconds)
+            try connection.query(
+                """
+                DELETE FROM change_log l WHERE committed_at < $1
+                    AND NOT EXISTS (SELECT 1 FROM records r WHERE r.collection = l.collection AND r.id = l.id AND r.seq = l.seq)
+                """, [String(logCutoff)])
+            try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(historyCutoff)])
             try connection.query("DELETE FROM invitations WHERE expires_at < $1 OR (uses >= uses_allowed AND created_at < $1)", [String(cutoff)])
             return .done
-        case .put, .delete, .move:
+        case .put, .delete, .move, .restore:
             preconditionFailure("record operations are applied by apply(_:timestamp:)")
         }
     }
 
-    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement) throws(PGError) -> StoreOutcome {
+    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, by author: ChangeAuthor) throws(PGError) -> StoreOutcome {
         let current = try state(collection, id)
         switch try placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: Neighbours(writer: self, collection: collection, moving: id)) {
         case .conflict:
@@ -228,10 +244,10 @@ final class PostgresWriter {
             let neighbours = Neighbours(writer: self, collection: collection, moving: id)
             let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
             endPositions[collection] = nil
-            return .rebalanced(writing: states) { state in record(collection, state, replacing: state) }
+            return .rebalanced(writing: states) { state in record(collection, state, replacing: state, by: author) }
         case .place(let state):
             endPositions[collection] = nil
-            return record(collection, state, replacing: current)
+            return record(collection, state, replacing: current, by: author)
         }
     }
 
@@ -298,43 +314,28 @@ final class PostgresWriter {
     fileprivate func state(_ collection: String, _ id: String) throws(PGError) -> RecordState? {
         let key = RecordKey(collection: collection, id: id)
         if let known = known[key] { return known }
-        let rows = try connection.query("SELECT id, rev, position, fields, updated_at FROM records WHERE collection = $1 AND id = $2", [collection, id])
+        let rows = try connection.query("SELECT id, rev, position, fields, seq FROM records WHERE collection = $1 AND id = $2", [collection, id])
         let found = rows.count > 0 ? rows.recordState(0, id: 0, rev: 1, position: 2, fields: 3) : nil
         known[key] = .some(found)
-        if rows.count > 0 { writtenAt[key] = rows.integer(0, 4) }
+        if rows.count > 0 { seqs[key] = rows.integer(0, 4) }
         return found
     }
 
     /// Takes the next seq for a record's new state; written to the tables at the next flush.
-    private func record(_ collection: String, _ state: RecordState, replacing previous: RecordState?) -> StoreOutcome {
+    private func record(_ collection: String, _ state: RecordState, replacing previous: RecordState?, by author: ChangeAuthor) -> StoreOutcome {
         seq += 1
         let key = RecordKey(collection: collection, id: state.id)
-        if let previous, let fields = previous.fieldsJSON,
-            RecordVersion.isKept(replacing: previous, writtenAt: writtenAt[key], with: state, at: timestamp, minimumAge: versionMinimumAge)
-        {
-            pendingVersions.append((key, previous.rev, fields))
-        }
+        let previousSeq = seqs[key]
         known[key] = .some(state)
-        writtenAt[key] = timestamp
+        seqs[key] = seq
         pendingRecords[key] = (seq, state)
         let change = Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - (previous?.storedFieldBytes ?? 0))
-        pendingLog.append((change, state))
+        pendingLog.append((change, previousSeq, author))
         return .changed(change)
     }
 
     /// Writes the records and change-log rows held so far, in one statement.
     private func flush() throws(PGError) {
-        if !pendingVersions.isEmpty {
-            let versions = pendingVersions
-            pendingVersions = []
-            try connection.query(
-                """
-                INSERT INTO record_versions (collection, id, rev, fields, replaced_at)
-                SELECT c, i, r, f, $5 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS t(c, i, r, f)
-                ON CONFLICT (collection, id, rev) DO UPDATE SET fields = excluded.fields, replaced_at = excluded.replaced_at
-                """, [PGArrayLiteral.text(versions.map(\.key.collection)), PGArrayLiteral.text(versions.map(\.key.id)),
-                     PGArrayLiteral.integers(versions.map(\.rev)), PGArrayLiteral.text(versions.map(\.fields)), String(timestamp)])
-        }
         guard !pendingLog.isEmpty else { return }
         let latest = pendingRecords.sorted { $0.value.seq < $1.value.seq }
         let logged = pendingLog
@@ -351,7 +352,8 @@ final class PostgresWriter {
             ]
         }
         let recordColumns = columns(latest.map { entry in (entry.key.collection, entry.value.seq, entry.value.state) })
-        let logColumns = columns(logged.map { ($0.change.collection, $0.change.seq, $0.state) })
+        let logColumns = columns(logged.map { ($0.change.collection, $0.change.seq, $0.change.state) })
+        let authors = logged.map(\.author)
         try connection.query(
             """
             WITH latest AS (
@@ -359,11 +361,18 @@ final class PostgresWriter {
                 SELECT c, i, r, s, p, f, $13 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS t(c, i, r, s, p, f)
                 ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq, position = excluded.position,
                     fields = excluded.fields, updated_at = excluded.updated_at)
-            INSERT INTO change_log (seq, collection, id, rev, position, fields, bytes_delta, committed_at)
-            SELECT s, c, i, r, p, f, d, $13
-            FROM unnest($7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $14::bigint[]) AS t(c, i, r, s, p, f, d)
+            INSERT INTO change_log (seq, collection, id, rev, position, fields, bytes_delta, committed_at,
+                prev_seq, author_user, author_device, author_label, via)
+            SELECT s, c, i, r, p, f, d, $13, ps, au, ad, (SELECT label FROM tokens WHERE hash = th), av
+            FROM unnest($7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::text[], $12::text[], $14::bigint[],
+                $15::bigint[], $16::text[], $17::text[], $18::text[], $19::text[]) AS t(c, i, r, s, p, f, d, ps, au, ad, th, av)
             """,
-            recordColumns + logColumns + [String(timestamp), PGArrayLiteral.integers(logged.map { Int64($0.change.storedBytesDelta) })])
+            recordColumns + logColumns + [
+                String(timestamp), PGArrayLiteral.integers(logged.map { Int64($0.change.storedBytesDelta) }),
+                PGArrayLiteral.optionalIntegers(logged.map(\.previousSeq)), PGArrayLiteral.text(authors.map(\.user)),
+                PGArrayLiteral.text(authors.map(\.device)), PGArrayLiteral.text(authors.map(\.tokenHash)),
+                PGArrayLiteral.text(authors.map(\.via.rawValue)),
+            ])
     }
 }
 

@@ -92,15 +92,6 @@ public final class RecordReader {
         RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
     }
 
-    /// The kept earlier versions of a record, newest first.
-    public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreError) -> [RecordVersion] {
-        try db.query(
-            "SELECT rev, fields, replaced_at FROM record_versions WHERE collection = ? AND id = ? ORDER BY rev DESC LIMIT ?",
-            .text(collection), .text(id), .integer(Int64(limit))) { row in
-            RecordVersion(rev: row.integer(0), fieldsJSON: row.text(1) ?? "{}", replacedAt: row.integer(2))
-        }
-    }
-
     /// At most `limit` live records after `after` in order, read along `records_in_order` (no
     /// record before the cursor is visited), and the seq the page is current to.
     public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreError) -> (records: [RecordState], seq: Int64) {

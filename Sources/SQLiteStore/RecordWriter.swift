@@ -10,14 +10,13 @@ import SyncProtocol
 public final class RecordWriter: @unchecked Sendable {
     private let db: SQLiteDatabase
     private var seq: Int64
-    /// Seconds a record's fields must have lived to be kept as a version when replaced.
-    private let versionMinimumAge: Int64
     /// The statements of every record write, prepared once.
     private let statements: RecordStatements
+    /// The log's author rows by who they are, as committed.
+    private var authorIDs: [ChangeAuthor: Int64] = [:]
 
-    public init(folder: DataFolder, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreError) {
+    public init(folder: DataFolder) throws(StoreError) {
         db = try folder.open()
-        self.versionMinimumAge = versionMinimumAge
         statements = try RecordStatements(db)
         seq = try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
     }
@@ -42,22 +41,31 @@ public final class RecordWriter: @unchecked Sendable {
             }
         } catch {
             seq = startSeq
+            // Rows made in the rolled-back transaction are gone.
+            authorIDs = [:]
             throw error
         }
     }
 
     private func apply(_ operation: StoreOperation, timestamp: Int64) throws(StoreError) -> StoreOutcome {
         switch operation {
-        case .put(let collection, let id, let baseRev, let fieldsJSON):
-            return try put(collection, id, baseRev, fieldsJSON, timestamp)
-        case .move(let collection, let id, let baseRev, let placement):
-            return try move(collection, id, baseRev, placement, timestamp)
-        case .delete(let collection, let id, let baseRev):
-            let current = try stored(collection, id, at: timestamp)
+        case .put(let collection, let id, let baseRev, let fieldsJSON, let author):
+            return try put(collection, id, baseRev, fieldsJSON, Stamp(author: try authorID(author), at: timestamp))
+        case .move(let collection, let id, let baseRev, let placement, let author):
+            return try move(collection, id, baseRev, placement, Stamp(author: try authorID(author), at: timestamp))
+        case .delete(let collection, let id, let baseRev, let author):
+            let current = try stored(collection, id)
             guard let rev = RevisionRules.delete(baseRev: baseRev, replacing: current?.head) else {
                 return .conflict(collection: collection, id: id, current: try state(collection, id))
             }
-            return try write(collection, RecordState(id: id, rev: rev, body: .deleted), timestamp, over: current)
+            return try write(collection, RecordState(id: id, rev: rev, body: .deleted), Stamp(author: try authorID(author), at: timestamp), over: current)
+        case .restore(let collection, let id, let baseRev, let target, let author):
+            let current = try stored(collection, id)
+            guard let rev = RevisionRules.restore(baseRev: baseRev, replacing: current?.head) else {
+                return .conflict(collection: collection, id: id, current: try state(collection, id))
+            }
+            let body = target?.body ?? .deleted
+            return try write(collection, RecordState(id: id, rev: rev, body: body), Stamp(author: try authorID(author), at: timestamp), over: current)
         case .createCollection(let name, let owner):
             let exists = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(name)) { _ in true } ?? false
             if exists { return .refused(ProtocolError(.exists, "collection \(name) exists")) }
@@ -71,6 +79,7 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("DELETE FROM invitations WHERE collection = ?", .text(name))
             try db.execute("DELETE FROM records WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             try db.execute("DELETE FROM record_versions WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
+            try db.execute("DELETE FROM changes WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             return .done
         case .renameCollection(let from, let to):
             let taken = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(to)) { _ in true } ?? false
@@ -84,6 +93,9 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("UPDATE records SET collection = ? WHERE collection = ?",
                            .text(Names.conflictsCollection(of: to)), .text(Names.conflictsCollection(of: from)))
             try db.execute("UPDATE record_versions SET collection = ? WHERE collection = ?", .text(to), .text(from))
+            try db.execute("UPDATE changes SET collection = ? WHERE collection = ?", .text(to), .text(from))
+            try db.execute("UPDATE changes SET collection = ? WHERE collection = ?",
+                           .text(Names.conflictsCollection(of: to)), .text(Names.conflictsCollection(of: from)))
             try db.execute("DELETE FROM collections WHERE name = ?", .text(from))
             return .done
         case .grant(let collection, let user, let role):
@@ -179,17 +191,54 @@ public final class RecordWriter: @unchecked Sendable {
                 return .refused(ProtocolError(.notFound, "no user \(name)"))
             }
             return try accountsChanged()
-        case .purgeTombstones(let cutoff):
+        case .purgeTombstones(let cutoff, let historyCutoff):
             let newest = try db.queryFirst(
                 "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
             if let newest {
+                // A purged record's history goes with it: no listing before its delete can be rebuilt.
+                try db.execute(
+                    "DELETE FROM changes WHERE (collection, id) IN (SELECT collection, id FROM records WHERE fields IS NULL AND updated_at < ?)",
+                    .integer(cutoff))
                 try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
                 try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
+                try raiseLogFrom(to: newest)
             }
-            try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(cutoff))
+            try trimLog(before: historyCutoff)
+            try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(historyCutoff))
             try db.execute("DELETE FROM invitations WHERE expires_at < ? OR (uses >= uses_allowed AND created_at < ?)", .integer(cutoff), .integer(cutoff))
             return .done
         }
+    }
+
+    /// Deletes the log's changes made before `cutoff` (seconds since 1970), but never a
+    /// record's latest. Seqs run with time, so the old changes are the log's first rows.
+    private func trimLog(before cutoff: Int64) throws(StoreError) {
+        let firstKept = try db.queryFirst("SELECT seq FROM changes WHERE at >= ? ORDER BY seq LIMIT 1", .integer(cutoff)) { $0.integer(0) }
+        let bound = firstKept ?? (seq + 1)
+        let removed = try db.execute(
+            """
+            DELETE FROM changes WHERE seq < ? AND NOT EXISTS
+                (SELECT 1 FROM records r WHERE r.collection = changes.collection AND r.id = changes.id AND r.seq = changes.seq)
+            """, .integer(bound))
+        if removed > 0 { try raiseLogFrom(to: bound - 1) }
+    }
+
+    /// No listing before `seq` can be rebuilt from the log any more.
+    private func raiseLogFrom(to seq: Int64) throws(StoreError) {
+        try db.execute("INSERT INTO meta (key, value) VALUES ('log_from', ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+                       .integer(seq))
+    }
+
+    /// The log's row for `author`, made the first time it writes (with its token's label).
+    private func authorID(_ author: ChangeAuthor) throws(StoreError) -> Int64 {
+        if let id = authorIDs[author] { return id }
+        let id = try db.queryFirst(
+            """
+            INSERT INTO authors (user, device, via, label) VALUES (?, ?, ?, (SELECT label FROM tokens WHERE hash = ?))
+            ON CONFLICT (user, device, via) DO UPDATE SET label = coalesce(excluded.label, label) RETURNING id
+            """, .text(author.user), .text(author.device), .text(author.via.rawValue), author.tokenHash.map(SQLValue.text) ?? .null) { $0.integer(0) } ?? 0
+        authorIDs[author] = id
+        return id
     }
 
     /// Raises the accounts epoch in the batch's transaction, as the `user` commands do.
@@ -199,20 +248,20 @@ public final class RecordWriter: @unchecked Sendable {
         return .done
     }
 
-    private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
-        let current = try stored(collection, id, at: timestamp)
+    private func put(_ collection: String, _ id: String, _ baseRev: Int64, _ fieldsJSON: String, _ stamp: Stamp) throws(StoreError) -> StoreOutcome {
+        let current = try stored(collection, id)
         switch RevisionRules.put(baseRev: baseRev, replacing: current?.head) {
         case .update(let rev, let position):
-            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, over: current)
+            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), stamp, over: current)
         case .create(let rev):
             let position = try positionAtEnd(collection, excluding: id)
-            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), timestamp, over: current)
+            return try write(collection, RecordState(id: id, rev: rev, body: .live(position: position, fieldsJSON: fieldsJSON)), stamp, over: current)
         case .conflict:
             return .conflict(collection: collection, id: id, current: try state(collection, id))
         }
     }
 
-    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ timestamp: Int64) throws(StoreError) -> StoreOutcome {
+    private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ stamp: Stamp) throws(StoreError) -> StoreOutcome {
         let current = try state(collection, id)
         switch try placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: Neighbours(db: db, collection: collection, moving: id)) {
         case .conflict:
@@ -223,9 +272,9 @@ public final class RecordWriter: @unchecked Sendable {
             let neighbours = Neighbours(db: db, collection: collection, moving: id)
             let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
             // Same fields, new key: each state replaces one of the same size.
-            return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, timestamp, previousBytes: state.storedFieldBytes) }
+            return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, stamp, previousBytes: state.storedFieldBytes) }
         case .place(let state):
-            return try record(collection, state, timestamp, previousBytes: current?.storedFieldBytes ?? 0)
+            return try record(collection, state, stamp, previousBytes: current?.storedFieldBytes ?? 0)
         }
     }
 
@@ -282,18 +331,14 @@ public final class RecordWriter: @unchecked Sendable {
         }
     }
 
-    /// What a PUT or DEL needs of the record it replaces, in one read that makes no value of its
-    /// fields unless they may be kept as a version (they lived `versionMinimumAge` by `now`).
-    private func stored(_ collection: String, _ id: String, at now: Int64) throws(StoreError) -> StoredRecord? {
+    /// What a PUT or DEL needs of the record it replaces, in one read that makes no value of
+    /// its fields.
+    private func stored(_ collection: String, _ id: String) throws(StoreError) -> StoredRecord? {
         try statements.head.bind(1, collection)
         try statements.head.bind(2, id)
         return try statements.head.first { row in
-            let live = !row.isNull(3)
-            let writtenAt = row.integer(2)
-            let mayBeKept = live && RecordVersion.isOldEnough(writtenAt: writtenAt, at: now, minimumAge: versionMinimumAge)
-            return StoredRecord(
-                head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), writtenAt: writtenAt,
-                fieldBytes: row.byteCount(3), fieldsOldEnoughToKeep: mayBeKept ? row.text(3) : nil)
+            let live = !row.isNull(2)
+            return StoredRecord(head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), fieldBytes: row.byteCount(2))
         }
     }
 
@@ -301,59 +346,51 @@ public final class RecordWriter: @unchecked Sendable {
         try RecordReader.state(in: db, collection, id)
     }
 
-    /// Writes `state` (the next seq) over the record `previous` read; its fields are kept as a
-    /// version when `RecordVersion.isKept` says so.
-    private func write(_ collection: String, _ state: RecordState, _ timestamp: Int64, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
-        guard let previous else { return try record(collection, state, timestamp, previousBytes: 0) }
-        if let old = previous.fieldsOldEnoughToKeep,
-            RecordVersion.isKept(fields: old, writtenAt: previous.writtenAt, replacedBy: state, at: timestamp, minimumAge: versionMinimumAge)
-        {
-            try keepVersion(collection, state.id, rev: previous.head.rev, fields: old, timestamp)
-        }
+    /// Writes `state` (the next seq) over the record `previous` read.
+    private func write(_ collection: String, _ state: RecordState, _ stamp: Stamp, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
+        guard let previous else { return try record(collection, state, stamp, previousBytes: 0) }
         // Fields only (the record keeps its place): the order index is not touched.
         let keepsPlace = state.position != nil && state.position == previous.head.position
-        return try record(collection, state, timestamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace)
+        return try record(collection, state, stamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace)
     }
 
-    private func keepVersion(_ collection: String, _ id: String, rev: Int64, fields: String, _ timestamp: Int64) throws(StoreError) {
-        let insert = statements.keepVersion
-        try insert.bind(1, collection)
-        try insert.bind(2, id)
-        try insert.bind(3, rev)
-        try insert.bind(5, timestamp)
-        try insert.run(bindingInPlace: fields, at: 4)
-    }
-
-    /// Writes `state` (the next seq) in place of a record whose fields took `previousBytes`: its
-    /// fields alone when it `keepsPlace`, else the whole row.
+    /// Appends `state` (the next seq) to the log, then writes it in place of a record whose
+    /// fields took `previousBytes`: its fields alone when it `keepsPlace`, else the whole row.
+    /// (The append reads the seq it replaces, so it goes first.)
     private func record(
-        _ collection: String, _ state: RecordState, _ timestamp: Int64, previousBytes: Int, keepsPlace: Bool = false
+        _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false
     ) throws(StoreError) -> StoreOutcome {
         seq += 1
-        let statement = keepsPlace ? statements.updateFields : statements.upsert
-        try statement.bind(1, collection)
-        try statement.bind(2, state.id)
-        try statement.bind(3, state.rev)
-        try statement.bind(4, seq)
-        try statement.bind(6, timestamp)
-        if !keepsPlace { try statement.bind(7, state.position) }
-        if let fields = state.fieldsJSON {
-            try statement.run(bindingInPlace: fields, at: 5)
-        } else {
-            try statement.bind(5, nil)
-            try statement.run()
+        for statement in [statements.append, keepsPlace ? statements.updateFields : statements.upsert] {
+            try statement.bind(1, collection)
+            try statement.bind(2, state.id)
+            try statement.bind(3, state.rev)
+            try statement.bind(4, seq)
+            try statement.bind(6, stamp.at)
+            if statement !== statements.updateFields { try statement.bind(7, state.position) }
+            if statement === statements.append { try statement.bind(8, stamp.author) }
+            if let fields = state.fieldsJSON {
+                try statement.run(bindingInPlace: fields, at: 5)
+            } else {
+                try statement.bind(5, nil)
+                try statement.run()
+            }
         }
         return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previousBytes))
     }
 }
 
-/// What a PUT or DEL read of the record it replaces: the revision check's part, the bytes its
-/// fields take, and the fields themselves only when they may become a version.
+/// What a PUT or DEL read of the record it replaces: the revision check's part and the bytes
+/// its fields take.
 private struct StoredRecord {
     var head: RecordHead
-    var writtenAt: Int64
     var fieldBytes: Int
-    var fieldsOldEnoughToKeep: String?
+}
+
+/// Who made the changes being written (their row in `authors`) and when.
+private struct Stamp {
+    var author: Int64
+    var at: Int64
 }
 
 /// The record writes' statements, prepared once for the writer's connection.
@@ -361,11 +398,11 @@ private struct RecordStatements {
     let head: PreparedStatement
     let updateFields: PreparedStatement
     let upsert: PreparedStatement
-    let keepVersion: PreparedStatement
+    let append: PreparedStatement
     let saveSeq: PreparedStatement
 
     init(_ db: SQLiteDatabase) throws(StoreError) {
-        head = try db.prepare("SELECT rev, position, updated_at, fields FROM records WHERE collection = ?1 AND id = ?2")
+        head = try db.prepare("SELECT rev, position, fields FROM records WHERE collection = ?1 AND id = ?2")
         // Sets neither position nor the columns of the order index's condition, so SQLite
         // leaves that index alone. Both take their parameters by the same numbers.
         updateFields = try db.prepare("UPDATE records SET rev = ?3, seq = ?4, fields = ?5, updated_at = ?6 WHERE collection = ?1 AND id = ?2")
@@ -375,8 +412,12 @@ private struct RecordStatements {
             ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
                 position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
             """)
-        keepVersion = try db.prepare(
-            "INSERT OR REPLACE INTO record_versions (collection, id, rev, fields, replaced_at) VALUES (?1, ?2, ?3, ?4, ?5)")
+        // Run before the record's row changes, so prev_seq reads the seq it replaces.
+        append = try db.prepare(
+            """
+            INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at)
+            VALUES (?4, ?1, ?2, ?3, ?7, ?5, (SELECT seq FROM records WHERE collection = ?1 AND id = ?2), ?8, ?6)
+            """)
         saveSeq = try db.prepare("UPDATE meta SET value = ?1 WHERE key = 'seq'")
     }
 }

@@ -15,15 +15,14 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// Files whose mode could not be made owner-only, for the server to warn about.
     public let permissionProblems: [String]
 
-    /// `versionMinimumAge`: seconds a record's fields must have lived to be kept as a version.
-    public init(folder: DataFolder, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge) throws(StoreFailure) {
+    public init(folder: DataFolder) throws(StoreFailure) {
         self.folder = folder
         let control = ControlChannel(folder: folder)
         self.control = control
         let locked = try Self.run { () throws(StoreError) in try control.lockForServer() }
         guard let locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
         lock = locked
-        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder, versionMinimumAge: versionMinimumAge) }
+        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
         reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder) }
         accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }
         permissionProblems = folder.restrictPermissions()
@@ -73,6 +72,15 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     }
     public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion] {
         try Self.run { () throws(StoreError) in try reader.versions(collection, id, limit: limit) }
+    }
+    public func log(_ collection: String, _ query: LogQuery) throws(StoreFailure) -> [LoggedChange] {
+        try Self.run { () throws(StoreError) in try reader.log(collection, query) }
+    }
+    public func list(_ collection: String, at seq: Int64) throws(StoreFailure) -> [RecordState]? {
+        try Self.run { () throws(StoreError) in try reader.list(collection, at: seq) }
+    }
+    public func states(_ collection: String, _ ids: [String], at seq: Int64) throws(StoreFailure) -> [String: RecordState]? {
+        try Self.run { () throws(StoreError) in try reader.states(collection, ids, at: seq) }
     }
     public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64) {
         try Self.run { () throws(StoreError) in try reader.page(collection, after: after, limit: limit) }

@@ -102,5 +102,41 @@ enum Schema {
         ) STRICT;
         CREATE INDEX invitations_by_collection ON invitations (collection);
         """,
+        """
+        -- Who makes changes: one row an account, device (a token's id, 'password' for a
+        -- password login) and front; the token's label as it was when first seen. Row 0 is
+        -- the unknown author of the states from before the log.
+        CREATE TABLE authors (
+            id     INTEGER PRIMARY KEY,
+            user   TEXT NOT NULL,
+            device TEXT NOT NULL,
+            label  TEXT,
+            via    TEXT NOT NULL,
+            UNIQUE (user, device, via)
+        ) STRICT;
+        INSERT INTO authors (id, user, device, label, via) VALUES (0, '-', '-', NULL, '-');
+        -- The change log: every record change in seq order (a PUT, MOVE or DEL, a re-key, a
+        -- revert), with who made it and when (seconds since 1970); fields NULL for a delete.
+        -- prev_seq is the record's change before it (NULL when none is kept), so one record's
+        -- history is a walk back from its row in records. Kept --history-days; each record's
+        -- latest change is kept as long as the record is.
+        CREATE TABLE changes (
+            seq        INTEGER PRIMARY KEY,
+            collection TEXT NOT NULL,
+            id         TEXT NOT NULL,
+            rev        INTEGER NOT NULL,
+            position   TEXT,
+            fields     TEXT,
+            prev_seq   INTEGER,
+            author     INTEGER NOT NULL,
+            at         INTEGER NOT NULL
+        ) STRICT;
+        CREATE INDEX changes_by_collection ON changes (collection, seq);
+        -- The log starts with each record as it stands; 'log_from' is the first seq a
+        -- listing can be rebuilt at (LIST AT), raised as old changes go.
+        INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at)
+            SELECT seq, collection, id, rev, position, fields, NULL, 0, updated_at FROM records;
+        INSERT INTO meta (key, value) SELECT 'log_from', coalesce((SELECT value FROM meta WHERE key = 'seq'), 0);
+        """,
     ]
 }

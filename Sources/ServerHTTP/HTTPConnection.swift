@@ -50,7 +50,7 @@ final class HTTPConnection {
         self.isSecure = isSecure
         reader = HTTPRequestReader(limits: limits)
         bridge = SessionBridge(owner: self)
-        front.core.open(bridge)
+        front.core.open(bridge).front = .http
         connection.onData = { [unowned self] bytes in received(bytes) }
         connection.onEnd = { [unowned self] end in
             if case .failed = end { return self.connection.close() }
@@ -238,7 +238,7 @@ final class HTTPConnection {
     func freshSession() -> SessionBridge {
         bridge.detach()
         bridge = SessionBridge(owner: self)
-        front.core.open(bridge)
+        front.core.open(bridge).front = .http
         return bridge
     }
 }

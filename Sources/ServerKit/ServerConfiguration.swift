@@ -23,6 +23,9 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeoutSeconds: UInt64 = 300
     /// Seconds a tombstone is kept; `SINCE` older than a purged one answers `EXPIRED`.
     public var tombstoneTTLSeconds: UInt64 = 30 * 86_400
+    /// Seconds the change log keeps every change (`--history-days`); a record's latest change
+    /// is kept as long as the record.
+    public var historySeconds: UInt64 = 30 * 86_400
     /// Seconds a shutdown waits for clients to take their last bytes before cutting them off.
     public var shutdownGraceSeconds: UInt64 = 5
     /// Open connections at most; one more is answered `* BYE BUSY` and closed.

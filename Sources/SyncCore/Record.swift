@@ -45,43 +45,34 @@ public struct RecordState: Equatable, Sendable {
     }
 }
 
-/// An earlier state of a record's fields, kept when a PUT or DEL replaced them, so a person
-/// can look back and restore one: the rev it had, its fields, and when it was replaced
-/// (seconds since 1970). Kept as long as tombstones are (`--tombstone-ttl`). A state that
-/// lived less than `minimumAge` is not kept: a burst of saves (an app typing, a script
-/// rewriting a record many times a second) leaves its last state, not one row a save, which
-/// would cost every write an insert and the disk a copy of every record it ever was.
+/// An earlier state of a record's fields, read from the change log, so a person can look
+/// back and restore one: the rev it had, its fields, when it was replaced (seconds since 1970)
+/// and by whom. Every state is kept for `--history-days`.
 public struct RecordVersion: Equatable, Sendable {
     public var rev: Int64
     public var fieldsJSON: String
     public var replacedAt: Int64
+    /// Who replaced it (the change log's author of the next state); `unknown` for versions
+    /// kept before the log.
+    public var replacedBy: LoggedAuthor
 
-    public init(rev: Int64, fieldsJSON: String, replacedAt: Int64) {
+    public init(rev: Int64, fieldsJSON: String, replacedAt: Int64, replacedBy: LoggedAuthor = .unknown) {
         self.rev = rev
         self.fieldsJSON = fieldsJSON
         self.replacedAt = replacedAt
+        self.replacedBy = replacedBy
     }
 
-    /// Seconds a state must have lived to be kept when replaced (`serve --version-min-age`).
-    public static let defaultMinimumAge: Int64 = 60
-
-    /// Whether replacing `previous` (written at `writtenAt`) with `next` at `now` keeps
-    /// `previous` as a version: its fields were live, are gone or changed (a MOVE keeps the
-    /// fields: no version), and had lived at least `minimumAge` seconds.
-    public static func isKept(replacing previous: RecordState?, writtenAt: Int64?, with next: RecordState, at now: Int64, minimumAge: Int64) -> Bool {
-        isKept(fields: previous?.fieldsJSON, writtenAt: writtenAt, replacedBy: next, at: now, minimumAge: minimumAge)
-    }
-
-    /// `isKept` from the fields replaced (nil: a tombstone), for a store that reads them only
-    /// once `isOldEnough` says they may be kept.
-    public static func isKept(fields old: String?, writtenAt: Int64?, replacedBy next: RecordState, at now: Int64, minimumAge: Int64) -> Bool {
-        guard let old, let writtenAt, isOldEnough(writtenAt: writtenAt, at: now, minimumAge: minimumAge) else { return false }
-        return next.fieldsJSON != old
-    }
-
-    /// Whether fields written at `writtenAt` have lived long enough by `now` to be kept.
-    public static func isOldEnough(writtenAt: Int64, at now: Int64, minimumAge: Int64) -> Bool {
-        now - writtenAt >= minimumAge
+    /// The earlier versions in a record's logged states (oldest first, the current one last),
+    /// newest first: each state whose fields a later PUT or DEL replaced (a MOVE keeps the
+    /// fields, so it makes none), with who replaced it and when.
+    public static func fromLog(_ states: [LoggedChange]) -> [RecordVersion] {
+        var versions: [RecordVersion] = []
+        for (state, next) in zip(states, states.dropFirst()) {
+            guard let fields = state.state.fieldsJSON, next.state.fieldsJSON != fields else { continue }
+            versions.append(RecordVersion(rev: state.state.rev, fieldsJSON: fields, replacedAt: next.at, replacedBy: next.author))
+        }
+        return versions.reversed()
     }
 }
 
@@ -90,6 +81,13 @@ extension RecordCursor {
     public init?(_ state: RecordState) {
         guard let position = state.position else { return nil }
         self.init(position: position, id: state.id)
+    }
+}
+
+extension RecordState {
+    /// Whether live `left` lists before live `right` (LIST's order: position, then id, by bytes).
+    public static func inListOrder(_ left: RecordState, _ right: RecordState) -> Bool {
+        RecordCursor(position: left.position ?? "", id: left.id).precedes(RecordCursor(position: right.position ?? "", id: right.id))
     }
 }
 

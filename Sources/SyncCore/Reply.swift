@@ -39,6 +39,10 @@ public enum Reply: Equatable, Sendable {
     case bye
     /// `OK VERSIONS <collection> <id> <count>`.
     case versions(collection: String, id: String, count: Int)
+    /// `OK LOG <collection> <count>`.
+    case logged(collection: String, count: Int)
+    /// `OK REVERT <collection> <written> <kept>`, `… DRY-RUN` when nothing was written.
+    case reverted(collection: String, written: Int, kept: Int, dryRun: Bool)
     /// `OK WHOAMI <user> admin|user`.
     case whoami(user: String, isAdmin: Bool)
     /// `OK USER ADD|PASSWD|REMOVE <name>`, `OK USER ADMIN <name> ON|OFF`.
@@ -95,6 +99,9 @@ public enum Reply: Equatable, Sendable {
         case .stats: ["STATS"]
         case .bye: ["BYE"]
         case .versions(let collection, let id, let count): ["VERSIONS", collection, ResponseLine.argument(id), String(count)]
+        case .logged(let collection, let count): ["LOG", collection, String(count)]
+        case .reverted(let collection, let written, let kept, let dryRun):
+            ["REVERT", collection, String(written), String(kept)] + (dryRun ? ["DRY-RUN"] : [])
         case .whoami(let user, let isAdmin): ["WHOAMI", ResponseLine.argument(user), isAdmin ? "admin" : "user"]
         case .account(let change, let user):
             switch change {
@@ -178,6 +185,10 @@ public enum Reply: Equatable, Sendable {
         case ("PONG", 1): return .pong
         case ("STATS", 1): return .stats
         case ("BYE", 1): return .bye
+        case ("LOG", 3): return number(2).map { .logged(collection: words[1], count: Int($0)) }
+        case ("REVERT", 4), ("REVERT", 5):
+            guard let written = number(2), let kept = number(3), words.count == 4 || words[4] == "DRY-RUN" else { return nil }
+            return .reverted(collection: words[1], written: Int(written), kept: Int(kept), dryRun: words.count == 5)
         case ("VERSIONS", 4): return number(3).map { .versions(collection: words[1], id: words[2], count: Int($0)) }
         case ("USER", 3) where words[1] == "LIST": return number(2).map { .users(count: Int($0)) }
         case ("USER", 3) where words[1] == "ADD": return .account(.added, user: words[2])

@@ -47,6 +47,13 @@ public enum RevisionRules {
         guard let current, case .live(_, let fieldsJSON) = current.body, current.rev == baseRev else { return nil }
         return (current.rev + 1, fieldsJSON)
     }
+
+    /// A REVERT's write over `current`: the new rev, or nil (CONFLICT) when the record moved on
+    /// from `baseRev` since the revert was planned (0: it did not exist).
+    public static func restore(baseRev: Int64, replacing current: RecordHead?) -> Int64? {
+        guard let current else { return baseRev == 0 ? 1 : nil }
+        return current.rev == baseRev ? current.rev + 1 : nil
+    }
 }
 
 /// What a write's revision check needs of the record it would replace: its rev and, while it is

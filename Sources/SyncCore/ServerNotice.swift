@@ -20,8 +20,16 @@ public enum ServerNotice: Equatable, Sendable {
     case token(TokenInfo, isThisConnection: Bool)
     /// `* MEMBER <user> <role>`, a MEMBERS line.
     case member(user: String, role: Role)
-    /// `* VERSION <collection> <id> <rev> <replaced-at> {fields}`, a VERSIONS line.
+    /// `* VERSION <collection> <id> <rev> <replaced-at> <user> <device> <label|-> <via> {fields}`,
+    /// a VERSIONS line: who replaced that version, and when.
     case version(collection: String, id: String, RecordVersion)
+    /// `* LOG <collection> <seq> <time> <user> <device> <label|-> <via> <id> <state>`, a LOG line.
+    case logged(LoggedChange)
+    /// `* REVERT <collection> <id> <state>`: a state REVERT writes (or would write).
+    case revertStep(collection: String, RecordState)
+    /// `* KEPT <collection> <id> <rev> <user> <device> <label|-> <via>`: a record REVERT leaves as
+    /// it is, changed since by someone else (who is named).
+    case revertKept(collection: String, id: String, rev: Int64, by: LoggedAuthor)
     /// `* USER <name> admin|user`, a USER LIST line.
     case user(name: String, isAdmin: Bool)
     /// `* INVITE <id> <role> <uses> <allowed> <created> <expires> <made-by> <note|->`, an INVITE LIST line.
@@ -42,7 +50,11 @@ public enum ServerNotice: Equatable, Sendable {
             "* INVITE \(invitation.id) \(invitation.role.name) \(invitation.uses) \(invitation.usesAllowed) \(Self.time(invitation.createdAt)) "
                 + "\(Self.time(invitation.expiresAt)) \(invitation.madeBy) \(ResponseLine.argument(invitation.note ?? "-"))\n"
         case .version(let collection, let id, let version):
-            "* VERSION \(collection) \(ResponseLine.argument(id)) \(version.rev) \(Self.time(version.replacedAt)) \(version.fieldsJSON)\n"
+            "* VERSION \(collection) \(ResponseLine.argument(id)) \(version.rev) \(Self.time(version.replacedAt)) \(version.replacedBy.wireWords) \(version.fieldsJSON)\n"
+        case .logged(let change):
+            "* LOG \(change.collection) \(change.seq) \(Self.time(change.at)) \(change.author.wireWords) \(ResponseLine.argument(change.state.id)) \(change.state.wireTail)\n"
+        case .revertStep(let collection, let state): "* REVERT \(collection) \(ResponseLine.argument(state.id)) \(state.wireTail)\n"
+        case .revertKept(let collection, let id, let rev, let author): "* KEPT \(collection) \(ResponseLine.argument(id)) \(rev) \(author.wireWords)\n"
         case .token(let token, let isThisConnection):
             "* TOKEN \(token.id) \(Self.time(token.createdAt)) \(token.lastUsedAt.map(Self.time) ?? "-") "
                 + "\(isThisConnection ? "this" : "other") \(ResponseLine.argument(token.label ?? "-"))\(token.endsWithBrowser ? " session" : "")\n"

@@ -54,6 +54,8 @@ extension ServerNotice {
     var approximateBytes: Int {
         if case .record(_, let state) = self { return 64 + state.id.utf8.count + state.storedFieldBytes }
         if case .version(_, let id, let version) = self { return 64 + id.utf8.count + version.fieldsJSON.utf8.count }
+        if case .logged(let change) = self { return 96 + change.state.id.utf8.count + change.state.storedFieldBytes }
+        if case .revertStep(_, let state) = self { return 64 + state.id.utf8.count + state.storedFieldBytes }
         return 64
     }
 }

@@ -33,6 +33,14 @@ public protocol ServerStore: AnyObject, Sendable {
     func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreFailure) -> (records: [RecordState], seq: Int64)
     /// The kept earlier versions of a record, newest first, at most `limit`.
     func versions(_ collection: String, _ id: String, limit: Int) throws(StoreFailure) -> [RecordVersion]
+    /// A collection's change log (LOG): the entries `query` asks for, in seq order.
+    func log(_ collection: String, _ query: LogQuery) throws(StoreFailure) -> [LoggedChange]
+    /// The live records in order as they stood once `seq` was committed (LIST AT); nil when
+    /// the log no longer reaches back that far (or `seq` is ahead of the store).
+    func list(_ collection: String, at seq: Int64) throws(StoreFailure) -> [RecordState]?
+    /// Each of `ids`' state once `seq` was committed (absent: the record did not exist then),
+    /// for REVERT; nil when the log no longer reaches back that far.
+    func states(_ collection: String, _ ids: [String], at seq: Int64) throws(StoreFailure) -> [String: RecordState]?
     /// Changes after `since`, at most `limit`, with the seq they run up to; nil when changes
     /// after `since` are no longer kept (a purged tombstone).
     func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?

@@ -5,9 +5,12 @@ import SyncProtocol
 
 /// One write the committer applies inside a group-commit transaction.
 public enum StoreOperation: Sendable {
-    case put(collection: String, id: String, baseRev: Int64, fieldsJSON: String)
-    case move(collection: String, id: String, baseRev: Int64, placement: Placement)
-    case delete(collection: String, id: String, baseRev: Int64)
+    case put(collection: String, id: String, baseRev: Int64, fieldsJSON: String, by: ChangeAuthor = .server)
+    case move(collection: String, id: String, baseRev: Int64, placement: Placement, by: ChangeAuthor = .server)
+    case delete(collection: String, id: String, baseRev: Int64, by: ChangeAuthor = .server)
+    /// Writes a record back to `state` (its fields and place, or a tombstone when nil) as a new
+    /// revision, if it is still at `baseRev`: REVERT's write.
+    case restore(collection: String, id: String, baseRev: Int64, state: RecordState?, by: ChangeAuthor)
     case createCollection(name: String, owner: String)
     /// Deletes a collection, its records (and its conflict copies) and its members.
     case dropCollection(name: String)
@@ -20,9 +23,11 @@ public enum StoreOperation: Sendable {
     case revokeToken(hash: String, user: String?)
     /// Notes a token's login time (seconds since 1970).
     case touchToken(hash: String, at: Int64)
-    /// Deletes tombstones and kept versions older than the cutoff, and invitations that closed
-    /// before it (expired then, or used up and made before it).
-    case purgeTombstones(updatedBefore: Int64)
+    /// Deletes tombstones older than the cutoff (with their logged changes), and invitations
+    /// that closed before it (expired then, or used up and made before it); and the change
+    /// log's changes made before `historyBefore` (never a record's latest), with the versions
+    /// kept before the log.
+    case purgeTombstones(updatedBefore: Int64, historyBefore: Int64)
     /// Account changes made through a server (USER, PASSWD); each raises the accounts epoch in
     /// its transaction, as the `plistsync user` commands do, so every node re-reads accounts.
     case addUser(name: String, passwordHash: String, isAdmin: Bool)
@@ -90,8 +95,9 @@ extension StoreOperation {
     /// Bytes this operation holds while it waits in the commit queue (for its bound).
     public var approximateBytes: Int {
         switch self {
-        case .put(let collection, let id, _, let fieldsJSON): 64 + collection.utf8.count + id.utf8.count + fieldsJSON.utf8.count
-        case .move(let collection, let id, _, _), .delete(let collection, let id, _): 64 + collection.utf8.count + id.utf8.count
+        case .put(let collection, let id, _, let fieldsJSON, _): 64 + collection.utf8.count + id.utf8.count + fieldsJSON.utf8.count
+        case .restore(let collection, let id, _, let state, _): 64 + collection.utf8.count + id.utf8.count + (state?.storedFieldBytes ?? 0)
+        case .move(let collection, let id, _, _, _), .delete(let collection, let id, _, _): 64 + collection.utf8.count + id.utf8.count
         default: 128
         }
     }

@@ -24,6 +24,13 @@ public enum Command: Equatable, Sendable {
     case list(collection: String)
     /// A page of the listing: at most `limit` live records after `after` (from the first when nil).
     case listPage(collection: String, after: RecordCursor?, limit: Int)
+    /// The live records as they stood once `seq` was committed.
+    case listAt(collection: String, seq: Int64)
+    /// The collection's change log: who changed what, when.
+    case log(collection: String, query: LogQuery)
+    /// Writes every record changed after `seq` (by `author` only, when given) back to how it
+    /// stood, as new revisions; `dryRun` only says what it would write.
+    case revert(collection: String, toSeq: Int64, author: LogQuery.Author?, dryRun: Bool)
     case subscribe(collection: String, since: Int64)
     case unsubscribe(collection: String)
     case ping
@@ -158,12 +165,14 @@ public enum CommandParser {
         VerbSpec(verb: "VERSIONS", arguments: 2...2, takesPayload: false, usage: "VERSIONS <collection> <id>") { args, _, _ throws(ProtocolError) in
             .versions(collection: try collection(args[0]), id: try recordID(args[1]))
         },
-        VerbSpec(verb: "LIST", arguments: 1...6, takesPayload: false, usage: "LIST <collection> [[AFTER <position> <id>] LIMIT <n>]") {
+        VerbSpec(verb: "LIST", arguments: 1...6, takesPayload: false, usage: "LIST <collection> [[AFTER <position> <id>] LIMIT <n>] | LIST <collection> AT <seq>") {
             args, _, usage throws(ProtocolError) in
             let name = try collection(args[0], orConflicts: true)
             switch args.count {
             case 1:
                 return .list(collection: name)
+            case 3 where args[1].uppercased() == "AT":
+                return .listAt(collection: name, seq: try seq(args[2]))
             case 3 where args[1].uppercased() == "LIMIT":
                 return .listPage(collection: name, after: nil, limit: try pageLimit(args[2]))
             case 6 where args[1].uppercased() == "AFTER" && args[4].uppercased() == "LIMIT":
@@ -171,6 +180,21 @@ public enum CommandParser {
             default:
                 throw ProtocolError(.badRequest, "usage: \(usage)")
             }
+        },
+        VerbSpec(verb: "LOG", arguments: 1...7, takesPayload: false, usage: "LOG <collection> [SINCE <seq>] [BY <user>|DEVICE <id>] [LIMIT <n>]") {
+            args, _, usage throws(ProtocolError) in
+            let options = try logOptions(Array(args.dropFirst()), allowed: ["SINCE", "BY", "DEVICE", "LIMIT"], usage: usage)
+            let limit = try options["LIMIT"].map { text throws(ProtocolError) in try logLimit(text) } ?? LogQuery.defaultLimit
+            let since = try options["SINCE"].map { text throws(ProtocolError) in try seq(text) }
+            return .log(collection: try collection(args[0]), query: LogQuery(since: since, author: try logAuthor(options), limit: limit))
+        },
+        VerbSpec(verb: "REVERT", arguments: 3...6, takesPayload: false, usage: "REVERT <collection> TO <seq> [BY <user>|DEVICE <id>] [DRY-RUN]") {
+            args, _, usage throws(ProtocolError) in
+            let dryRun = args.last?.uppercased() == "DRY-RUN"
+            let words = Array(args.dropFirst().dropLast(dryRun ? 1 : 0))
+            let options = try logOptions(words, allowed: ["TO", "BY", "DEVICE"], usage: usage)
+            guard let to = options["TO"] else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+            return .revert(collection: try collection(args[0]), toSeq: try seq(to), author: try logAuthor(options), dryRun: dryRun)
         },
         VerbSpec(verb: "SUB", arguments: 3...3, takesPayload: false, usage: "SUB <collection> SINCE <seq>") { args, _, usage throws(ProtocolError) in
             guard args[1].uppercased() == "SINCE" else { throw ProtocolError(.badRequest, "usage: \(usage)") }
@@ -275,10 +299,68 @@ public enum CommandParser {
             _ = try collection(name, orConflicts: true)
             if let after { _ = try cursor(after.position, after.id) }
             _ = try pageLimit(String(limit))
-        case .subscribe(let name, let since):
+        case .subscribe(let name, let since), .listAt(let name, let since):
             _ = try collection(name, orConflicts: true)
             guard since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
+        case .log(let name, let query):
+            _ = try collection(name)
+            _ = try logLimit(String(query.limit))
+            if let since = query.since { _ = try seq(String(since)) }
+            try validate(query.author)
+        case .revert(let name, let to, let author, _):
+            _ = try collection(name)
+            _ = try seq(String(to))
+            try validate(author)
         }
+    }
+
+    private static func validate(_ author: LogQuery.Author?) throws(ProtocolError) {
+        switch author {
+        case .user(let name)?: _ = try user(name)
+        case .device(let id)?: _ = try device(id)
+        case nil: break
+        }
+    }
+
+    /// `KEYWORD value` pairs in any order, each at most once, from `allowed`.
+    private static func logOptions(_ words: [String], allowed: Set<String>, usage: String) throws(ProtocolError) -> [String: String] {
+        guard words.count % 2 == 0 else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+        var options: [String: String] = [:]
+        for index in stride(from: 0, to: words.count, by: 2) {
+            let keyword = words[index].uppercased()
+            guard allowed.contains(keyword), options[keyword] == nil else { throw ProtocolError(.badRequest, "usage: \(usage)") }
+            options[keyword] = words[index + 1]
+        }
+        return options
+    }
+
+    private static func logAuthor(_ options: [String: String]) throws(ProtocolError) -> LogQuery.Author? {
+        switch (options["BY"], options["DEVICE"]) {
+        case (nil, nil): return nil
+        case (let name?, nil): return .user(try user(name))
+        case (nil, let id?): return .device(try device(id))
+        default: throw ProtocolError(.badRequest, "BY and DEVICE cannot be given together")
+        }
+    }
+
+    /// A device as the log names it: a token id (TOKEN LIST shows it) or `password`.
+    private static func device(_ id: String) throws(ProtocolError) -> String {
+        guard id == "password" || Names.isLowercaseHex(id, length: 12) else {
+            throw ProtocolError(.badRequest, "a device is a token id (12 hex digits, TOKEN LIST shows them) or password")
+        }
+        return id
+    }
+
+    private static func seq(_ text: String) throws(ProtocolError) -> Int64 {
+        guard let seq = Int64(text), seq >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
+        return seq
+    }
+
+    private static func logLimit(_ text: String) throws(ProtocolError) -> Int {
+        guard let limit = Int(text), (1...LogQuery.maxLimit).contains(limit) else {
+            throw ProtocolError(.badRequest, "LIMIT is a whole number from 1 to \(LogQuery.maxLimit)")
+        }
+        return limit
     }
 
     /// `orConflicts`: the verb also takes a collection's conflicts companion (`<c>~conflicts`).

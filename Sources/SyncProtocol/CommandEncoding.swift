@@ -23,6 +23,11 @@ extension Command {
         case .get(let collection, let id): return "GET \(collection) \(arg(id))"
         case .versions(let collection, let id): return "VERSIONS \(collection) \(arg(id))"
         case .list(let collection): return "LIST \(collection)"
+        case .listAt(let collection, let seq): return "LIST \(collection) AT \(seq)"
+        case .log(let collection, let query):
+            return "LOG \(collection)" + (query.since.map { " SINCE \($0)" } ?? "") + (query.author.map { " " + $0.words } ?? "") + " LIMIT \(query.limit)"
+        case .revert(let collection, let seq, let author, let dryRun):
+            return "REVERT \(collection) TO \(seq)" + (author.map { " " + $0.words } ?? "") + (dryRun ? " DRY-RUN" : "")
         case .listPage(let collection, let after, let limit):
             return "LIST \(collection)" + (after.map { " AFTER \($0.position) \(arg($0.id))" } ?? "") + " LIMIT \(limit)"
         case .subscribe(let collection, let since): return "SUB \(collection) SINCE \(since)"

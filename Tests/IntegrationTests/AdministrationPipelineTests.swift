@@ -37,7 +37,7 @@ final class AdministrationPipelineTests: XCTestCase {
         case .addUser(let name, _, _): "add \(name)"
         case .grant(_, let user, let role): "grant \(user) \(role?.name ?? "none")"
         case .setServerAdmin(let name, let on): "admin \(name) \(on)"
-        case .put(_, let id, _, _): "put \(id)"
+        case .put(_, let id, _, _, _): "put \(id)"
         default: "\(operation)"
         }
     }

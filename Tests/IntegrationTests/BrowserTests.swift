@@ -16,7 +16,7 @@ final class BrowserTests: XCTestCase {
         for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/python3"] {
             XCTAssertTrue(FileManager.default.isExecutableFile(atPath: tool), "\(tool) is missing: Deploy/test.sh installs chromium, chromium-driver and python3-selenium")
         }
-        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--version-min-age", "0"])
+        server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0"])
         try server.addUser("alice", password: "pw")
         try server.start()
         line = try server.login("alice", "pw")
@@ -186,7 +186,7 @@ final class BrowserTests: XCTestCase {
         let mirror = agent.directory + "/contacts"
         eventually(20, "the agent's mirror") { FileManager.default.fileExists(atPath: mirror + "/Ada.plist") }
         let command = [PlistSyncBinary.url.path, "serve", "--listen", "127.0.0.1:\(server.port)", "--http-listen", "127.0.0.1:\(server.httpPort)",
-                       "--data", server.dataPath, "--version-min-age", "0"]
+                       "--data", server.dataPath]
         let commandText = String(decoding: try JSONSerialization.data(withJSONObject: command), as: UTF8.self)
         let log = NSTemporaryDirectory() + "plistsync-offline-" + UUID().uuidString + ".log"
         defer { try? FileManager.default.removeItem(atPath: log) }

@@ -38,7 +38,7 @@ final class HTTPDocumentationTests: XCTestCase {
         let text = try String(contentsOf: Self.document, encoding: .utf8)
         let examples = Self.examples(in: text)
         XCTAssertGreaterThanOrEqual(examples.count, 30, "every endpoint has an example")
-        let server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0", "--version-min-age", "0"])
+        let server = try TestServer(extraArguments: ["--http-listen", "127.0.0.1:0"])
         try server.addUser("alice", password: "wonderland")
         try server.addUser("bob", password: "bobpw")
         try server.addUser("root", password: "rootpw", admin: true)

@@ -16,7 +16,6 @@ final class LiveServer: ListeningServer {
     private(set) var port = 0
     private(set) var httpPort = 0
     private let configure: (inout ServerConfiguration) -> Void
-    private let versionMinimumAge: Int64
     private var running: LoopThread?
     /// Where this server's lines begin in the process's server log.
     private let logStart: Int
@@ -41,11 +40,10 @@ final class LiveServer: ListeningServer {
     }()
 
     /// `configure` sets what `serve`'s options would (the listener is 127.0.0.1, port 0 at first).
-    init(dataPath: String? = nil, versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge,
+    init(dataPath: String? = nil,
          configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws {
         self.dataPath = dataPath ?? (NSTemporaryDirectory() + "plistsync-live-" + UUID().uuidString)
         self.configure = configure
-        self.versionMinimumAge = versionMinimumAge
         logStart = Self.logLines.count
         // The log as `serve` writes it by default: a test before this one may have quieted the
         // process's one log (the simulation does), and this server's tests read its info lines.
@@ -55,9 +53,9 @@ final class LiveServer: ListeningServer {
     }
 
     /// A started server with these accounts.
-    static func running(users: [(String, String)] = [("alice", "pw")], versionMinimumAge: Int64 = RecordVersion.defaultMinimumAge,
+    static func running(users: [(String, String)] = [("alice", "pw")],
                         configure: @escaping (inout ServerConfiguration) -> Void = { _ in }) throws -> LiveServer {
-        let server = try LiveServer(versionMinimumAge: versionMinimumAge, configure: configure)
+        let server = try LiveServer(configure: configure)
         for (name, password) in users { try server.addUser(name, password: password) }
         try server.start()
         return server
@@ -75,7 +73,7 @@ final class LiveServer: ListeningServer {
         configuration.listen = SocketAddress(host: "127.0.0.1", port: port)
         if httpPort != 0, configuration.httpListen != nil { configuration.httpListen = SocketAddress(host: "127.0.0.1", port: httpPort) }
         let loop = EventLoop()
-        let store = try SQLiteServerStore(folder: DataFolder(path: dataPath), versionMinimumAge: versionMinimumAge)
+        let store = try SQLiteServerStore(folder: DataFolder(path: dataPath))
         let server = try Server(configuration: configuration, store: store, loop: loop) { core in HTTPFront(core: core, tls: configuration.tls) }
         try server.start(stopOnSignals: false)
         port = Int(server.boundAddress?.port ?? 0)

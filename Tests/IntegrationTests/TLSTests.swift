@@ -142,7 +142,7 @@ final class TLSTests: XCTestCase {
         let lines = try String(contentsOf: TranscriptTests.folder.appendingPathComponent("04-records.txt"), encoding: .utf8)
             .split(separator: "\n").map(String.init)
         // Every replaced state is kept (transcript 04 lists versions made a moment apart).
-        let replayed = try TestServer(extraArguments: ["--tls", "--version-min-age", "0"])
+        let replayed = try TestServer(extraArguments: ["--tls"])
         for line in lines where line.hasPrefix("U: ") {
             let words = line.dropFirst(3).split(separator: " ").map(String.init)
             try replayed.addUser(words[0], password: words[1])

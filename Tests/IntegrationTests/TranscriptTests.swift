@@ -59,7 +59,7 @@ final class TranscriptTests: XCTestCase {
 
     private static func liveServer(users: [(name: String, password: String, admin: Bool)], arguments: [String]) throws -> () throws -> TranscriptConnection {
         // Every replaced state is kept (transcript 04 lists versions made a moment apart).
-        let server = try TestServer(extraArguments: arguments + ["--version-min-age", "0", "--invitations-make-accounts"])
+        let server = try TestServer(extraArguments: arguments + ["--invitations-make-accounts"])
         for user in users { try server.addUser(user.name, password: user.password, admin: user.admin) }
         try server.start()
         return { try server.connect() }
@@ -71,7 +71,7 @@ final class TranscriptTests: XCTestCase {
         for verb in ["HELLO", "AUTH", "TOKEN NEW", "TOKEN LIST", "TOKEN REVOKE", "CREATE", "DROP", "RENAME", "COLLECTIONS", "GRANT", "PUT", "MOVE", "DEL",
                      "GET", "LIST", "SUB", "UNSUB", "PING", "STATS", "QUIT",
                      "USER ADD", "USER LIST", "USER PASSWD", "USER REMOVE", "USER ADMIN", "PASSWD",
-                     "INVITE NEW", "INVITE LIST", "INVITE REVOKE", "INVITE PEEK", "REDEEM"] {
+                     "INVITE NEW", "INVITE LIST", "INVITE REVOKE", "INVITE PEEK", "REDEEM", "LOG", "REVERT"] {
             XCTAssertTrue(text.contains(" \(verb) "), "no transcript uses \(verb)")
         }
     }

@@ -205,11 +205,13 @@ public final class ServerCore {
         memoryBudget.enforce(on: sessions.values, now: clock.milliseconds)
     }
 
-    /// Purges tombstones older than `--tombstone-ttl` (housekeeping: at most hourly).
+    /// Purges tombstones older than `--tombstone-ttl` and history older than `--history-days`
+    /// (housekeeping: at most hourly).
     func purgeTombstones() {
-        nextPurgeAt = clock.milliseconds + max(1, min(configuration.tombstoneTTLSeconds, 3600)) * 1000
-        let cutoff = clock.wallClockSeconds - Int64(configuration.tombstoneTTLSeconds)
-        committer.submit(.purgeTombstones(updatedBefore: cutoff)) { _ in }
+        nextPurgeAt = clock.milliseconds + max(1, min(configuration.tombstoneTTLSeconds, configuration.historySeconds, 3600)) * 1000
+        let now = clock.wallClockSeconds
+        let cutoff = now - Int64(configuration.tombstoneTTLSeconds)
+        committer.submit(.purgeTombstones(updatedBefore: cutoff, historyBefore: now - Int64(configuration.historySeconds))) { _ in }
     }
 }
 

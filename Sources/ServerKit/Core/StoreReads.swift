@@ -131,6 +131,11 @@ enum StoreQuery: Sendable, Equatable {
     case listingPage(ListingHandle, limit: Int)
     case page(collection: String, after: RecordCursor?, limit: Int)
     case versions(collection: String, id: String, limit: Int)
+    /// The collection's live records as they stood at `seq`, as a listing.
+    case listingAt(collection: String, seq: Int64)
+    case log(collection: String, LogQuery)
+    /// What REVERT would write: the changes after `seq` and the states before them.
+    case revertPlan(collection: String, seq: Int64, author: LogQuery.Author?)
     case changes(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
     case users
@@ -143,12 +148,38 @@ enum StoreQuery: Sendable, Equatable {
         case .listingPage(let handle, let limit): .list((try handle.listing.next(limit), handle.listing.seq))
         case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))
         case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
+        case .listingAt(let collection, let seq):
+            .pastListing(try store.list(collection, at: seq).map { ListingHandle(WholeListing(records: $0, seq: seq)) })
+        case .log(let collection, let query): .log(try store.log(collection, query))
+        case .revertPlan(let collection, let seq, let author): .revertPlan(try Self.plan(collection, seq, author, on: store))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
         case .tokens(let user): .tokens(try store.tokens(of: user))
         case .users: .users(try store.users())
         case .invitations(let collection): .invitations(try store.invitations(of: collection))
         }
     }
+}
+
+extension StoreQuery {
+    /// Reads every change after `seq` and the states the records it touches had at `seq`.
+    private static func plan(_ collection: String, _ seq: Int64, _ author: LogQuery.Author?, on store: ServerStore) throws(StoreFailure) -> RevertPlanAnswer {
+        let changes = try store.log(collection, LogQuery(since: seq, author: nil, limit: RevertPlan.maxChanges + 1))
+        guard changes.count <= RevertPlan.maxChanges else { return .tooLarge }
+        var ids: [String] = []
+        var seen = Set<RecordID>()
+        for change in changes where seen.insert(RecordID(change.state.id)).inserted { ids.append(change.state.id) }
+        guard let states = try store.states(collection, ids, at: seq) else { return .expired }
+        return .plan(RevertPlan(changes: changes, statesAt: states, author: author))
+    }
+}
+
+/// What planning a REVERT came to.
+enum RevertPlanAnswer: Sendable {
+    case plan(RevertPlan)
+    /// The log no longer reaches back to the seq.
+    case expired
+    /// More than `RevertPlan.maxChanges` changes since the seq.
+    case tooLarge
 }
 
 /// The store's answer to a `StoreQuery`.
@@ -162,6 +193,10 @@ enum StoreAnswer: Sendable {
     case users([StoredUser])
     case invitations([Invitation])
     case versions([RecordVersion])
+    /// nil: the log no longer reaches back that far.
+    case pastListing(ListingHandle?)
+    case log([LoggedChange])
+    case revertPlan(RevertPlanAnswer)
 }
 
 /// A store's listing in progress, held by the session between its pages (compared by identity).

@@ -22,10 +22,11 @@ extension Session {
 
     func handleRequest(_ tag: String, _ command: Command) throws {
         switch command {
-        case .hello(let version, _):
+        case .hello(let version, let clientName):
             guard version == "1" else {
                 throw ProtocolError(.unsupportedVersion, "this server speaks protocol 1")
             }
+            if front != .http { front = ChangeFront.line(clientName: clientName) }
             send(.ok(tag: tag, .hello(version: "1", serverID: context.serverID), payload: context.limitsJSON))
         case .auth(let name, let password):
             authenticate(tag, name: name, password: password)
@@ -131,6 +132,12 @@ extension Session {
                 if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
                 send(.ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq)))
             }
+        case .listAt(let collection, let seq):
+            try listAt(tag, collection, seq: seq)
+        case .log(let collection, let query):
+            try log(tag, collection, query)
+        case .revert(let collection, let seq, let author, let dryRun):
+            try revert(tag, collection, to: seq, by: author, dryRun: dryRun)
         case .subscribe(let collection, let since):
             try requireRole(.read, collection)
             // A new SUB replaces the old one: nothing live is sent until its replay is done.

@@ -22,15 +22,15 @@ extension Session {
                     throw ProtocolError(.tooLarge, "record is \(json.utf8.count) bytes; the limit is \(context.configuration.limits.maxRecordBytes)")
                 }
                 reservation = try reserveQuota(collection, adding: json.utf8.count, creating: baseRev == 0)
-                operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json)
+                operation = .put(collection: collection, id: id, baseRev: baseRev, fieldsJSON: json, by: author)
                 verb = .put
             case .move(let collection, let id, let baseRev, let placement):
                 try requireRole(.write, collection)
-                operation = .move(collection: collection, id: id, baseRev: baseRev, placement: placement)
+                operation = .move(collection: collection, id: id, baseRev: baseRev, placement: placement, by: author)
                 verb = .move
             case .delete(let collection, let id, let baseRev):
                 try requireRole(.write, collection)
-                operation = .delete(collection: collection, id: id, baseRev: baseRev)
+                operation = .delete(collection: collection, id: id, baseRev: baseRev, by: author)
                 verb = .delete
             default:
                 // Only record writes come here; any other command must still get its slot answered.

@@ -37,6 +37,11 @@ public final class Session {
     /// from the store (passwd, remove, revoke), so is this session.
     var passwordHash: String?
     var tokenHash: String?
+    /// The front this connection is (the HTTP API sets `.http`; an agent says so in HELLO),
+    /// recorded with every change it makes.
+    public var front: ChangeFront = .line
+    /// Who this connection's changes are by.
+    var author: ChangeAuthor { ChangeAuthor(user: user ?? "-", tokenHash: tokenHash, via: front) }
     /// The password this session's PASSWD is storing: the store may hold it before the session
     /// hears its commit, and an account check meanwhile must not close the session for it.
     var nextPasswordHash: String?
