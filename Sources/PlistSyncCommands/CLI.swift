@@ -35,6 +35,8 @@ public enum CLI {
           ls|get|put|rm|mv|watch|create|grant|rename|drop
                        Scripting client: list, read, write, delete, move records, tail changes;
                        make, share, rename and delete collections.
+          log|revert   See who changed a collection (user, device, when); take a user's or a
+                       device's changes back as new revisions.
           bench        Measure a server: durable write throughput, fan-out latency.
 
           See 'plistsync <subcommand> --help' for a subcommand's options; --version the release.
@@ -85,6 +87,8 @@ public enum CLI {
             return runVerb(name, rest, of: HistoryCommand.self)
         case "ls", "get", "put", "rm", "mv", "watch", "create", "grant", "drop", "rename":
             return runVerb(name, rest, of: ScriptCommand.self)
+        case "log", "revert":
+            return runVerb(name, rest, of: LogCommand.self)
         case "--help", "-h", "help":
             Console.out(overview)
             return 0

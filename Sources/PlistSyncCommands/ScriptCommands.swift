@@ -163,7 +163,7 @@ enum ScriptCommand: VerbSubcommand {
 
     /// Runs requests; fails with the server's words on the first ERR. With `report`, each OK is
     /// printed: in words (`put contacts/Ada: rev 2, seq 7`), or as JSON when `json`.
-    private static func expectOK(
+    static func expectOK(
         _ client: ScriptClient, _ requests: [Command], report: Bool? = nil,
         onUntagged: @escaping (String) -> Void = { _ in }, onOK: @escaping (ServerEvent) -> Void = { _ in }
     ) throws {

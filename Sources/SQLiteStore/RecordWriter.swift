@@ -361,7 +361,11 @@ public final class RecordWriter: @unchecked Sendable {
         _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false
     ) throws(StoreError) -> StoreOutcome {
         seq += 1
-        for statement in [statements.append, keepsPlace ? statements.updateFields : statements.upsert] {
+        var writes = [statements.append, keepsPlace ? statements.updateFields : statements.upsert]
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .fieldEditsNotLogged, keepsPlace { writes.removeFirst() }
+        #endif
+        for statement in writes {
             try statement.bind(1, collection)
             try statement.bind(2, state.id)
             try statement.bind(3, state.rev)

@@ -59,6 +59,7 @@ enum ConsoleFiles {
         "replica.js": File(PackageResources.replica_js, script), "sw.js": File(PackageResources.sw_js, script),
         "outbox.js": File(PackageResources.outbox_js, script), "synced.js": File(PackageResources.synced_js, script),
         "team.js": File(PackageResources.team_js, script), "qr.js": File(PackageResources.qr_js, script),
+        "activity.js": File(PackageResources.activity_js, script),
         "sdk/plistsync.js": File(PackageResources.sdk_js, script),
         "manifest.webmanifest": File(PackageResources.manifest_webmanifest, "application/manifest+json"),
         "icon-192.png": File(PackageResources.icon_192_png, "image/png"), "icon-512.png": File(PackageResources.icon_512_png, "image/png"),

@@ -62,7 +62,11 @@ extension HTTPAPI {
     /// null>}`; a page costs its own records, not the collection's.
     static func listRecords(_ exchange: Exchange, _ collection: String) {
         let query = exchange.target.query
-        guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else { return listAll(exchange, collection) }
+        if let at = query["at"] {
+            guard let seq = Int64(at), seq >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "at is a seq: a whole number from 0") }
+            return listAll(exchange, .listAt(collection: collection, seq: seq))
+        }
+        guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else { return listAll(exchange, .list(collection: collection)) }
         let offset = Int(query["offset"] ?? "0") ?? -1
         let limit = query["limit"].map { Int($0) ?? -1 } ?? Int.max
         guard offset >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset is a whole number") }
@@ -78,8 +82,8 @@ extension HTTPAPI {
         RecordPages(exchange: exchange, collection: collection, after: cursor, skip: offset, limit: limit).next()
     }
 
-    /// The whole listing as one snapshot (LIST).
-    static func listAll(_ exchange: Exchange, _ collection: String) {
+    /// The whole listing as one snapshot (LIST, or LIST AT a seq).
+    static func listAll(_ exchange: Exchange, _ command: Command) {
         let connection = exchange.connection
         let keepAlive = exchange.request.keepAlive
         var started = false
@@ -91,7 +95,7 @@ extension HTTPAPI {
             pending = "{\"records\":["
         }
         var first = true
-        exchange.bridge.request(.list(collection: collection), collecting: { if case .record = $0 { true } else { false } }, onNotice: { notice in
+        exchange.bridge.request(command, collecting: { if case .record = $0 { true } else { false } }, onNotice: { notice in
             guard case .record(_, let state) = notice else { return }
             start()
             if !first { pending += "," }
@@ -119,7 +123,7 @@ extension HTTPAPI {
         var versions: [String] = []
         exchange.run(.versions(collection: collection, id: id), collecting: { if case .version = $0 { true } else { false } }, onNotice: { notice in
             guard case .version(_, _, let version) = notice else { return }
-            versions.append(#"{"fields":\#(version.fieldsJSON),"replaced":\#(ValueJSON.quoted(ServerNotice.time(version.replacedAt))),"rev":\#(version.rev)}"#)
+            versions.append(#"{"fields":\#(version.fieldsJSON),"replaced":\#(ValueJSON.quoted(ServerNotice.time(version.replacedAt))),"replaced_by":\#(authorJSON(version.replacedBy)),"rev":\#(version.rev)}"#)
         }) { _, _ in exchange.respond(APIResponse.jsonText(200, #"{"versions":[\#(versions.joined(separator: ","))]}"#)) }
     }
 

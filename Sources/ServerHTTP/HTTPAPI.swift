@@ -27,7 +27,7 @@ final class HTTPAPI {
     private(set) var routes: [Route] = []
 
     init() {
-        routes = sessionRoutes() + recordRoutes() + adminRoutes() + accountRoutes() + invitationRoutes()
+        routes = sessionRoutes() + recordRoutes() + historyRoutes() + adminRoutes() + accountRoutes() + invitationRoutes()
     }
 
     func serve(_ request: HTTPRequest, on connection: HTTPConnection) {

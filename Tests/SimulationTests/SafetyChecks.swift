@@ -56,6 +56,11 @@ final class SafetyChecks {
             if let first = lost.first {
                 world.fail("at \(world.scheduler.now) ms: lost \(first.value), typed on \(first.place)" + (lost.count > 1 ? " (and \(lost.count - 1) more)" : ""))
             }
+            do {
+                if let disagreement = try world.server.logDisagreement() { world.fail("at \(world.scheduler.now) ms: \(disagreement)") }
+            } catch {
+                return world.fail("at \(world.scheduler.now) ms: cannot read the server's change log: \(error)")
+            }
         }
         checkRevisionsOnlyGoForward()
     }

@@ -51,6 +51,30 @@ final class SeededServer {
         return try reader!.database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
     }
 
+    /// Where the change log and the records disagree, if anywhere: every record's row must be
+    /// its latest logged change (same seq, id, rev, place and fields), and every logged change
+    /// must name, as the one before it, an earlier change of the same record.
+    func logDisagreement() throws -> String? {
+        let path = DataFolder(path: dataFolder).storePath
+        if reader?.path != path { reader = (path, try SQLiteDatabase(path: path)) }
+        let database = reader!.database
+        let unlogged = try database.queryFirst(
+            """
+            SELECT r.collection || '/' || r.id || ' rev ' || r.rev FROM records r LEFT JOIN changes c ON c.seq = r.seq
+            WHERE c.seq IS NULL OR c.collection != r.collection OR c.id != r.id OR c.rev != r.rev
+                OR c.position IS NOT r.position OR c.fields IS NOT r.fields
+            LIMIT 1
+            """) { $0.text(0) }
+        if let unlogged { return "the log's latest change of \(unlogged ?? "?") is not the record" }
+        let broken = try database.queryFirst(
+            """
+            SELECT c.collection || '/' || c.id || ' seq ' || c.seq FROM changes c JOIN changes p ON p.seq = c.prev_seq
+            WHERE p.seq >= c.seq OR p.collection != c.collection OR p.id != c.id OR p.rev >= c.rev
+            LIMIT 1
+            """) { $0.text(0) }
+        return broken.map { "the change before \($0 ?? "?") is not an earlier change of its record" }
+    }
+
     /// The connection `storedFields` reads with, to the data folder served now.
     private var reader: (path: String, database: SQLiteDatabase)?
 

@@ -28,8 +28,18 @@ final class ServerNoticeTests: XCTestCase {
         XCTAssertEqual(member.words, ["MEMBER", "bob", "write"])
         let version = RecordVersion(rev: 2, fieldsJSON: #"{"n":1}"#, replacedAt: 86_400)
         guard case .other(let versionLine) = try read(.version(collection: "c", id: "desk lamp", version)) else { return XCTFail("VERSION") }
-        XCTAssertEqual(versionLine.words, ["VERSION", "c", "desk lamp", "2", "1970-01-02T00:00:00Z"])
+        XCTAssertEqual(versionLine.words, ["VERSION", "c", "desk lamp", "2", "1970-01-02T00:00:00Z", "-", "-", "-", "-"])
         XCTAssertEqual(versionLine.fields, ["n": .integer(1)])
+        let author = LoggedAuthor(user: "bob", device: "abababababab", deviceLabel: "bob's laptop", via: "agent")
+        let logged = LoggedChange(collection: "c", seq: 7, state: RecordState(id: "desk lamp", rev: 3, body: .deleted), author: author, at: 86_400)
+        guard case .other(let logLine) = try read(.logged(logged)) else { return XCTFail("LOG") }
+        XCTAssertEqual(logLine.words, ["LOG", "c", "7", "1970-01-02T00:00:00Z", "bob", "abababababab", "bob's laptop", "agent", "desk lamp", "3", "-", "DELETED"])
+        guard case .other(let revertLine) = try read(.revertStep(collection: "c", RecordState(id: "a", rev: 4, body: .live(position: "a0", fieldsJSON: "{}")))) else {
+            return XCTFail("REVERT")
+        }
+        XCTAssertEqual(revertLine.words, ["REVERT", "c", "a", "4", "a0"])
+        guard case .other(let kept) = try read(.revertKept(collection: "c", id: "a", rev: 5, by: author)) else { return XCTFail("KEPT") }
+        XCTAssertEqual(kept.words, ["KEPT", "c", "a", "5", "bob", "abababababab", "bob's laptop", "agent"])
         let token = TokenInfo(hash: String(repeating: "ab", count: 32), user: "alice", label: "alice's laptop", createdAt: 0, lastUsedAt: nil)
         XCTAssertEqual(try read(.token(token, isThisConnection: true)),
                        .token(TokenListing(id: "abababababab", created: "1970-01-01T00:00:00Z", lastUsed: nil, isThisConnection: true, label: "alice's laptop")))

@@ -45,6 +45,24 @@ final class CommandParserTests: XCTestCase {
         XCTAssertEqual(try command("t WHOAMI"), .whoami)
     }
 
+    func testTheLogVerbsTakeTheirOptionsInAnyOrderOnce() throws {
+        XCTAssertEqual(try command("t LOG c"), .log(collection: "c", query: LogQuery(since: nil, author: nil, limit: 100)))
+        XCTAssertEqual(try command("t LOG c limit 5 device 0123456789ab since 7"),
+                       .log(collection: "c", query: LogQuery(since: 7, author: .device("0123456789ab"), limit: 5)))
+        XCTAssertEqual(try command("t LOG c BY bob"), .log(collection: "c", query: LogQuery(since: nil, author: .user("bob"), limit: 100)))
+        XCTAssertEqual(try command("t LIST c AT 12"), .listAt(collection: "c", seq: 12))
+        XCTAssertEqual(try command("t REVERT c TO 3 DEVICE password DRY-RUN"), .revert(collection: "c", toSeq: 3, author: .device("password"), dryRun: true))
+        XCTAssertEqual(try command("t REVERT c BY bob TO 3"), .revert(collection: "c", toSeq: 3, author: .user("bob"), dryRun: false))
+        for bad in ["t LOG c SINCE", "t LOG c SINCE 1 SINCE 2", "t LOG c LIMIT 1001", "t LOG c BY bob DEVICE password", "t LOG c DEVICE laptop",
+                    "t LOG c SINCE -1", "t LOG c FROM 3", "t LIST c AT x", "t REVERT c 3", "t REVERT c BY bob", "t REVERT c TO 3 DRY-RUN DRY-RUN"] {
+            XCTAssertEqual(code(bad), .badRequest, bad)
+        }
+        for command in [Command.log(collection: "c", query: LogQuery(since: 4, author: .user("bob"), limit: 9)),
+                        .revert(collection: "c", toSeq: 3, author: .device("0123456789ab"), dryRun: true), .listAt(collection: "c", seq: 2)] {
+            XCTAssertEqual(try self.command("t " + command.requestText), command, "encodes as it parses")
+        }
+    }
+
     /// Each table entry parses into a command of its own verb (nothing falls through to
     /// another verb's meaning), and a verb added to the table without a sample here fails.
     func testEveryTableEntryMakesACommandOfItsOwnVerb() throws {
@@ -53,7 +71,7 @@ final class CommandParserTests: XCTestCase {
             "COLLECTIONS": "COLLECTIONS", "MEMBERS": "MEMBERS c", "GRANT": "GRANT c bob read", "PUT": "PUT c x 0 {}", "MOVE": "MOVE c x 1 LAST", "DEL": "DEL c x 1",
             "GET": "GET c x", "LIST": "LIST c", "SUB": "SUB c SINCE 0", "UNSUB": "UNSUB c", "PING": "PING", "STATS": "STATS", "QUIT": "QUIT",
             "WHOAMI": "WHOAMI", "VERSIONS": "VERSIONS c x", "USER": "USER LIST", "PASSWD": "PASSWD old new", "INVITE": "INVITE LIST c",
-            "REDEEM": "REDEEM psi_\(String(repeating: "0", count: 64))",
+            "REDEEM": "REDEEM psi_\(String(repeating: "0", count: 64))", "LOG": "LOG c", "REVERT": "REVERT c TO 3",
         ]
         XCTAssertEqual(Set(samples.keys), Set(CommandParser.verbs))
         for (verb, text) in samples {

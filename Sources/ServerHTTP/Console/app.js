@@ -5,10 +5,11 @@ import { showCollection, currentCollection, addRecord, addField, fillRecordForm 
 import { forgetAll, pendingCount } from './replica.js';
 import { loadCollections, createCollection, renameCollection, dropCollection } from './collections.js';
 import { showConflicts, showMembers, showDevices, showStatus, grant } from './views.js';
+import { showActivity } from './activity.js';
 import { showUsers, addUser, changePassword, showInvitations, makeInvitation, copyInvitation, showJoin } from './team.js';
 
 const $ = (selector) => document.querySelector(selector);
-const views = ['login', 'join', 'records', 'conflicts', 'members', 'devices', 'users', 'status'];
+const views = ['login', 'join', 'records', 'activity', 'conflicts', 'members', 'devices', 'users', 'status'];
 let refreshTimer = null;
 
 function show(view) {
@@ -17,6 +18,10 @@ function show(view) {
   clearInterval(refreshTimer);
   const collection = currentCollection();
   if (view === 'conflicts') showConflicts(collection);
+  if (view === 'activity') {
+    for (const e of document.querySelectorAll('.collection-name')) e.textContent = collection || '';
+    showActivity(collection);
+  }
   if (view === 'members') {
     showMembers(collection);
     // The inviter sees an invitation used, and its new member, within seconds (the members'
@@ -87,8 +92,11 @@ $('#logout').addEventListener('click', async () => {
   loggedOut({ forget: true });
 });
 
+$('#activity-filter').addEventListener('change', () => showActivity(currentCollection()));
+
 $('#collection').addEventListener('change', (e) => {
   localStorage.setItem('collection', e.target.value);
+  $('#activity-filter').replaceChildren(new Option('everyone', ''));
   showCollection(e.target.value);
   route();
 });

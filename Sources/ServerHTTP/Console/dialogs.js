@@ -25,6 +25,15 @@ export function askConflict(id, field, mine, base, theirs, deleted) {
   });
 }
 
+// ` by bob (bob's laptop, agent)`, or nothing for a version from before the change log.
+function replacedBy(by) {
+  const user = by && plain(member(by, 'user'));
+  if (!user || user === '-') return '';
+  const device = plain(member(by, 'device'));
+  const label = plain(member(by, 'label')) || (device === 'password' ? 'password login' : device);
+  return ` by ${user} (${label}, ${plain(member(by, 'via'))})`;
+}
+
 // The record's earlier versions (the server keeps each set of fields a PUT or DEL replaced),
 // newest first; restoring one writes its fields at the record's current rev (`put`).
 export async function showHistory(collection, id, currentRev, put) {
@@ -38,7 +47,7 @@ export async function showHistory(collection, id, currentRev, put) {
     const rev = plain(member(version, 'rev'));
     const fields = member(version, 'fields').entries;
     const item = element('li', undefined, { 'data-rev': rev });
-    item.append(element('h3', `rev ${rev}, replaced ${plain(member(version, 'replaced')).replace('T', ' ').replace('Z', ' UTC')}`),
+    item.append(element('h3', `rev ${rev}, replaced ${plain(member(version, 'replaced')).replace('T', ' ').replace('Z', ' UTC')}${replacedBy(member(version, 'replaced_by'))}`),
       element('pre', [...fields].map(([k, v]) => `${k}: ${display(v)}`).join('\n')),
       button('Restore', `Restore rev ${rev} of ${id}`, async () => {
         const back = await put(fields, currentRev);

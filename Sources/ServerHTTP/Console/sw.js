@@ -3,9 +3,9 @@
 // answered from the cache at once and refreshed from the server behind it (the next start gets
 // the new version); the API is never touched here: its requests, the event stream among them,
 // go to the network as they would without a worker.
-const CACHE = 'plistsync-shell-3';
+const CACHE = 'plistsync-shell-4';
 const SHELL = ['/', '/style.css', '/app.js', '/api.js', '/values.js', '/records.js', '/columns.js', '/dialogs.js',
-  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/replica.js', '/outbox.js', '/synced.js', '/team.js', '/qr.js', '/sdk/plistsync.js',
+  '/collections.js', '/views.js', '/dom.js', '/merge.js', '/replica.js', '/outbox.js', '/synced.js', '/team.js', '/qr.js', '/activity.js', '/sdk/plistsync.js',
   '/manifest.webmanifest', '/icon-192.png', '/icon-512.png'];
 
 self.addEventListener('install', (event) => {
