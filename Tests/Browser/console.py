@@ -393,6 +393,30 @@ def scenario_history(driver, url, line_port, user, password, args):
     result("message", driver.find_element(By.ID, "message").text)
 
 
+def scenario_activity(driver, url, line_port, user, password, args):
+    """The Activity view names who changed what and from which device; filtered to one device,
+    "Undo from here" previews what the revert writes, and Undo writes it."""
+    collection, device, screenshot = args
+    log_in(driver, url, user, password)
+    open_collection(driver, collection)
+    click(driver, 'nav a[data-view="activity"]', "the Activity link")
+    until("the activity rows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr[data-seq]")) >= 5)
+    columns = lambda index: [td.text for td in driver.find_elements(By.CSS_SELECTOR, f"#activity tbody tr td:nth-child({index})")]
+    result("devices", ",".join(columns(3)))
+    result("records", ",".join(columns(5)))
+    until(f"device {device} in the filter", lambda: driver.find_elements(By.CSS_SELECTOR, f"#activity-filter option[value='device:{device}']"))
+    driver.execute_script("const s = document.querySelector('#activity-filter'); s.value = arguments[0]; s.dispatchEvent(new Event('change'));", "device:" + device)
+    until("only the device's changes", lambda: set(columns(3)) == {"stolen laptop"})
+    click(driver, "#activity tbody tr:last-child button", "Undo from here")
+    until("the undo preview", lambda: driver.find_element(By.ID, "undo-dialog").is_displayed())
+    until("the preview's records", lambda: driver.find_elements(By.CSS_SELECTOR, "#undo-records li"))
+    result("preview", ";".join(li.text for li in driver.find_elements(By.CSS_SELECTOR, "#undo-records li")))
+    driver.save_screenshot(screenshot)
+    click(driver, "#undo-confirm", "Undo")
+    until("the undo's message", lambda: driver.find_element(By.ID, "message").text.startswith("undid"))
+    result("message", driver.find_element(By.ID, "message").text)
+
+
 def scenario_defects(driver, url, line_port, user, password, args):
     """Issue 44 item 5: a field someone adds to a record early in the list comes last; adding a
     record whose id exists says so; the history button draws without an emoji font."""

@@ -320,4 +320,31 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["message"], "restored rev 1 of Ada")
         try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 4 a0 {"name":"Ada","phone":"555-0111"}"#)
     }
+
+    /// Issue 47: the Activity view shows who changed what from which device; a lost laptop's
+    /// changes are undone from the console, after a preview, as new revisions; a change someone
+    /// else made since is kept.
+    func testTheActivityViewUndoesWhatALostDeviceChanged() throws {
+        let token = try line.expect(#"t TOKEN NEW "stolen laptop""#, prefix: "t OK TOKEN ").split(separator: " ")[3]
+        let laptop = try server.connect()
+        try laptop.expect("a AUTH TOKEN \(token)", equals: "a OK AUTH alice")
+        try laptop.expect(#"p PUT contacts Ada 1 {"name":"Ada","phone":"000"}"#, equals: "p OK PUT contacts Ada 2 4")
+        try laptop.expect("d DEL contacts Grace 1", equals: "d OK DEL contacts Grace 2 5")
+        try laptop.expect(#"s PUT contacts Spam 0 {"name":"Buy now"}"#, prefix: "s OK PUT contacts Spam 1 6")
+        try laptop.expect(#"l PUT contacts Linus 1 {"name":"Linus","phone":"bad"}"#, equals: "l OK PUT contacts Linus 2 7")
+        // Someone else fixes Linus by hand after the laptop: the undo must keep that.
+        try line.expect(#"f PUT contacts Linus 2 {"name":"Linus","phone":"555-0200"}"#, equals: "f OK PUT contacts Linus 3 8")
+        let device = try line.expect("w TOKEN LIST", prefix: "* TOKEN ").split(separator: " ")[2]
+        XCTAssertEqual(try line.line(), "w OK TOKEN LIST 1")
+        let screenshot = NSTemporaryDirectory() + "plistsync-activity.png"
+        let results = try browse("activity", ["contacts", String(device), screenshot])
+        XCTAssertEqual(results["devices"], "password login,stolen laptop,stolen laptop,stolen laptop,stolen laptop,password login,password login,password login")
+        XCTAssertEqual(results["records"], "Linus,Linus,Spam,Grace,Ada,Linus,Grace,Ada", "newest first")
+        XCTAssertEqual(results["preview"], #"Ada → name: Ada, phone: 555-0111;Grace → name: Grace, phone: 555-0142;Spam → (deleted);Linus: kept, changed since by alice"#)
+        XCTAssertEqual(results["message"], "undid 3 record(s) of alice on stolen laptop; 1 changed since by others, kept")
+        try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 3 a0 {"name":"Ada","phone":"555-0111"}"#)
+        try line.expect("g GET contacts Grace", equals: #"g OK GET contacts Grace 3 a1 {"name":"Grace","phone":"555-0142"}"#)
+        try line.expect("g GET contacts Spam", equals: "g OK GET contacts Spam 2 - DELETED")
+        try line.expect("g GET contacts Linus", equals: #"g OK GET contacts Linus 3 a2 {"name":"Linus","phone":"555-0200"}"#)
+    }
 }
