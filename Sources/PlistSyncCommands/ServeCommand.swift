@@ -27,9 +27,10 @@ enum ServeCommand: Subcommand {
                                    /etc/plistsync/server.conf when it exists); flags win over it.
           --idle-timeout SECONDS   Close clients silent this long (default 300; 0 never).
           --tombstone-ttl SECONDS  Keep deleted records' tombstones this long (default 2592000, 30 days).
-          --history-days DAYS      Keep every change (who, when, what: LOG, VERSIONS, LIST AT,
-                                   REVERT) this long (default 30; a record's latest change is
-                                   kept as long as the record).
+          --history-days DAYS      Keep the change log (who changed what, when: LOG, VERSIONS,
+                                   LIST AT, REVERT) this long (default 30): every change for a
+                                   day, then a record's latest of each hour for a week, then of
+                                   each day; a record's latest change stays as long as it does.
           --max-pending-output BYTES
                                    Unsent bytes a subscriber may hold before * BYE SLOW (default 8388608).
           --max-connections N      Open connections at most (default 16384); more get * BYE BUSY.

@@ -25,6 +25,8 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
         var log: [String: [(change: LoggedChange, previous: Int64?)]] = [:]
         /// The first seq the log can rebuild a listing at.
         var logFrom: Int64 = 0
+        /// How far each thinning tier (by bucket seconds) has been thinned (seconds since 1970).
+        var thinnedTo: [Int64: Int64] = [:]
         var users: [String: StoredUser] = [:]
         var tokens: [String: (info: TokenInfo, made: Int)] = [:]
         var tokensMade = 0
@@ -316,7 +318,7 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             contents.users[name]?.isAdmin = isAdmin
             contents.accountsEpoch += 1
             return .done
-        case .purgeTombstones(let cutoff, let historyCutoff):
+        case .purgeTombstones(let cutoff, let history):
             for (collection, rows) in contents.records {
                 for (id, row) in rows where row.state.position == nil && row.updatedAt < cutoff {
                     contents.purgedSeq = max(contents.purgedSeq, row.seq)
@@ -327,10 +329,34 @@ public final class MemoryStore: ServerStore, @unchecked Sendable {
             }
             for (collection, entries) in contents.log {
                 let latest = Set((contents.records[collection] ?? [:]).values.map(\.seq))
-                contents.log[collection] = entries.filter { $0.change.at >= historyCutoff || latest.contains($0.change.seq) }
+                contents.log[collection] = entries.filter { $0.change.at >= history.cutoff || latest.contains($0.change.seq) }
             }
+            Self.thin(&contents, history)
             contents.invitations = contents.invitations.filter { $0.value.expiresAt >= cutoff && ($0.value.uses < $0.value.usesAllowed || $0.value.createdAt >= cutoff) }
             return .done
+        }
+    }
+
+    /// Thins each tier from where the last purge left it, as the SQLite store does.
+    private static func thin(_ contents: inout Contents, _ history: HistoryRetention) {
+        for tier in history.tiers {
+            let from = max(contents.thinnedTo[tier.bucket] ?? tier.from, tier.from)
+            guard from < tier.to else { continue }
+            for (collection, entries) in contents.log {
+                let window = entries.filter { $0.change.at >= from && $0.change.at < tier.to }.map { entry in
+                    HistoryRetention.Entry(seq: entry.change.seq, collection: collection, id: entry.change.state.id, at: entry.change.at, previous: entry.previous)
+                }
+                let (drop, relink) = HistoryRetention.thin(window, bucket: tier.bucket)
+                let gone = Set(drop)
+                var links: [Int64: Int64?] = [:]
+                for link in relink { links[link.seq] = link.previous }
+                contents.log[collection] = entries.filter { !gone.contains($0.change.seq) }.map { entry in
+                    guard let previous = links[entry.change.seq] else { return entry }
+                    return (entry.change, previous)
+                }
+                if let latest = relink.map(\.seq).max() { contents.logFrom = max(contents.logFrom, latest) }
+            }
+            contents.thinnedTo[tier.bucket] = tier.to
         }
     }
 

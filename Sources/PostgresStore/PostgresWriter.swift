@@ -209,7 +209,7 @@ final class PostgresWriter {
         case .touchToken(let hash, let time):
             try connection.query("UPDATE tokens SET last_used_at = $2 WHERE hash = $1", [hash, String(time)])
             return .done
-        case .purgeTombstones(let cutoff, let historyCutoff):
+        case .purgeTombstones(let cutoff, let history):
             try connection.query(
                 """
                 WITH gone AS (DELETE FROM records WHERE fields IS NULL AND updated_at < $1 RETURNING collection, id, seq),
@@ -219,17 +219,46 @@ final class PostgresWriter {
                 UPDATE meta SET value = greatest(value::bigint, (SELECT seq FROM newest))::text WHERE key = 'log_from'
                 """, [String(cutoff)])
             // Other nodes read the last hour of the log whatever the history kept.
-            let logCutoff = min(historyCutoff, timestamp - PostgresServerStore.changeLogSeconds)
+            let logCutoff = min(history.cutoff, timestamp - PostgresServerStore.changeLogSeconds)
             try connection.query(
                 """
                 DELETE FROM change_log l WHERE committed_at < $1
                     AND NOT EXISTS (SELECT 1 FROM records r WHERE r.collection = l.collection AND r.id = l.id AND r.seq = l.seq)
                 """, [String(logCutoff)])
-            try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(historyCutoff)])
+            try thinLog(history)
+            try connection.query("DELETE FROM record_versions WHERE replaced_at < $1", [String(history.cutoff)])
             try connection.query("DELETE FROM invitations WHERE expires_at < $1 OR (uses >= uses_allowed AND created_at < $1)", [String(cutoff)])
             return .done
         case .put, .delete, .move, .restore:
             preconditionFailure("record operations are applied by apply(_:timestamp:)")
+        }
+    }
+
+    /// Thins each tier of the log from where the last purge left it (`thinned_<bucket>` in
+    /// meta), as the SQLite store does; never the last hour (other nodes read it).
+    private func thinLog(_ history: HistoryRetention) throws(PGError) {
+        for tier in history.tiers {
+            let key = "thinned_\(tier.bucket)"
+            let done = try connection.query("SELECT value FROM meta WHERE key = $1", [key])
+            let from = max(done.count > 0 ? done.integer(0, 0) : tier.from, tier.from)
+            let to = min(tier.to, timestamp - PostgresServerStore.changeLogSeconds)
+            guard from < to else { continue }
+            let rows = try connection.query(
+                "SELECT seq, collection, id, committed_at, prev_seq FROM change_log WHERE committed_at >= $1 AND committed_at < $2 ORDER BY seq",
+                [String(from), String(to)])
+            let entries = (0..<rows.count).map { index in
+                HistoryRetention.Entry(seq: rows.integer(index, 0), collection: rows[index, 1] ?? "", id: rows[index, 2] ?? "", at: rows.integer(index, 3),
+                                       previous: rows[index, 4] == nil ? nil : rows.integer(index, 4))
+            }
+            let (drop, relink) = HistoryRetention.thin(entries, bucket: tier.bucket)
+            if !drop.isEmpty { try connection.query("DELETE FROM change_log WHERE seq = ANY($1::bigint[])", [PGArrayLiteral.integers(drop)]) }
+            if !relink.isEmpty {
+                try connection.query(
+                    "UPDATE change_log l SET prev_seq = t.p FROM unnest($1::bigint[], $2::bigint[]) AS t(s, p) WHERE l.seq = t.s",
+                    [PGArrayLiteral.integers(relink.map(\.seq)), PGArrayLiteral.optionalIntegers(relink.map(\.previous))])
+                try connection.query("UPDATE meta SET value = greatest(value::bigint, $1)::text WHERE key = 'log_from'", [String(relink.map(\.seq).max()!)])
+            }
+            try connection.query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, String(to)])
         }
     }
 

@@ -24,10 +24,10 @@ public enum StoreOperation: Sendable {
     /// Notes a token's login time (seconds since 1970).
     case touchToken(hash: String, at: Int64)
     /// Deletes tombstones older than the cutoff (with their logged changes), and invitations
-    /// that closed before it (expired then, or used up and made before it); and the change
-    /// log's changes made before `historyBefore` (never a record's latest), with the versions
-    /// kept before the log.
-    case purgeTombstones(updatedBefore: Int64, historyBefore: Int64)
+    /// that closed before it (expired then, or used up and made before it); and thins the
+    /// change log as `history` says (never a record's latest), with the versions kept before
+    /// the log.
+    case purgeTombstones(updatedBefore: Int64, history: HistoryRetention)
     /// Account changes made through a server (USER, PASSWD); each raises the accounts epoch in
     /// its transaction, as the `plistsync user` commands do, so every node re-reads accounts.
     case addUser(name: String, passwordHash: String, isAdmin: Bool)

@@ -82,7 +82,7 @@ extension StoreConformanceTests {
             XCTAssertEqual(try store.commit([.createCollection(name: "c2", owner: "alice"), .createInvitation(used), .createInvitation(open), .createInvitation(expired),
                                              .redeemInvitation(hash: used.hash, user: "bob", newPasswordHash: nil, token: token("t5"), at: 1_200)]),
                            [.done, .done, .done, .done, .done])
-            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 2_000, historyBefore: 0)]), [.done])
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 2_000, history: HistoryRetention(now: 0, keepSeconds: 0))]), [.done])
             XCTAssertEqual(Set(try store.invitations(of: "c2").map(\.hash)), [open.hash], "the used-up and the expired one are purged")
         }
     }

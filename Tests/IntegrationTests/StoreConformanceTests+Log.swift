@@ -93,7 +93,7 @@ extension StoreConformanceTests {
         try eachStoreWithCollection { store in
             try history(store)
             let future = Int64(Date().timeIntervalSince1970) + 3600
-            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 0, historyBefore: future)]), [.done])
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 0, history: HistoryRetention(now: future, keepSeconds: 0))]), [.done])
             let kept = try store.log("c", LogQuery(since: nil, author: nil, limit: 100))
             if store is PostgresServerStore {
                 // Nodes read each other's commits from the log: PostgreSQL keeps its last hour whatever the history kept.
@@ -106,11 +106,32 @@ extension StoreConformanceTests {
         }
     }
 
+    /// Two days on, the hourly tier keeps a record's latest change of each hour: here (one hour)
+    /// each record's latest; a listing reaches back only where the log is whole.
+    func testThinningKeepsARecordsLatestOfEachHourAndRelinksItsChain() throws {
+        try eachStoreWithCollection { store in
+            try history(store)
+            let later = Int64(Date().timeIntervalSince1970) + 2 * 86_400
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 0, history: HistoryRetention(now: later, keepSeconds: 30 * 86_400))]), [.done])
+            let kept = try store.log("c", LogQuery(since: nil, author: nil, limit: 100)).map(\.seq)
+            if store is PostgresServerStore {
+                XCTAssertEqual(kept, [1, 2, 3, 4, 5, 6], "the last hour stays for the other nodes")
+                return
+            }
+            XCTAssertEqual(kept, [4, 5, 6])
+            XCTAssertEqual(try store.versions("c", "a", limit: 10), [], "a's earlier states of that hour went")
+            XCTAssertEqual(try store.list("c", at: 6)?.map(\.id), ["c", "a"])
+            XCTAssertNil(try store.list("c", at: 5), "inside the thinned hour: cannot be rebuilt")
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 0, history: HistoryRetention(now: later, keepSeconds: 30 * 86_400))]), [.done])
+            XCTAssertEqual(try store.log("c", LogQuery(since: nil, author: nil, limit: 100)).map(\.seq), [4, 5, 6], "thinned once")
+        }
+    }
+
     func testAPurgedTombstoneTakesItsHistoryAndTheListingsItWasIn() throws {
         try eachStoreWithCollection { store in
             try history(store)
             let future = Int64(Date().timeIntervalSince1970) + 3600
-            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: future, historyBefore: 0)]), [.done])
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: future, history: HistoryRetention(now: 0, keepSeconds: 0))]), [.done])
             XCTAssertEqual(try store.log("c", LogQuery(since: nil, author: nil, limit: 100)).map(\.seq), [1, 3, 5, 6])
             XCTAssertNil(try store.list("c", at: 3), "b was there at 3 and is gone")
             XCTAssertEqual(try store.list("c", at: 4)?.map(\.id), ["a"], "from its delete on, the listings can be rebuilt")

@@ -211,7 +211,8 @@ public final class ServerCore {
         nextPurgeAt = clock.milliseconds + max(1, min(configuration.tombstoneTTLSeconds, configuration.historySeconds, 3600)) * 1000
         let now = clock.wallClockSeconds
         let cutoff = now - Int64(configuration.tombstoneTTLSeconds)
-        committer.submit(.purgeTombstones(updatedBefore: cutoff, historyBefore: now - Int64(configuration.historySeconds))) { _ in }
+        let history = HistoryRetention(now: now, keepSeconds: Int64(configuration.historySeconds))
+        committer.submit(.purgeTombstones(updatedBefore: cutoff, history: history)) { _ in }
     }
 }
 
