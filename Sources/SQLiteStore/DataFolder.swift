@@ -100,10 +100,12 @@ public struct DataFolder: Sendable {
         // and reconcile from scratch instead of waiting for seqs they think they have.
         do {
             let restored = try SQLiteDatabase(path: temp)
+            // A backup made by an earlier release is brought up to this one's tables first.
+            try migrate(restored)
             try restored.execute("UPDATE meta SET value = ? WHERE key = 'server_id'", .text(Self.newServerID()))
             // Where the backup ends: agents push what they synced since as edits, and take
             // changes made after the restore (above this seq) as news.
-            try restored.execute("INSERT OR REPLACE INTO meta (key, value) SELECT 'restored_seq', value FROM meta WHERE key = 'seq'")
+            try restored.execute("INSERT OR REPLACE INTO meta (key, value) SELECT 'restored_seq', (\(RecordReader.currentSeqQuery))")
         } catch {
             unlink(temp)
             throw error

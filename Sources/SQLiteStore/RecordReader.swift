@@ -85,7 +85,9 @@ public final class RecordReader {
 
     /// A collection's live records in order (LIST), read whole or stepped by a listing.
     static let liveInOrder = "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id"
-    static let currentSeqQuery = "SELECT value FROM meta WHERE key = 'seq'"
+    /// The last seq handed out: the log's last change, or the counter in meta where changes at
+    /// the end of the log were deleted since (a purge, a dropped collection).
+    static let currentSeqQuery = "SELECT max(coalesce((SELECT value FROM meta WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM changes), 0))"
 
     /// A row of `liveInOrder` (its fields are never NULL).
     static func decodeLive(_ row: Row) -> RecordState {

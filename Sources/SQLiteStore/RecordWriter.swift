@@ -18,7 +18,7 @@ public final class RecordWriter: @unchecked Sendable {
     public init(folder: DataFolder) throws(StoreError) {
         db = try folder.open()
         statements = try RecordStatements(db)
-        seq = try db.queryFirst("SELECT value FROM meta WHERE key = 'seq'") { $0.integer(0) } ?? 0
+        seq = try db.queryFirst(RecordReader.currentSeqQuery) { $0.integer(0) } ?? 0
     }
 
     /// Applies `operations` in order and makes them durable; one outcome per operation. When
@@ -32,10 +32,6 @@ public final class RecordWriter: @unchecked Sendable {
                 outcomes.reserveCapacity(operations.count)
                 for operation in operations {
                     outcomes.append(try apply(operation, timestamp: timestamp))
-                }
-                if seq != startSeq {
-                    try statements.saveSeq.bind(1, seq)
-                    try statements.saveSeq.run()
                 }
                 return outcomes
             }
@@ -80,6 +76,7 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("DELETE FROM records WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             try db.execute("DELETE FROM record_versions WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
             try db.execute("DELETE FROM changes WHERE collection IN (?, ?)", .text(name), .text(Names.conflictsCollection(of: name)))
+            try keepSeq()
             return .done
         case .renameCollection(let from, let to):
             let taken = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(to)) { _ in true } ?? false
@@ -201,6 +198,7 @@ public final class RecordWriter: @unchecked Sendable {
                     .integer(cutoff))
                 try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
                 try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
+                try keepSeq()
                 try raiseLogFrom(to: newest)
             }
             try trimLog(before: history.cutoff)
@@ -254,6 +252,13 @@ public final class RecordWriter: @unchecked Sendable {
                 try db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(name), .integer(value))
             }
         }
+    }
+
+    /// The last seq handed out is the log's last change (`RecordReader.currentSeqQuery`), so a
+    /// commit writes no counter; an operation that may delete that change writes it to meta.
+    private func keepSeq() throws(StoreError) {
+        try statements.saveSeq.bind(1, seq)
+        try statements.saveSeq.run()
     }
 
     /// No listing before `seq` can be rebuilt from the log any more.
@@ -455,6 +460,6 @@ private struct RecordStatements {
             INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at)
             VALUES (?4, ?1, ?2, ?3, ?7, ?5, (SELECT seq FROM records WHERE collection = ?1 AND id = ?2), ?8, ?6)
             """)
-        saveSeq = try db.prepare("UPDATE meta SET value = ?1 WHERE key = 'seq'")
+        saveSeq = try db.prepare("UPDATE meta SET value = max(value, ?1) WHERE key = 'seq'")
     }
 }

@@ -4,7 +4,7 @@ enum Schema {
     static let migrations: [String] = [
         """
         -- Facts about this data folder: 'server_id' (random, made once), 'seq' (the last seq
-        -- handed out), 'purged_seq' (the newest seq of a tombstone purged so far: SINCE below
+        -- handed out; since the change log, the larger of it and the log's last seq), 'purged_seq' (the newest seq of a tombstone purged so far: SINCE below
         -- it may have missed a delete, so it answers EXPIRED).
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
