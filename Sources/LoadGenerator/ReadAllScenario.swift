@@ -14,25 +14,32 @@ public struct ReadAllScenario {
     }
 
     public var collection: String
-    public var clients: Int
-    public var read: Read
+    /// What each client reads.
+    public var reads: [Read]
+    public var clients: Int { reads.count }
 
     public init(collection: String, clients: Int, read: Read) {
+        self.init(collection: collection, reads: Array(repeating: read, count: clients))
+    }
+
+    public init(collection: String, reads: [Read]) {
         self.collection = collection
-        self.clients = clients
-        self.read = read
+        self.reads = reads
     }
 
     public struct Result: Sendable {
         public var seconds: Double
         /// Records each client received.
         public var records: [Int]
+        /// Bytes of lines all clients received.
+        public var bytes: Int
     }
 
     public func run(against target: BenchTarget, sample: @escaping () -> Void) throws -> Result {
         let loop = EventLoop()
         var connections: [ClientConnection] = []
         var records = [Int](repeating: 0, count: clients)
+        var bytes = 0
         var finished = 0
         var failure: String?
         var started: UInt64 = 0
@@ -46,9 +53,10 @@ public struct ReadAllScenario {
             tick()
             for (index, client) in connections.enumerated() {
                 client.onUntagged = { line in
+                    bytes += line.bytes.count + 1
                     if line.bytes.starts(with: "* RECORD ".utf8) || line.bytes.starts(with: "* CHANGE ".utf8) { records[index] += 1 }
                 }
-                let command: Command = read == .list ? .list(collection: collection) : .subscribe(collection: collection, since: 0)
+                let command: Command = reads[index] == .list ? .list(collection: collection) : .subscribe(collection: collection, since: 0)
                 client.send(command) { line in
                     if case .error = line.reply { failure = line.text }
                     finished += 1
@@ -73,6 +81,6 @@ public struct ReadAllScenario {
         loop.runOnce(wait: false)
         loop.close()
         if let failure { throw BenchFailure(failure) }
-        return Result(seconds: seconds, records: records)
+        return Result(seconds: seconds, records: records, bytes: bytes)
     }
 }

@@ -75,6 +75,32 @@ extension BenchCommand {
         try record(figures, of: "plistsync", options)
     }
 
+    /// `bench reads`: 8 clients read one collection of `--records` (default 1,000,000) whole at
+    /// once, 4 by LIST and 4 by SUB SINCE 0, while a ninth sends a PING every 2 ms: the bytes
+    /// served a second of the server's CPU, and how long the PINGs waited behind the reads.
+    static func reads(_ options: Arguments) throws {
+        let size = try options.integer("records", default: 1_000_000, range: 10...100_000_000)
+        let arguments = options.value("server-args").map { $0.split(separator: " ").map(String.init) } ?? []
+        let server = try ThrowawayServer(arguments: arguments)
+        defer { server.stop() }
+        let target = BenchTarget(address: SocketAddress(host: "127.0.0.1", port: server.port), user: "bench", password: "bench")
+        try Populate.run(against: target, collection: "reads", count: size)
+        let probe = PingProbe()
+        probe.start(against: target)
+        usleep(200_000)
+        let ticks = ProcessStats.cpuTicks(server.pid)
+        let result = try ReadAllScenario(collection: "reads", reads: Array(repeating: .list, count: 4) + Array(repeating: .replay, count: 4))
+            .run(against: target) {}
+        let cpuSeconds = Double(ProcessStats.cpuTicks(server.pid) - ticks) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        guard let pings = probe.stop() else { throw RuntimeError("the PING client could not log in") }
+        let megabytes = Double(result.bytes) / 1e6
+        guard result.records.allSatisfy({ $0 == size }) else { throw RuntimeError("a reader got \(result.records) records of \(size)") }
+        Console.out(String(format: "reads: 4 LIST + 4 SUB SINCE 0 of %d records at once: %.0f MB in %.1f s; server %.1f CPU-s (%.0f MB/s a core); PING meanwhile %@",
+                           size, megabytes, result.seconds, cpuSeconds, megabytes / max(cpuSeconds, 0.01), pings.text))
+        try record([("reads \(size) served per CPU-second", megabytes / max(cpuSeconds, 0.01), "MB/s"), ("reads \(size) PING p99", pings.p99Milliseconds, "ms"),
+                    ("reads \(size) PING max", pings.maxMilliseconds, "ms")], of: "plistsync", options)
+    }
+
     /// `collections` collections with 12 members each among `users` accounts, then 200 account
     /// changes back to back (`user add`, each waiting until the server applied it) while a
     /// client PINGs.

@@ -20,6 +20,7 @@ enum BenchCommand: Subcommand {
                plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
                plistsync bench scale [--sizes 10000,100000,1000000] [--moves N] [--users 1000,10000]
                                      [--collections N] [--agent-sizes 10000,100000] [--server-args "ARGS"]
+               plistsync bench reads [--records N]
                plistsync bench accounts [--count N] [--processes P] [--window W] [--grants-only]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
@@ -75,7 +76,7 @@ enum BenchCommand: Subcommand {
             arguments,
             valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id",
-                           "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data"],
+                           "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data", "records"],
             flagOptions: ["tls", "grants-only"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse, scale or accounts")
@@ -85,6 +86,7 @@ enum BenchCommand: Subcommand {
             BenchChildren.executable = URL(fileURLWithPath: binary)
         }
         if scenario == "scale" { return try scale(options) }
+        if scenario == "reads" { return try reads(options) }
         if scenario == "accounts" { return try accounts(options) }
         if scenario == "scale-prepare" { return try scalePrepare(options) }
         if let peerName = options.value("peer") {
