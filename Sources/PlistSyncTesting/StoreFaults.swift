@@ -77,6 +77,9 @@ public final class FaultyStore: ServerStore, @unchecked Sendable {
     public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
         try inner.changes(collection, since: since, limit: limit)
     }
+    public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (lines: EncodedLines, seq: Int64)? {
+        try inner.changeLines(collection, since: since, limit: limit)
+    }
     public func log(_ collection: String, _ query: LogQuery) throws(StoreFailure) -> [LoggedChange] { try inner.log(collection, query) }
     public func list(_ collection: String, at seq: Int64) throws(StoreFailure) -> [RecordState]? { try inner.list(collection, at: seq) }
     public func states(_ collection: String, _ ids: [String], at seq: Int64) throws(StoreFailure) -> [String: RecordState]? {

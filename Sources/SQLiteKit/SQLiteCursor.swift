@@ -50,6 +50,25 @@ public final class SQLiteCursor: @unchecked Sendable {
         return rows
     }
 
+    /// Hands the next at most `limit` rows to `each`; returns how many there were (fewer: the
+    /// query has ended and the snapshot is let go).
+    public func next(_ limit: Int, each: (Row) -> Void) throws(StoreError) -> Int {
+        guard let statement else { return 0 }
+        var count = 0
+        while count < limit {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_ROW {
+                each(Row(statement: statement))
+                count += 1
+                continue
+            }
+            finish()
+            guard status == SQLITE_DONE else { throw database.error(status) }
+            break
+        }
+        return count
+    }
+
     private func finish() {
         guard let statement else { return }
         sqlite3_finalize(statement)

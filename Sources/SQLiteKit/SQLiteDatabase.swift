@@ -151,6 +151,20 @@ public struct Row {
 
     /// Bytes of a text or blob column, without making a value of them.
     public func byteCount(_ column: Int32) -> Int { Int(sqlite3_column_bytes(statement, column)) }
+
+    /// Appends a text column's UTF-8 bytes (nothing for NULL) without making a String of them.
+    public func appendText(_ column: Int32, to bytes: inout [UInt8]) {
+        guard let text = sqlite3_column_text(statement, column) else { return }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column))))
+    }
+
+    /// Whether a text column is not empty and its first byte and every byte pass the tests.
+    public func text(_ column: Int32, first: (UInt8) -> Bool, every: (UInt8) -> Bool) -> Bool {
+        guard let text = sqlite3_column_text(statement, column) else { return false }
+        let bytes = UnsafeBufferPointer(start: text, count: Int(sqlite3_column_bytes(statement, column)))
+        guard let head = bytes.first, first(head) else { return false }
+        return bytes.allSatisfy(every)
+    }
 }
 
 /// A prepared statement, kept for the life of its connection.

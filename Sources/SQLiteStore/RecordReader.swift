@@ -131,6 +131,28 @@ public final class RecordReader {
         }
     }
 
+    /// `changes` as `* CHANGE` lines written from the rows.
+    public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreError) -> (lines: EncodedLines, seq: Int64)? {
+        try db.transaction { () throws(StoreError) -> (lines: EncodedLines, seq: Int64)? in
+            let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
+            if since > 0, since < purged { return nil }
+            let seq = try currentSeq()
+            let prefix = EncodedLines.prefix("CHANGE", collection)
+            var lines = EncodedLines()
+            lines.bytes.reserveCapacity(min(limit, 4096) * 128)
+            _ = try db.query(
+                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
+                .text(collection), .integer(since), .integer(Int64(limit))) { row in
+                let changeSeq = row.integer(2)
+                RowLines.appendChangeStart(prefix, seq: changeSeq, to: &lines.bytes)
+                RowLines.appendState(row, id: 0, rev: 1, position: 3, fields: 4, to: &lines.bytes)
+                lines.count += 1
+                lines.lastSeq = changeSeq
+            }
+            return (lines, seq)
+        }
+    }
+
     static func state(in db: SQLiteDatabase, _ collection: String, _ id: String) throws(StoreError) -> RecordState? {
         try db.queryFirst(
             "SELECT id, rev, position, fields FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { row in

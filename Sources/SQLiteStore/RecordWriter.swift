@@ -376,7 +376,8 @@ public final class RecordWriter: @unchecked Sendable {
         try statements.head.bind(2, id)
         return try statements.head.first { row in
             let live = !row.isNull(2)
-            return StoredRecord(head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), fieldBytes: row.byteCount(2))
+            return StoredRecord(head: RecordHead(rev: row.integer(0), position: live ? row.text(1) ?? "" : nil), fieldBytes: row.byteCount(2),
+                                seq: row.integer(3))
         }
     }
 
@@ -386,40 +387,70 @@ public final class RecordWriter: @unchecked Sendable {
 
     /// Writes `state` (the next seq) over the record `previous` read.
     private func write(_ collection: String, _ state: RecordState, _ stamp: Stamp, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
-        guard let previous else { return try record(collection, state, stamp, previousBytes: 0) }
+        guard let previous else { return try record(collection, state, stamp, previousBytes: 0, previous: .known(nil)) }
         // Fields only (the record keeps its place): the order index is not touched.
         let keepsPlace = state.position != nil && state.position == previous.head.position
-        return try record(collection, state, stamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace)
+        return try record(collection, state, stamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace, previous: .known(previous.seq))
     }
 
     /// Appends `state` (the next seq) to the log, then writes it in place of a record whose
     /// fields took `previousBytes`: its fields alone when it `keepsPlace`, else the whole row.
-    /// (The append reads the seq it replaces, so it goes first.)
+    /// `previous` is the record's change before, when the caller read it with the record.
     private func record(
-        _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false
+        _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false, previous: PreviousChange = .lookUp
     ) throws(StoreError) -> StoreOutcome {
         seq += 1
-        var writes = [statements.append, keepsPlace ? statements.updateFields : statements.upsert]
+        var logged = true
         #if SIMULATION_MUTATIONS
-        if Mutation.active == .fieldEditsNotLogged, keepsPlace { writes.removeFirst() }
+        if Mutation.active == .fieldEditsNotLogged, keepsPlace { logged = false }
         #endif
-        for statement in writes {
-            try statement.bind(1, collection)
-            try statement.bind(2, state.id)
-            try statement.bind(3, state.rev)
-            try statement.bind(4, seq)
-            try statement.bind(6, stamp.at)
-            if statement !== statements.updateFields { try statement.bind(7, state.position) }
-            if statement === statements.append { try statement.bind(8, stamp.author) }
-            if let fields = state.fieldsJSON {
-                try statement.run(bindingInPlace: fields, at: 5)
-            } else {
-                try statement.bind(5, nil)
-                try statement.run()
+        if logged {
+            let append: PreparedStatement
+            switch previous {
+            case .known(let seq):
+                append = statements.append
+                if let seq { try append.bind(9, seq) } else { try append.bind(9, nil) }
+            case .lookUp:
+                // Run before the record's row changes: it reads the seq that row has now.
+                append = statements.appendLookingUp
             }
+            try bindState(append, collection, state, stamp.at)
+            try append.bind(7, state.position)
+            try append.bind(8, stamp.author)
+            try run(append, fields: state.fieldsJSON)
         }
+        let write = keepsPlace ? statements.updateFields : statements.upsert
+        try bindState(write, collection, state, stamp.at)
+        if !keepsPlace { try write.bind(7, state.position) }
+        try run(write, fields: state.fieldsJSON)
         return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previousBytes))
     }
+
+    /// The parameters the log's append and the record's write share (by the same numbers).
+    private func bindState(_ statement: PreparedStatement, _ collection: String, _ state: RecordState, _ at: Int64) throws(StoreError) {
+        try statement.bind(1, collection)
+        try statement.bind(2, state.id)
+        try statement.bind(3, state.rev)
+        try statement.bind(4, seq)
+        try statement.bind(6, at)
+    }
+
+    /// Runs `statement` with the fields bound in place as parameter 5 (NULL for a tombstone).
+    private func run(_ statement: PreparedStatement, fields: String?) throws(StoreError) {
+        if let fields {
+            try statement.run(bindingInPlace: fields, at: 5)
+        } else {
+            try statement.bind(5, nil)
+            try statement.run()
+        }
+    }
+}
+
+/// The record's change before the one being written: read with the record, or looked up by the
+/// append itself.
+private enum PreviousChange {
+    case known(Int64?)
+    case lookUp
 }
 
 /// What a PUT or DEL read of the record it replaces: the revision check's part and the bytes
@@ -427,6 +458,8 @@ public final class RecordWriter: @unchecked Sendable {
 private struct StoredRecord {
     var head: RecordHead
     var fieldBytes: Int
+    /// Its latest change's seq: the log's change before the one written over it.
+    var seq: Int64
 }
 
 /// Who made the changes being written (their row in `authors`) and when.
@@ -441,10 +474,11 @@ private struct RecordStatements {
     let updateFields: PreparedStatement
     let upsert: PreparedStatement
     let append: PreparedStatement
+    let appendLookingUp: PreparedStatement
     let saveSeq: PreparedStatement
 
     init(_ db: SQLiteDatabase) throws(StoreError) {
-        head = try db.prepare("SELECT rev, position, fields FROM records WHERE collection = ?1 AND id = ?2")
+        head = try db.prepare("SELECT rev, position, fields, seq FROM records WHERE collection = ?1 AND id = ?2")
         // Sets neither position nor the columns of the order index's condition, so SQLite
         // leaves that index alone. Both take their parameters by the same numbers.
         updateFields = try db.prepare("UPDATE records SET rev = ?3, seq = ?4, fields = ?5, updated_at = ?6 WHERE collection = ?1 AND id = ?2")
@@ -454,8 +488,12 @@ private struct RecordStatements {
             ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
                 position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
             """)
-        // Run before the record's row changes, so prev_seq reads the seq it replaces.
         append = try db.prepare(
+            """
+            INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at) VALUES (?4, ?1, ?2, ?3, ?7, ?5, ?9, ?8, ?6)
+            """)
+        // Run before the record's row changes, so prev_seq reads the seq it replaces.
+        appendLookingUp = try db.prepare(
             """
             INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at)
             VALUES (?4, ?1, ?2, ?3, ?7, ?5, (SELECT seq FROM records WHERE collection = ?1 AND id = ?2), ?8, ?6)

@@ -59,6 +59,26 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
         }
     }
 
+    public func nextLines(_ limit: Int, collection: String) throws(StoreFailure) -> EncodedLines {
+        guard let cursor, Date().timeIntervalSince(opened) <= Self.maxSnapshotSeconds else {
+            return EncodedLines(records: try next(limit), collection: collection)
+        }
+        do {
+            let prefix = EncodedLines.prefix("RECORD", collection)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(limit * 128)
+            let count = try cursor.next(limit) { row in
+                bytes.append(contentsOf: prefix)
+                RowLines.appendState(row, id: 0, rev: 1, position: 2, fields: 3, to: &bytes)
+            }
+            if count < limit { release() }
+            return EncodedLines(bytes: bytes, count: count)
+        } catch {
+            release()
+            throw StoreFailure(.failed, error.description)
+        }
+    }
+
     private func release() {
         guard cursor != nil else { return }
         cursor = nil

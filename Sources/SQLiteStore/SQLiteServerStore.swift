@@ -88,6 +88,9 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)? {
         try Self.run { () throws(StoreError) in try reader.changes(collection, since: since, limit: limit) }
     }
+    public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (lines: EncodedLines, seq: Int64)? {
+        try Self.run { () throws(StoreError) in try reader.changeLines(collection, since: since, limit: limit) }
+    }
 
     public func user(named name: String) throws(StoreFailure) -> StoredUser? { try Self.run { () throws(StoreError) in try accounts.user(named: name) } }
     public func invitation(hash: String) throws(StoreFailure) -> Invitation? { try Self.run { () throws(StoreError) in try accounts.invitation(hash: hash) } }

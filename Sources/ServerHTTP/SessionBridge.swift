@@ -140,6 +140,8 @@ final class SessionBridge: SessionTransport {
             }
         case .changes(let changes):
             waiting.first?.onChanges(changes)
+        case .lines:
+            break  // a line connection's: an HTTP session never asks for them (`takesEncodedLines`)
         }
     }
 

@@ -17,6 +17,8 @@ public enum ServerOutput: Equatable, Sendable {
     case notices([ServerNotice])
     /// A page of a SUB replay: `* CHANGE` lines in seq order.
     case changes([Change])
+    /// A LIST or SUB replay page already written as lines (line connections only).
+    case lines(EncodedLines)
 
     /// The lines, each with its LF.
     public var text: String {
@@ -34,6 +36,8 @@ public enum ServerOutput: Equatable, Sendable {
             var text = ""
             for change in changes { text += change.line }
             return text
+        case .lines(let lines):
+            return String(decoding: lines.bytes, as: UTF8.self)
         }
     }
 
@@ -45,6 +49,7 @@ public enum ServerOutput: Equatable, Sendable {
         case .conflict(_, _, _, let current): 96 + (current?.storedFieldBytes ?? 0)
         case .notices(let notices): notices.reduce(0) { $0 + $1.approximateBytes }
         case .changes(let changes): changes.reduce(0) { $0 + 64 + $1.state.id.utf8.count + $1.state.storedFieldBytes }
+        case .lines(let lines): lines.bytes.count
         }
     }
 }

@@ -44,6 +44,8 @@ public protocol ServerStore: AnyObject, Sendable {
     /// Changes after `since`, at most `limit`, with the seq they run up to; nil when changes
     /// after `since` are no longer kept (a purged tombstone).
     func changes(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (changes: [Change], seq: Int64)?
+    /// The same page as `* CHANGE` lines (a line connection's SUB replay).
+    func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (lines: EncodedLines, seq: Int64)?
 
     func user(named name: String) throws(StoreFailure) -> StoredUser?
     /// Every account, by name.
@@ -79,6 +81,9 @@ public protocol ServerStore: AnyObject, Sendable {
 
 extension ServerStore {
     public var cluster: ClusterChannel? { nil }
+    public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreFailure) -> (lines: EncodedLines, seq: Int64)? {
+        try changes(collection, since: since, limit: limit).map { (EncodedLines(changes: $0.changes), $0.seq) }
+    }
     public func restoredSeq() throws(StoreFailure) -> Int64? { nil }
 }
 
@@ -154,6 +159,14 @@ public protocol RecordListing: AnyObject, Sendable {
     var seq: Int64 { get }
     /// The next at most `limit` records; fewer means the listing has ended.
     func next(_ limit: Int) throws(StoreFailure) -> [RecordState]
+    /// The same page as `* RECORD <collection> …` lines (a line connection's LIST).
+    func nextLines(_ limit: Int, collection: String) throws(StoreFailure) -> EncodedLines
+}
+
+extension RecordListing {
+    public func nextLines(_ limit: Int, collection: String) throws(StoreFailure) -> EncodedLines {
+        EncodedLines(records: try next(limit), collection: collection)
+    }
 }
 
 /// A listing read whole, handed out in pages.

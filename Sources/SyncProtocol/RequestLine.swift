@@ -175,7 +175,7 @@ public enum RequestParser {
         }
     }
 
-    static func isAtomByte(_ byte: UInt8) -> Bool {
+    public static func isAtomByte(_ byte: UInt8) -> Bool {
         byte > 0x20 && byte != 0x7F && byte != UInt8(ascii: "\"")
     }
 }

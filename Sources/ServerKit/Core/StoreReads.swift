@@ -129,6 +129,8 @@ enum StoreQuery: Sendable, Equatable {
     /// Opens a listing of the collection, read a page at a time by `listingPage`.
     case openListing(collection: String)
     case listingPage(ListingHandle, limit: Int)
+    /// The same page as lines (a line connection's).
+    case listingLines(ListingHandle, limit: Int, collection: String)
     case page(collection: String, after: RecordCursor?, limit: Int)
     case versions(collection: String, id: String, limit: Int)
     /// The collection's live records as they stood at `seq`, as a listing.
@@ -137,6 +139,7 @@ enum StoreQuery: Sendable, Equatable {
     /// What REVERT would write: the changes after `seq` and the states before them.
     case revertPlan(collection: String, seq: Int64, author: LogQuery.Author?)
     case changes(collection: String, since: Int64, limit: Int)
+    case changeLines(collection: String, since: Int64, limit: Int)
     case tokens(of: String?)
     case users
     case invitations(of: String)
@@ -146,6 +149,8 @@ enum StoreQuery: Sendable, Equatable {
         case .record(let collection, let id): .record(try store.record(collection, id))
         case .openListing(let collection): .listing(ListingHandle(try store.listing(collection)))
         case .listingPage(let handle, let limit): .list((try handle.listing.next(limit), handle.listing.seq))
+        case .listingLines(let handle, let limit, let collection): .lines(try handle.listing.nextLines(limit, collection: collection), seq: handle.listing.seq)
+        case .changeLines(let collection, let since, let limit): .changeLines(try store.changeLines(collection, since: since, limit: limit))
         case .page(let collection, let after, let limit): .list(try store.page(collection, after: after, limit: limit))
         case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
         case .listingAt(let collection, let seq):
@@ -189,6 +194,9 @@ enum StoreAnswer: Sendable {
     case listing(ListingHandle)
     /// nil: changes after the asked seq are no longer kept.
     case changes((changes: [Change], seq: Int64)?)
+    case lines(EncodedLines, seq: Int64)
+    /// nil: changes after the asked seq are no longer kept.
+    case changeLines((lines: EncodedLines, seq: Int64)?)
     case tokens([TokenInfo])
     case users([StoredUser])
     case invitations([Invitation])

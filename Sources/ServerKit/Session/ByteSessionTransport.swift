@@ -13,6 +13,7 @@ final class ByteSessionTransport: SessionTransport {
 
     var peerHost: String? { connection.peerHost }
     var pendingOutputBytes: Int { connection.pendingOutputBytes }
+    var takesEncodedLines: Bool { true }
 
     func attach(_ session: Session) {
         connection.onData = { [unowned session] bytes in session.received(bytes) }
@@ -28,6 +29,7 @@ final class ByteSessionTransport: SessionTransport {
 
     func carryOut(_ action: ConnectionAction) {
         switch action {
+        case .send(.lines(let lines)): connection.write(lines.bytes)
         case .send(let output): connection.write(output.text)
         case .deliver(let delivery): connection.write(delivery.run.shared, range: delivery.byteRange)
         case .pauseReading: connection.stopReading()

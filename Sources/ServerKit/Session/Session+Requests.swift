@@ -165,20 +165,28 @@ extension Session {
     /// more page is read). A collection dropped, renamed or put out of the user's reach before
     /// the replay ends is an error after the notice that said so, never a subscription.
     func replayPage(_ tag: String, _ collection: String, since cursor: Int64) {
-        ask(.changes(collection: collection, since: cursor, limit: Self.replayPageSize), tag) { [self] answer in
-            guard case .changes(let found) = answer else { return }
+        let query: StoreQuery = transport.takesEncodedLines
+            ? .changeLines(collection: collection, since: cursor, limit: Self.replayPageSize)
+            : .changes(collection: collection, since: cursor, limit: Self.replayPageSize)
+        ask(query, tag) { [self] answer in
+            let page: (output: ServerOutput, count: Int, lastSeq: Int64?, seq: Int64)?
+            switch answer {
+            case .changes(let found): page = found.map { (.changes($0.changes), $0.changes.count, $0.changes.last?.seq, $0.seq) }
+            case .changeLines(let found): page = found.map { (.lines($0.lines), $0.lines.count, $0.lines.lastSeq, $0.seq) }
+            default: return
+            }
             // Dropped, renamed or out of reach while the page was read: the client has had the
             // notice, and a subscription to a name that is gone would outlive it.
             try requireRole(.read, collection)
-            guard let page = found else {
+            guard let page else {
                 throw ProtocolError(.expired, "changes after \(cursor) are no longer kept; resubscribe with SINCE 0")
             }
-            if !page.changes.isEmpty { send(.changes(page.changes)) }
-            guard page.changes.count < Self.replayPageSize else {
-                wait.queue(.replay(tag: tag, collection: collection, since: page.changes.last!.seq))
+            if page.count > 0 { send(page.output) }
+            guard page.count < Self.replayPageSize else {
+                wait.queue(.replay(tag: tag, collection: collection, since: page.lastSeq!))
                 return
             }
-            let through = max(page.seq, page.changes.last?.seq ?? 0)
+            let through = max(page.seq, page.lastSeq ?? 0)
             guard context.directory.lastSeq(collection) <= through else {
                 wait.queue(.replay(tag: tag, collection: collection, since: through))
                 return
@@ -190,16 +198,25 @@ extension Session {
     }
 
     /// Sends the next page of a listing; the one after is read once the client has taken most
-    /// of this one (`wait.nextPage`), so a large collection is never held whole.
+    /// of this one (`wait.nextPage`), so a large collection is never held whole. A line
+    /// connection gets the page as lines the store wrote from its rows.
     func listingPage(_ tag: String, _ collection: String, _ handle: ListingHandle, listed: Int) {
-        ask(.listingPage(handle, limit: Self.replayPageSize), tag) { [self] answer in
-            guard case .list(let (records, seq)) = answer else { return }
-            if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
-            guard records.count < Self.replayPageSize else {
-                wait.queue(.listing(tag: tag, collection: collection, handle, listed: listed + records.count))
+        let query: StoreQuery = transport.takesEncodedLines
+            ? .listingLines(handle, limit: Self.replayPageSize, collection: collection)
+            : .listingPage(handle, limit: Self.replayPageSize)
+        ask(query, tag) { [self] answer in
+            let page: (output: ServerOutput, count: Int, seq: Int64)
+            switch answer {
+            case .list(let (records, seq)): page = (.notices(records.map { .record(collection: collection, state: $0) }), records.count, seq)
+            case .lines(let lines, let seq): page = (.lines(lines), lines.count, seq)
+            default: return
+            }
+            if page.count > 0 { send(page.output) }
+            guard page.count < Self.replayPageSize else {
+                wait.queue(.listing(tag: tag, collection: collection, handle, listed: listed + page.count))
                 return
             }
-            send(.ok(tag: tag, .listed(collection: collection, count: listed + records.count, seq: seq)))
+            send(.ok(tag: tag, .listed(collection: collection, count: listed + page.count, seq: page.seq)))
         }
     }
 

@@ -12,6 +12,9 @@ public protocol SessionTransport: AnyObject {
     /// Bytes the connection read and holds outside the session (an HTTP connection's requests
     /// waiting their turn); the memory budget counts them.
     var heldInputBytes: Int { get }
+    /// Whether LIST and SUB replay pages may come as lines already written (`ServerOutput.lines`)
+    /// rather than as values: a byte stream's; the HTTP API reads values.
+    var takesEncodedLines: Bool { get }
     /// Starts feeding `session`'s input methods.
     func attach(_ session: Session)
     /// Carries out the connection's part of what the session decided.
@@ -38,4 +41,5 @@ public enum ConnectionAction {
 extension SessionTransport {
     /// A connection that hands every byte to its session at once holds none.
     public var heldInputBytes: Int { 0 }
+    public var takesEncodedLines: Bool { false }
 }
