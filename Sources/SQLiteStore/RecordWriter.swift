@@ -14,6 +14,7 @@ public final class RecordWriter: @unchecked Sendable {
     private let statements: RecordStatements
     /// The log's author rows by who they are, as committed.
     private var authorIDs: [ChangeAuthor: Int64] = [:]
+    private var lastAuthor: (author: ChangeAuthor, id: Int64)?
 
     public init(folder: DataFolder) throws(StoreError) {
         db = try folder.open()
@@ -39,6 +40,7 @@ public final class RecordWriter: @unchecked Sendable {
             seq = startSeq
             // Rows made in the rolled-back transaction are gone.
             authorIDs = [:]
+            lastAuthor = nil
             throw error
         }
     }
@@ -269,13 +271,19 @@ public final class RecordWriter: @unchecked Sendable {
 
     /// The log's row for `author`, made the first time it writes (with its token's label).
     private func authorID(_ author: ChangeAuthor) throws(StoreError) -> Int64 {
-        if let id = authorIDs[author] { return id }
+        // A batch's writes mostly come from few connections in runs: no hashing for a repeat.
+        if let last = lastAuthor, last.author == author { return last.id }
+        if let id = authorIDs[author] {
+            lastAuthor = (author, id)
+            return id
+        }
         let id = try db.queryFirst(
             """
             INSERT INTO authors (user, device, via, label) VALUES (?, ?, ?, (SELECT label FROM tokens WHERE hash = ?))
             ON CONFLICT (user, device, via) DO UPDATE SET label = coalesce(excluded.label, label) RETURNING id
             """, .text(author.user), .text(author.device), .text(author.via.rawValue), author.tokenHash.map(SQLValue.text) ?? .null) { $0.integer(0) } ?? 0
         authorIDs[author] = id
+        lastAuthor = (author, id)
         return id
     }
 

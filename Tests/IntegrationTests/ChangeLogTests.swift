@@ -149,4 +149,44 @@ final class ChangeLogTests: XCTestCase {
         XCTAssertEqual(rebuilt.records, backupListing.records, "id, rev, position and fields, record by record")
         XCTAssertEqual(rebuilt.records, atBackup.records)
     }
+
+    /// `plistsync log` and `plistsync revert` over the wire: who changed what as a table and as
+    /// JSON; a dry run writes nothing; the revert names what someone else changed since.
+    func testTheLogAndRevertCommands() throws {
+        let server = try LiveServer.running(users: [("alice", "pw"), ("bob", "pw")])
+        let alice = try server.login("alice", "pw")
+        try alice.expect("c CREATE notes", equals: "c OK CREATE notes")
+        try alice.expect("g GRANT notes bob write", equals: "g OK GRANT")
+        try alice.expect(#"p PUT notes a 0 {"t":"one"}"#, prefix: "p OK PUT notes a 1 1")
+        let bob = try server.login("bob", "pw")
+        try bob.expect(#"p PUT notes a 1 {"t":"bob's"}"#, prefix: "p OK PUT notes a 2 2")
+        try bob.expect(#"p PUT notes b 0 {"t":"new"}"#, prefix: "p OK PUT notes b 1 3")
+        let passwordFile = NSTemporaryDirectory() + "plistsync-log-" + UUID().uuidString
+        try "pw\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: passwordFile) }
+        let client = ["--server", "127.0.0.1:\(server.port)", "--user", "alice", "--password-file", passwordFile]
+
+        let table = PlistSyncCommand.run(["log", "notes"] + client)
+        XCTAssertEqual(table.0, 0, table.2)
+        let rows = table.1.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        XCTAssertEqual(rows.first?.prefix(3), ["SEQ", "TIME", "USER"])
+        XCTAssertEqual(rows.dropFirst().map { [$0[0], $0[2], $0[3], $0[4], $0[5]] }, [["1", "alice", "password", "line", "a"], ["2", "bob", "password", "line", "a"],
+                                                                                    ["3", "bob", "password", "line", "b"]])
+        let json = PlistSyncCommand.run(["log", "notes", "--by", "bob", "--limit", "1", "--json"] + client)
+        XCTAssertEqual(json.0, 0, json.2)
+        XCTAssertTrue(json.1.contains(#""id":"b""#) && json.1.contains(#""user":"bob""#) && !json.1.contains(#""id":"a""#), json.1)
+
+        let dry = PlistSyncCommand.run(["revert", "notes", "--to", "1", "--by", "bob", "--dry-run"] + client)
+        XCTAssertEqual(dry.0, 0, dry.2)
+        XCTAssertTrue(dry.1.contains("would write 2 record(s)"), dry.1)
+        try alice.expect("g GET notes b", prefix: "g OK GET notes b 1 ")
+        let done = PlistSyncCommand.run(["revert", "notes", "--to", "1", "--by", "bob"] + client)
+        XCTAssertEqual(done.0, 0, done.2)
+        XCTAssertTrue(done.1.contains("wrote 2 record(s)"), done.1)
+        try alice.expect("g GET notes a", equals: #"g OK GET notes a 3 a0 {"t":"one"}"#)
+        try alice.expect("g GET notes b", equals: "g OK GET notes b 2 - DELETED")
+        let refused = PlistSyncCommand.run(["revert", "notes", "--to", "1", "--by", "bob", "--device", "password"] + client)
+        XCTAssertNotEqual(refused.0, 0)
+        XCTAssertTrue(refused.2.contains("--by and --device cannot be given together"), refused.2)
+    }
 }
