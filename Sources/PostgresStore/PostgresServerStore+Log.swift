@@ -59,15 +59,7 @@ extension PostgresServerStore {
         try snapshot { connection throws(PGError) -> [RecordState]? in
             guard try Self.reaches(seq, on: connection) else { return nil }
             let rows = try connection.query("SELECT id, rev, position, fields, seq FROM records WHERE collection = $1", [collection])
-            var states: [String: RecordState] = [:]
-            var changedSince: [String] = []
-            for index in 0..<rows.count {
-                let state = rows.recordState(index, id: 0, rev: 1, position: 2, fields: 3)
-                if rows.integer(index, 4) <= seq { states[state.id] = state } else { changedSince.append(state.id) }
-            }
-            guard let earlier = try Self.states(collection, changedSince, at: seq, on: connection) else { return nil }
-            states.merge(earlier) { _, earlier in earlier }
-            return states.values.filter { $0.position != nil }.sorted(by: RecordState.inListOrder)
+            return try Self.states(of: rows, collection, at: seq, on: connection)?.values.filter { $0.position != nil }.sorted(by: RecordState.inListOrder)
         }
     }
 
@@ -76,15 +68,21 @@ extension PostgresServerStore {
             guard try Self.reaches(seq, on: connection) else { return nil }
             let rows = try connection.query("SELECT id, rev, position, fields, seq FROM records WHERE collection = $1 AND id = ANY($2::text[])",
                                             [collection, PGArrayLiteral.text(ids)])
-            var states: [String: RecordState] = [:]
-            var changedSince: [String] = []
-            for index in 0..<rows.count {
-                let state = rows.recordState(index, id: 0, rev: 1, position: 2, fields: 3)
-                if rows.integer(index, 4) <= seq { states[state.id] = state } else { changedSince.append(state.id) }
-            }
-            guard let earlier = try Self.states(collection, changedSince, at: seq, on: connection) else { return nil }
-            return states.merging(earlier) { _, earlier in earlier }
+            return try Self.states(of: rows, collection, at: seq, on: connection)
         }
+    }
+
+    /// Where the records of `rows` (id, rev, position, fields, seq) stood at `seq`: as they are
+    /// when not changed since, else as the log says.
+    private static func states(of rows: PGRows, _ collection: String, at seq: Int64, on connection: PGConnection) throws(PGError) -> [String: RecordState]? {
+        var states: [String: RecordState] = [:]
+        var changedSince: [String] = []
+        for index in 0..<rows.count {
+            let state = rows.recordState(index, id: 0, rev: 1, position: 2, fields: 3)
+            if rows.integer(index, 4) <= seq { states[state.id] = state } else { changedSince.append(state.id) }
+        }
+        guard let earlier = try Self.states(collection, changedSince, at: seq, on: connection) else { return nil }
+        return states.merging(earlier) { _, earlier in earlier }
     }
 
     /// The states at `seq` of records changed after it: the change before each one's first
