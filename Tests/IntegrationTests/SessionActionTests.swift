@@ -87,9 +87,10 @@ final class SessionActionTests: XCTestCase {
         XCTAssertEqual(try client.readLine(), "s OK SUB notes 0")
         try client.send("u UNSUB notes")
         XCTAssertEqual(try client.readLine(), "u OK UNSUB notes")
-        // The replay is a read the store answers off the loop; the subscription starts with it.
+        // The replay is a read the store answers off the loop (as lines: a byte connection); the
+        // subscription starts with it.
         XCTAssertEqual(actions, [
-            #"read changes(collection: "notes", since: 0, limit: 512)"#, "subscribe notes", "send s OK SUB notes 0", "unsubscribe notes",
+            #"read changeLines(collection: "notes", since: 0, limit: 512)"#, "subscribe notes", "send s OK SUB notes 0", "unsubscribe notes",
             "send u OK UNSUB notes",
         ])
     }
