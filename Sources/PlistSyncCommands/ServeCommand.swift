@@ -89,6 +89,8 @@ enum ServeCommand: Subcommand {
         "max-unauthenticated", "preauth-timeout", "max-collections-per-user", "max-bytes-per-user",
         "max-buffered-bytes", "socket-send-buffer", "tls-cert", "tls-key", "plain-listen", "log-format", "metrics-listen", "config", "store",
         "store-timeout", "http-listen", "password-iterations",
+        // Taken and ignored (with a warning), so a config file written for an earlier release still starts.
+        "version-min-age",
     ]
     static let flagOptions: Set<String> = ["quiet", "tls", "invitations-make-accounts"]
 
@@ -106,6 +108,9 @@ enum ServeCommand: Subcommand {
         configuration.idleTimeoutSeconds = UInt64(try options.integer("idle-timeout", default: 300, range: 0...31_536_000))
         configuration.tombstoneTTLSeconds = UInt64(try options.integer("tombstone-ttl", default: 30 * 86_400, range: 0...3_153_600_000))
         configuration.historySeconds = 86_400 * UInt64(try options.integer("history-days", default: 30, range: 0...36_500))
+        if options.value("version-min-age") != nil {
+            ServerLog.error("warning: --version-min-age is no longer used: every change is kept in the change log (see --history-days)")
+        }
         configuration.limits.maxPendingOutputBytes = try options.integer(
             "max-pending-output", default: configuration.limits.maxPendingOutputBytes, range: 4096...(1 << 34))
         configuration.maxConnections = try options.integer("max-connections", default: configuration.maxConnections, range: 1...1_000_000)

@@ -194,10 +194,10 @@ public final class RecordWriter: @unchecked Sendable {
             let newest = try db.queryFirst(
                 "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
             if let newest {
-                // A purged record's history goes with it: no listing before its delete can be rebuilt.
-                try db.execute(
-                    "DELETE FROM changes WHERE (collection, id) IN (SELECT collection, id FROM records WHERE fields IS NULL AND updated_at < ?)",
-                    .integer(cutoff))
+                // A purged record's history goes with it (walked back along its chain, not a scan of
+                // the log): no listing before its delete can be rebuilt.
+                let heads = try db.query("SELECT seq FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.integer(0) }
+                for head in heads { try deleteHistory(from: head) }
                 try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
                 try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
                 try keepSeq()
@@ -208,6 +208,15 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(history.cutoff))
             try db.execute("DELETE FROM invitations WHERE expires_at < ? OR (uses >= uses_allowed AND created_at < ?)", .integer(cutoff), .integer(cutoff))
             return .done
+        }
+    }
+
+    /// Deletes a record's logged changes from its latest (`head`) back along the chain.
+    private func deleteHistory(from head: Int64) throws(StoreError) {
+        var next: Int64? = head
+        while let seq = next {
+            next = try db.queryFirst("SELECT prev_seq FROM changes WHERE seq = ?", .integer(seq)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
+            try db.execute("DELETE FROM changes WHERE seq = ?", .integer(seq))
         }
     }
 
