@@ -32,8 +32,8 @@ public enum Mutation: String, CaseIterable, Sendable {
     /// The server never leaves disk-full mode once in it (the seeded runs reach it only since
     /// their full disks are the store's, not answers of the harness).
     case diskFullModeNeverLeft = "disk-full-mode-never-left"
-    /// The SQLite store leaves an edit of fields alone (the record keeps its place) out of the
-    /// change log: the history misses it, and a revert or LIST AT would read a stale state.
+    /// The SQLite store logs an edit of fields alone (the record keeps its place) without its
+    /// fields: the history misses what was written, and a revert or LIST AT would read it wrong.
     case fieldEditsNotLogged = "field-edits-not-logged"
 
     /// The mutation this process runs with, if any.

@@ -54,9 +54,12 @@ final class SeededServer {
     /// Where the change log and the records disagree, if anywhere: every record's row must be
     /// its latest logged change (same seq, id, rev, place and fields), and every logged change
     /// must name, as the one before it, an earlier change of the same record.
+    /// Each change's link is checked once (a check reads the changes logged since the last).
     func logDisagreement() throws -> String? {
         let path = DataFolder(path: dataFolder).storePath
         if reader?.path != path { reader = (path, try SQLiteDatabase(path: path)) }
+        // Another data folder (a restart, a restore): its changes are checked from the start.
+        let checkedThrough = linksChecked?.path == path ? linksChecked!.through : 0
         let database = reader!.database
         let unlogged = try database.queryFirst(
             """
@@ -69,14 +72,17 @@ final class SeededServer {
         let broken = try database.queryFirst(
             """
             SELECT c.collection || '/' || c.id || ' seq ' || c.seq FROM changes c JOIN changes p ON p.seq = c.prev_seq
-            WHERE p.seq >= c.seq OR p.collection != c.collection OR p.id != c.id OR p.rev >= c.rev
+            WHERE c.seq > ? AND (p.seq >= c.seq OR p.collection != c.collection OR p.id != c.id OR p.rev >= c.rev)
             LIMIT 1
-            """) { $0.text(0) }
+            """, .integer(checkedThrough)) { $0.text(0) }
+        if broken == nil { linksChecked = (path, try database.queryFirst("SELECT coalesce(max(seq), 0) FROM changes") { $0.integer(0) } ?? 0) }
         return broken.map { "the change before \($0 ?? "?") is not an earlier change of its record" }
     }
 
     /// The connection `storedFields` reads with, to the data folder served now.
     private var reader: (path: String, database: SQLiteDatabase)?
+    /// The data folder and the last seq whose change's link `logDisagreement` has checked.
+    private var linksChecked: (path: String, through: Int64)?
 
     /// `plistsync backup` while serving: the path of a consistent copy of the store.
     func backUp() throws -> String {
