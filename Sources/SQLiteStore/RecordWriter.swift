@@ -221,7 +221,9 @@ public final class RecordWriter: @unchecked Sendable {
     }
 
     /// Deletes the log's changes made before `cutoff` (seconds since 1970), but never a
-    /// record's latest. Seqs run with time, so the old changes are the log's first rows.
+    /// record's latest. Seqs run with time, so the old changes are the log's first rows. (The
+    /// records' latest changes older than the cutoff are read again at every purge: one that
+    /// stopped being a latest since must go too.)
     private func trimLog(before cutoff: Int64) throws(StoreError) {
         let firstKept = try db.queryFirst("SELECT seq FROM changes WHERE at >= ? ORDER BY seq LIMIT 1", .integer(cutoff)) { $0.integer(0) }
         let bound = firstKept ?? (seq + 1)

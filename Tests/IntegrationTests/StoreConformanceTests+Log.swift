@@ -103,6 +103,11 @@ extension StoreConformanceTests {
             XCTAssertEqual(kept.map(\.seq), [4, 5, 6], "the latest of b (a tombstone), c and a")
             XCTAssertNil(try store.list("c", at: 3), "a's state at 3 is gone: the listing cannot be rebuilt")
             XCTAssertEqual(try store.list("c", at: 6)?.map(\.id), ["c", "a"], "the present still can")
+            // Later changes are trimmed in their turn; the latest ones kept before stay.
+            XCTAssertEqual(try store.commit([.put(collection: "c", id: "c", baseRev: 1, fieldsJSON: #"{"n":"c2"}"#),
+                                             .put(collection: "c", id: "c", baseRev: 2, fieldsJSON: #"{"n":"c3"}"#)]).count, 2)
+            XCTAssertEqual(try store.commit([.purgeTombstones(updatedBefore: 0, history: HistoryRetention(now: future, keepSeconds: 0))]), [.done])
+            XCTAssertEqual(try store.log("c", LogQuery(since: nil, author: nil, limit: 100)).map(\.seq), [4, 6, 8])
         }
     }
 
