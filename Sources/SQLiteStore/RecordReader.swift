@@ -119,8 +119,7 @@ public final class RecordReader {
     /// been purged.
     public func changes(_ collection: String, since: Int64, limit: Int = Int(Int32.max)) throws(StoreError) -> (changes: [Change], seq: Int64)? {
         try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
-            let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
-            if since > 0, since < purged { return nil }
+            guard try keepsChanges(after: since) else { return nil }
             let seq = try currentSeq()
             let changes = try db.query(
                 "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -134,8 +133,7 @@ public final class RecordReader {
     /// `changes` as `* CHANGE` lines written from the rows.
     public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreError) -> (lines: EncodedLines, seq: Int64)? {
         try db.transaction { () throws(StoreError) -> (lines: EncodedLines, seq: Int64)? in
-            let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
-            if since > 0, since < purged { return nil }
+            guard try keepsChanges(after: since) else { return nil }
             let seq = try currentSeq()
             let prefix = EncodedLines.prefix("CHANGE", collection)
             var lines = EncodedLines()
@@ -151,6 +149,12 @@ public final class RecordReader {
             }
             return (lines, seq)
         }
+    }
+
+    /// Whether every change after `since` is still kept (no tombstone after it was purged).
+    private func keepsChanges(after since: Int64) throws(StoreError) -> Bool {
+        let purged = try db.queryFirst("SELECT value FROM meta WHERE key = 'purged_seq'") { $0.integer(0) } ?? 0
+        return since == 0 || since >= purged
     }
 
     static func state(in db: SQLiteDatabase, _ collection: String, _ id: String) throws(StoreError) -> RecordState? {
