@@ -20,6 +20,9 @@ public final class FolderWatcher {
     /// The folder watched (device and inode when the watch began): a folder removed and made
     /// again under the same path is another folder, which this watch does not see.
     private let watched: FolderIdentity?
+    /// Set by an event that may be the folder's own removal or move (libuv names those by the
+    /// folder's base name): the inode is no proof, as a folder made again often gets it back.
+    private var mayHaveLostItsFolder = false
     private let handle: UnsafeMutablePointer<uv_fs_event_t>
     private let callback: (Event) -> Void
     private var closed = false
@@ -38,6 +41,7 @@ public final class FolderWatcher {
             }
             let entry = name.map { String(cString: $0) }
             if events & Int32(UV_RENAME.rawValue) != 0 {
+                if let entry { watcher.noteRename(of: entry) }
                 watcher.callback(.renamed(entry))
             } else {
                 watcher.callback(.changed(entry))
@@ -51,7 +55,12 @@ public final class FolderWatcher {
 
     /// Whether the folder at `path` is still the one this watch began on.
     public var watchesTheFolderAtItsPath: Bool {
-        watched != nil && FolderIdentity(path) == watched
+        !mayHaveLostItsFolder && watched != nil && FolderIdentity(path) == watched
+    }
+
+    private func noteRename(of entry: String) {
+        guard entry == path.split(separator: "/").last.map(String.init), access(path + "/" + entry, F_OK) != 0 else { return }
+        mayHaveLostItsFolder = true
     }
 
     public func close() {

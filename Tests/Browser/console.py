@@ -528,6 +528,18 @@ def scenario_screenshots(driver, url, line_port, user, password, args):
         driver.find_element(By.ID, "filter").send_keys(Keys.BACKSPACE)
 
 
+def run_reporting_driver_errors(run, driver, *arguments):
+    """Runs a scenario; a WebDriver error ends it with the scenario's own frames and the driver's
+    message (chromedriver's native frames say nothing and would push the message out of a CI log's tail)."""
+    try:
+        run(driver, *arguments)
+    except WebDriverException as error:
+        import traceback
+        error.stacktrace = None
+        frames = "".join(traceback.format_tb(error.__traceback__))
+        fail(f"{frames}{type(error).__name__}: {error.msg}")
+
+
 def main():
     if len(sys.argv) < 6:
         fail(__doc__)
@@ -540,7 +552,7 @@ def main():
         fail(f"no scenario {scenario}")
     driver = browser()
     try:
-        run(driver, url, int(line_port), user, password, args)
+        run_reporting_driver_errors(run, driver, url, int(line_port), user, password, args)
         # Expected refusals show as network errors: /api/me before login, the wrong password,
         # the stale write of the conflict scenario.
         expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED", "replica": "ERR_CONNECTION_REFUSED",

@@ -216,6 +216,27 @@ final class FolderWatcherTests: XCTestCase {
         XCTAssertTrue(loop.close())
     }
 
+    /// A folder removed and made again often gets the same inode back (ext4 does at once), so
+    /// the watch must know from its own events that its folder went, not from the inode.
+    func testAWatchKnowsItsFolderWasRemovedEvenWhenTheNewFolderHasTheSameInode() throws {
+        let folder = NSTemporaryDirectory() + "watch-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let loop = EventLoop()
+        var events: [FolderWatcher.Event] = []
+        let watcher = try FolderWatcher(loop: loop, path: folder) { events.append($0) }
+        XCTAssertTrue(watcher.watchesTheFolderAtItsPath)
+        try FileManager.default.removeItem(atPath: folder)
+        let deadline = Date().addingTimeInterval(5)
+        while events.isEmpty && Date() < deadline { loop.runOnce(wait: false); usleep(1_000) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        XCTAssertFalse(events.isEmpty, "the removal was reported")
+        XCTAssertFalse(watcher.watchesTheFolderAtItsPath, "\(events)")
+        watcher.close()
+        loop.runOnce(wait: false)
+        XCTAssertTrue(loop.close())
+    }
+
     func testMissingFolderIsAnError() {
         let loop = EventLoop()
         XCTAssertThrowsError(try FolderWatcher(loop: loop, path: "/nonexistent/\(UUID())") { _ in })

@@ -37,7 +37,7 @@ final class BrowserTests: XCTestCase {
                 file: StaticString = #filePath, line: UInt = #line) throws -> [String: String] {
         let (status, output, error) = try PlistSyncBinary.runTool(
             "/usr/bin/python3", [Self.script, scenario, url ?? "http://127.0.0.1:\(server.httpPort)/", String(server.port), account.user, account.password] + arguments)
-        XCTAssertEqual(status, 0, "\(scenario): \(error)\n\(output)", file: file, line: line)
+        XCTAssertEqual(status, 0, "\(scenario): \(output)\n\(error)", file: file, line: line)
         var results: [String: String] = [:]
         for resultLine in output.split(separator: "\n") where resultLine.hasPrefix("RESULT ") {
             let parts = resultLine.dropFirst("RESULT ".count).split(separator: " ", maxSplits: 1)

@@ -35,6 +35,7 @@ extension SyncEngine {
     /// and say so, like Syncthing with a missing folder marker; never read it as "delete all".
     func detach(_ collection: String) {
         guard subscriptions.detach(collection) else { return }
+        tell(.folderGone(collection))
         settlingDeletes.drop(collection)
         notePending()
         for name in [collection, Names.conflictsCollection(of: collection)] where subscriptions.unsubscribe(name) {
