@@ -41,9 +41,9 @@ public final class RecordReader {
         }) {
             byName[collection]?.members[user] = role
         }
-        for (collection, seq) in try db.query("SELECT collection, max(seq) FROM records GROUP BY collection", row: { row in
-            (row.text(0) ?? "", row.integer(1))
-        }) {
+        for (collection, seq) in try db.query(
+            "SELECT name, (SELECT max(seq) FROM changes WHERE collection = name) FROM collections", row: { row in (row.text(0) ?? "", row.integer(1)) })
+        {
             byName[collection]?.lastSeq = seq
         }
         return byName.values.sorted { $0.name < $1.name }
@@ -121,9 +121,7 @@ public final class RecordReader {
         try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
             guard try keepsChanges(after: since) else { return nil }
             let seq = try currentSeq()
-            let changes = try db.query(
-                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
-                .text(collection), .integer(since), .integer(Int64(limit))) { row in
+            let changes = try db.query(Self.latestChangesSince, .text(collection), .integer(since), .integer(Int64(limit))) { row in
                 Change(collection: collection, seq: row.integer(2), state: Self.decodeState(row, id: 0, rev: 1, position: 3, fields: 4))
             }
             return (changes, seq)
@@ -138,9 +136,7 @@ public final class RecordReader {
             let prefix = EncodedLines.prefix("CHANGE", collection)
             var lines = EncodedLines()
             lines.bytes.reserveCapacity(min(limit, 4096) * 128)
-            _ = try db.query(
-                "SELECT id, rev, seq, position, fields FROM records WHERE collection = ? AND seq > ? ORDER BY seq LIMIT ?",
-                .text(collection), .integer(since), .integer(Int64(limit))) { row in
+            _ = try db.query(Self.latestChangesSince, .text(collection), .integer(since), .integer(Int64(limit))) { row in
                 let changeSeq = row.integer(2)
                 RowLines.appendChangeStart(prefix, seq: changeSeq, to: &lines.bytes)
                 RowLines.appendState(row, id: 0, rev: 1, position: 3, fields: 4, to: &lines.bytes)
@@ -150,6 +146,14 @@ public final class RecordReader {
             return (lines, seq)
         }
     }
+
+    /// The records changed after seq ?2 in collection ?1, at most ?3, each once (its latest
+    /// state) in seq order: the log's changes after ?2 that are still their record's row. The
+    /// log leads (CROSS JOIN): its order is the answer's.
+    static let latestChangesSince = """
+        SELECT r.id, r.rev, r.seq, r.position, r.fields FROM changes c CROSS JOIN records r
+        WHERE c.collection = ?1 AND c.seq > ?2 AND r.collection = ?1 AND r.id = c.id AND r.seq = c.seq ORDER BY c.seq LIMIT ?3
+        """
 
     /// Whether every change after `since` is still kept (no tombstone after it was purged).
     private func keepsChanges(after since: Int64) throws(StoreError) -> Bool {

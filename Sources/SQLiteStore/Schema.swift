@@ -138,5 +138,14 @@ enum Schema {
             SELECT seq, collection, id, rev, position, fields, NULL, 0, updated_at FROM records;
         INSERT INTO meta (key, value) SELECT 'log_from', coalesce((SELECT value FROM meta WHERE key = 'seq'), 0);
         """,
+        """
+        -- A SUB's replay reads the log in seq order and keeps each change that is still its
+        -- record's latest, so no index of records by seq is kept up at every write (its old
+        -- entry's delete was a second random page a write). The log's index carries the id,
+        -- so the replay goes from it straight to the record's row.
+        DROP INDEX records_by_seq;
+        DROP INDEX changes_by_collection;
+        CREATE INDEX changes_by_collection ON changes (collection, seq, id);
+        """,
     ]
 }

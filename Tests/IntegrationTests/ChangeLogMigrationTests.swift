@@ -42,6 +42,21 @@ final class ChangeLogMigrationTests: XCTestCase {
         XCTAssertEqual(change.seq, 10, "seqs go on")
         XCTAssertEqual(try store.versions("c", "a", limit: 10).map(\.rev), [3, 2], "the log's, then the older ones")
         XCTAssertEqual(try store.list("c", at: 9)?.first?.fieldsJSON, #"{"n":3}"#)
+        XCTAssertEqual(try store.changes("c", since: 0, limit: 100)?.changes.map(\.seq), [2, 9, 10], "the replay: each record's latest, in seq order")
+        XCTAssertEqual(try store.changes("c", since: 7, limit: 100)?.changes.map { "\($0.state.id)@\($0.seq)" }, ["gone@9", "a@10"])
+    }
+
+    /// SUB's replay walks the log's index in seq order and looks each change's record up by its
+    /// key: no index of records by seq (a write would keep it up), no sort.
+    func testTheReplayReadsTheLogInOrderWithNoIndexOfRecordsBySeq() throws {
+        let path = NSTemporaryDirectory() + "plistsync-replay-" + UUID().uuidString
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        let db = try DataFolder(path: path).open()
+        let indexes = try db.query("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'records' AND sql IS NOT NULL") { $0.text(0) ?? "" }
+        XCTAssertEqual(indexes, ["records_in_order"])
+        let plan = try db.query("EXPLAIN QUERY PLAN " + RecordReader.latestChangesSince, .text("c"), .integer(0), .integer(10)) { $0.text(3) ?? "" }
+        XCTAssertEqual(plan, ["SEARCH c USING COVERING INDEX changes_by_collection (collection=? AND seq>?)", "SEARCH r USING PRIMARY KEY (collection=? AND id=?)"])
     }
 
     /// The seq is the log's last change: no counter is written by a commit, and a purge or a
