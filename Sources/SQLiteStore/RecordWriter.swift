@@ -8,10 +8,10 @@ import SyncProtocol
 /// Runs on the thread pool, one batch at a time (the committer guarantees it). Each operation's
 /// revision check happens inside the transaction, so it is atomic with its write.
 public final class RecordWriter: @unchecked Sendable {
-    private let db: SQLiteDatabase
-    private var seq: Int64
+    let db: SQLiteDatabase
+    var seq: Int64
     /// The statements of every record write, prepared once.
-    private let statements: RecordStatements
+    let statements: RecordStatements
     /// The log's author rows by who they are, as committed.
     private var authorIDs: [ChangeAuthor: Int64] = [:]
     private var lastAuthor: (author: ChangeAuthor, id: Int64)?
@@ -191,93 +191,16 @@ public final class RecordWriter: @unchecked Sendable {
             }
             return try accountsChanged()
         case .purgeTombstones(let cutoff, let history):
-            let newest = try db.queryFirst(
-                "SELECT max(seq) FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
-            if let newest {
-                // A purged record's history goes with it (walked back along its chain, not a scan of
-                // the log): no listing before its delete can be rebuilt.
-                let heads = try db.query("SELECT seq FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff)) { $0.integer(0) }
-                for head in heads { try deleteHistory(from: head) }
-                try db.execute("DELETE FROM records WHERE fields IS NULL AND updated_at < ?", .integer(cutoff))
-                try db.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'purged_seq'", .integer(newest))
-                try keepSeq()
-                try raiseLogFrom(to: newest)
-            }
-            try trimLog(before: history.cutoff)
-            try thinLog(history)
-            try db.execute("DELETE FROM record_versions WHERE replaced_at < ?", .integer(history.cutoff))
-            try db.execute("DELETE FROM invitations WHERE expires_at < ? OR (uses >= uses_allowed AND created_at < ?)", .integer(cutoff), .integer(cutoff))
+            try purge(tombstonesUpdatedBefore: cutoff, history: history)
             return .done
-        }
-    }
-
-    /// Deletes a record's logged changes from its latest (`head`) back along the chain.
-    private func deleteHistory(from head: Int64) throws(StoreError) {
-        var next: Int64? = head
-        while let seq = next {
-            next = try db.queryFirst("SELECT prev_seq FROM changes WHERE seq = ?", .integer(seq)) { $0.isNull(0) ? nil : $0.integer(0) } ?? nil
-            try db.execute("DELETE FROM changes WHERE seq = ?", .integer(seq))
-        }
-    }
-
-    /// Deletes the log's changes made before `cutoff` (seconds since 1970), but never a
-    /// record's latest. Seqs run with time, so the old changes are the log's first rows. (The
-    /// records' latest changes older than the cutoff are read again at every purge: one that
-    /// stopped being a latest since must go too.)
-    private func trimLog(before cutoff: Int64) throws(StoreError) {
-        let firstKept = try db.queryFirst("SELECT seq FROM changes WHERE at >= ? ORDER BY seq LIMIT 1", .integer(cutoff)) { $0.integer(0) }
-        let bound = firstKept ?? (seq + 1)
-        let removed = try db.execute(
-            """
-            DELETE FROM changes WHERE seq < ? AND NOT EXISTS
-                (SELECT 1 FROM records r WHERE r.collection = changes.collection AND r.id = changes.id AND r.seq = changes.seq)
-            """, .integer(bound))
-        if removed > 0 { try raiseLogFrom(to: bound - 1) }
-    }
-
-    /// Thins each tier of the log from where the last purge left it (`thinned_<bucket>`: the
-    /// time reached, and `thinned_<bucket>_seq`: the first change not thinned yet, so a purge
-    /// reads only the changes new to the tier): a record's latest change of each bucket stays,
-    /// and the chain of the next kept one skips those let go.
-    private func thinLog(_ history: HistoryRetention) throws(StoreError) {
-        for tier in history.tiers {
-            let key = "thinned_\(tier.bucket)"
-            let doneTime = try db.queryFirst("SELECT value FROM meta WHERE key = ?", .text(key)) { $0.integer(0) } ?? tier.from
-            let doneSeq = try db.queryFirst("SELECT value FROM meta WHERE key = ?", .text(key + "_seq")) { $0.integer(0) } ?? 0
-            let from = max(doneTime, tier.from)
-            guard from < tier.to else { continue }
-            // Seqs run with time: the tier's changes are a range of them.
-            let end = try db.queryFirst("SELECT seq FROM changes WHERE seq >= ? AND at >= ? ORDER BY seq LIMIT 1",
-                                        .integer(doneSeq), .integer(tier.to)) { $0.integer(0) } ?? (seq + 1)
-            let entries = try db.query(
-                "SELECT seq, collection, id, at, prev_seq FROM changes WHERE seq >= ? AND seq < ? AND at >= ? ORDER BY seq",
-                .integer(doneSeq), .integer(end), .integer(from)) { row in
-                HistoryRetention.Entry(seq: row.integer(0), collection: row.text(1) ?? "", id: row.text(2) ?? "", at: row.integer(3),
-                                       previous: row.isNull(4) ? nil : row.integer(4))
-            }
-            let (drop, relink) = HistoryRetention.thin(entries, bucket: tier.bucket)
-            for gone in drop { try db.execute("DELETE FROM changes WHERE seq = ?", .integer(gone)) }
-            for link in relink {
-                try db.execute("UPDATE changes SET prev_seq = ? WHERE seq = ?", link.previous.map(SQLValue.integer) ?? .null, .integer(link.seq))
-            }
-            if let latest = relink.map(\.seq).max() { try raiseLogFrom(to: latest) }
-            for (name, value) in [(key, tier.to), (key + "_seq", end)] {
-                try db.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", .text(name), .integer(value))
-            }
         }
     }
 
     /// The last seq handed out is the log's last change (`RecordReader.currentSeqQuery`), so a
     /// commit writes no counter; an operation that may delete that change writes it to meta.
-    private func keepSeq() throws(StoreError) {
+    func keepSeq() throws(StoreError) {
         try statements.saveSeq.bind(1, seq)
         try statements.saveSeq.run()
-    }
-
-    /// No listing before `seq` can be rebuilt from the log any more.
-    private func raiseLogFrom(to seq: Int64) throws(StoreError) {
-        try db.execute("INSERT INTO meta (key, value) VALUES ('log_from', ?) ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
-                       .integer(seq))
     }
 
     /// The log's row for `author`, made the first time it writes (with its token's label).
@@ -332,44 +255,6 @@ public final class RecordWriter: @unchecked Sendable {
             return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, stamp, previousBytes: state.storedFieldBytes) }
         case .place(let state):
             return try record(collection, state, stamp, previousBytes: current?.storedFieldBytes ?? 0)
-        }
-    }
-
-    /// A MOVE's questions about the other live records, in SQLite.
-    private struct Neighbours: NeighbourLookup {
-        let db: SQLiteDatabase
-        let collection: String
-        let moving: String
-
-        private func key(_ condition: String, _ order: String, _ bound: String? = nil) throws(StoreError) -> String? {
-            let sql = "SELECT position FROM records WHERE collection = ? AND position IS NOT NULL AND id != ? \(condition) ORDER BY \(order) LIMIT 1"
-            if let bound { return try db.queryFirst(sql, .text(collection), .text(moving), .text(bound)) { $0.text(0) } ?? nil }
-            return try db.queryFirst(sql, .text(collection), .text(moving)) { $0.text(0) } ?? nil
-        }
-
-        func firstKey() throws(StoreError) -> String? { try key("", "position, id") }
-        func lastKey() throws(StoreError) -> String? { try key("", "position DESC, id DESC") }
-        func key(below key: String) throws(StoreError) -> String? { try self.key("AND position < ?", "position DESC", key) }
-        func key(above key: String) throws(StoreError) -> String? { try self.key("AND position > ?", "position", key) }
-        func key(of id: String) throws(StoreError) -> String? {
-            guard let state = try RecordReader.state(in: db, collection, id), case .live(let position, _) = state.body else { return nil }
-            return position
-        }
-
-        func records(atOrBelow key: String, limit: Int) throws(StoreError) -> [RecordState] {
-            try records("position <= ?", "position DESC, id DESC", key, limit)
-        }
-
-        func records(atOrAbove key: String, limit: Int) throws(StoreError) -> [RecordState] {
-            try records("position >= ?", "position, id", key, limit)
-        }
-
-        private func records(_ condition: String, _ order: String, _ key: String, _ limit: Int) throws(StoreError) -> [RecordState] {
-            try db.query(
-                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL AND id != ? AND \(condition) ORDER BY \(order) LIMIT ?",
-                .text(collection), .text(moving), .text(key), .integer(Int64(limit))) { row in
-                RecordReader.decodeState(row, id: 0, rev: 1, position: 2, fields: 3)
-            }
         }
     }
 
@@ -488,38 +373,4 @@ private struct StoredRecord {
 private struct Stamp {
     var author: Int64
     var at: Int64
-}
-
-/// The record writes' statements, prepared once for the writer's connection.
-private struct RecordStatements {
-    let head: PreparedStatement
-    let updateFields: PreparedStatement
-    let upsert: PreparedStatement
-    let append: PreparedStatement
-    let appendLookingUp: PreparedStatement
-    let saveSeq: PreparedStatement
-
-    init(_ db: SQLiteDatabase) throws(StoreError) {
-        head = try db.prepare("SELECT rev, position, fields, seq FROM records WHERE collection = ?1 AND id = ?2")
-        // Sets neither position nor the columns of the order index's condition, so SQLite
-        // leaves that index alone. Both take their parameters by the same numbers.
-        updateFields = try db.prepare("UPDATE records SET rev = ?3, seq = ?4, fields = ?5, updated_at = ?6 WHERE collection = ?1 AND id = ?2")
-        upsert = try db.prepare(
-            """
-            INSERT INTO records (collection, id, rev, seq, fields, updated_at, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-            ON CONFLICT (collection, id) DO UPDATE SET rev = excluded.rev, seq = excluded.seq,
-                position = excluded.position, fields = excluded.fields, updated_at = excluded.updated_at
-            """)
-        append = try db.prepare(
-            """
-            INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at) VALUES (?4, ?1, ?2, ?3, ?7, ?5, ?9, ?8, ?6)
-            """)
-        // Run before the record's row changes, so prev_seq reads the seq it replaces.
-        appendLookingUp = try db.prepare(
-            """
-            INSERT INTO changes (seq, collection, id, rev, position, fields, prev_seq, author, at)
-            VALUES (?4, ?1, ?2, ?3, ?7, ?5, (SELECT seq FROM records WHERE collection = ?1 AND id = ?2), ?8, ?6)
-            """)
-        saveSeq = try db.prepare("UPDATE meta SET value = max(value, ?1) WHERE key = 'seq'")
-    }
 }

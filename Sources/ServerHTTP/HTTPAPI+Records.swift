@@ -62,11 +62,14 @@ extension HTTPAPI {
     /// null>}`; a page costs its own records, not the collection's.
     static func listRecords(_ exchange: Exchange, _ collection: String) {
         let query = exchange.target.query
-        if let at = query["at"] {
-            guard let seq = Int64(at), seq >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "at is a seq: a whole number from 0") }
-            return listAll(exchange, .listAt(collection: collection, seq: seq))
+        var at: Int64?
+        if let text = query["at"] {
+            guard let seq = Int64(text), seq >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "at is a seq: a whole number from 0") }
+            at = seq
         }
-        guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else { return listAll(exchange, .list(collection: collection)) }
+        guard query["limit"] != nil || query["after"] != nil || query["offset"] != nil else {
+            return listAll(exchange, at.map { .listAt(collection: collection, seq: $0) } ?? .list(collection: collection))
+        }
         let offset = Int(query["offset"] ?? "0") ?? -1
         let limit = query["limit"].map { Int($0) ?? -1 } ?? Int.max
         guard offset >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset is a whole number") }
@@ -79,7 +82,7 @@ extension HTTPAPI {
             }
             cursor = RecordCursor(position: String(after[..<dot]), id: String(after[after.index(after: dot)...]))
         }
-        RecordPages(exchange: exchange, collection: collection, after: cursor, skip: offset, limit: limit).next()
+        RecordPages(exchange: exchange, collection: collection, at: at, after: cursor, skip: offset, limit: limit).next()
     }
 
     /// The whole listing as one snapshot (LIST, or LIST AT a seq).

@@ -3,7 +3,8 @@ import HTTPKit
 import SyncCore
 import SyncProtocol
 
-/// One paged listing in progress (`GET …/records?limit=…&after=…`): LIST pages of at most
+/// One paged listing in progress (`GET …/records?limit=…&after=…`, and with `at=` of the list as it
+/// stood at a seq: LIST … AT … pages): LIST pages of at most
 /// `CommandParser.maxPageRecords`, each read after the last record of the one before, written
 /// out as they come, until `limit` records are sent or the collection ends. `offset` records
 /// are passed over first (page by page: slower than `after`, never the whole collection at
@@ -11,15 +12,18 @@ import SyncProtocol
 final class RecordPages {
     private let exchange: Exchange
     private let collection: String
+    /// The seq of the list paged (`?at=`), nil for today's.
+    private let at: Int64?
     private var cursor: RecordCursor?
     private var skip: Int
     private var remaining: Int
     private var started = false
     private var first = true
 
-    init(exchange: Exchange, collection: String, after: RecordCursor?, skip: Int, limit: Int) {
+    init(exchange: Exchange, collection: String, at: Int64?, after: RecordCursor?, skip: Int, limit: Int) {
         self.exchange = exchange
         self.collection = collection
+        self.at = at
         cursor = after
         self.skip = skip
         remaining = limit
@@ -29,7 +33,12 @@ final class RecordPages {
     func next() {
         let wanted = max(1, min(CommandParser.maxPageRecords, remaining > Int.max - skip ? Int.max : remaining + skip))
         var records: [RecordState] = []
-        exchange.bridge.request(.listPage(collection: collection, after: cursor, limit: wanted),
+        let command: Command = if let at {
+            .listPageAt(collection: collection, seq: at, after: cursor, limit: wanted)
+        } else {
+            .listPage(collection: collection, after: cursor, limit: wanted)
+        }
+        exchange.bridge.request(command,
                                 collecting: { if case .record = $0 { true } else { false } },
                                 onNotice: { if case .record(_, let state) = $0 { records.append(state) } }) { [self] answer in
             guard case .ok(.listed(_, let count, let seq), _) = answer else {

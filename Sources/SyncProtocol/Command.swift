@@ -26,6 +26,8 @@ public enum Command: Equatable, Sendable {
     case listPage(collection: String, after: RecordCursor?, limit: Int)
     /// The live records as they stood once `seq` was committed.
     case listAt(collection: String, seq: Int64)
+    /// A page of the list as it stood at `seq`, as `listPage` pages today's.
+    case listPageAt(collection: String, seq: Int64, after: RecordCursor?, limit: Int)
     /// The collection's change log: who changed what, when.
     case log(collection: String, query: LogQuery)
     /// Writes every record changed after `seq` (by `author` only, when given) back to how it
@@ -165,7 +167,8 @@ public enum CommandParser {
         VerbSpec(verb: "VERSIONS", arguments: 2...2, takesPayload: false, usage: "VERSIONS <collection> <id>") { args, _, _ throws(ProtocolError) in
             .versions(collection: try collection(args[0]), id: try recordID(args[1]))
         },
-        VerbSpec(verb: "LIST", arguments: 1...6, takesPayload: false, usage: "LIST <collection> [[AFTER <position> <id>] LIMIT <n>] | LIST <collection> AT <seq>") {
+        VerbSpec(verb: "LIST", arguments: 1...8, takesPayload: false,
+                 usage: "LIST <collection> [AT <seq>] [[AFTER <position> <id>] LIMIT <n>]") {
             args, _, usage throws(ProtocolError) in
             let name = try collection(args[0], orConflicts: true)
             switch args.count {
@@ -173,6 +176,10 @@ public enum CommandParser {
                 return .list(collection: name)
             case 3 where args[1].uppercased() == "AT":
                 return .listAt(collection: name, seq: try seq(args[2]))
+            case 5 where args[1].uppercased() == "AT" && args[3].uppercased() == "LIMIT":
+                return .listPageAt(collection: name, seq: try seq(args[2]), after: nil, limit: try pageLimit(args[4]))
+            case 8 where args[1].uppercased() == "AT" && args[3].uppercased() == "AFTER" && args[6].uppercased() == "LIMIT":
+                return .listPageAt(collection: name, seq: try seq(args[2]), after: try cursor(args[4], args[5]), limit: try pageLimit(args[7]))
             case 3 where args[1].uppercased() == "LIMIT":
                 return .listPage(collection: name, after: nil, limit: try pageLimit(args[2]))
             case 6 where args[1].uppercased() == "AFTER" && args[4].uppercased() == "LIMIT":
@@ -297,6 +304,11 @@ public enum CommandParser {
             _ = try collection(name, orConflicts: true)
         case .listPage(let name, let after, let limit):
             _ = try collection(name, orConflicts: true)
+            if let after { _ = try cursor(after.position, after.id) }
+            _ = try pageLimit(String(limit))
+        case .listPageAt(let name, let seq, let after, let limit):
+            _ = try collection(name, orConflicts: true)
+            guard seq >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
             if let after { _ = try cursor(after.position, after.id) }
             _ = try pageLimit(String(limit))
         case .subscribe(let name, let since), .listAt(let name, let since):

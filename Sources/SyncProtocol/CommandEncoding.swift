@@ -24,6 +24,8 @@ extension Command {
         case .versions(let collection, let id): return "VERSIONS \(collection) \(arg(id))"
         case .list(let collection): return "LIST \(collection)"
         case .listAt(let collection, let seq): return "LIST \(collection) AT \(seq)"
+        case .listPageAt(let collection, let seq, let after, let limit):
+            return "LIST \(collection) AT \(seq)" + (after.map { " AFTER \($0.position) \(arg($0.id))" } ?? "") + " LIMIT \(limit)"
         case .log(let collection, let query):
             return "LOG \(collection)" + (query.since.map { " SINCE \($0)" } ?? "") + (query.author.map { " " + $0.words } ?? "") + " LIMIT \(query.limit)"
         case .revert(let collection, let seq, let author, let dryRun):

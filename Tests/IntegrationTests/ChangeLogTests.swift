@@ -137,6 +137,20 @@ final class ChangeLogTests: XCTestCase {
 
         let rebuilt = try listing(alice, "a LIST inventory AT \(atBackup.seq)", keepRevs: true)
         XCTAssertEqual(rebuilt.seq, atBackup.seq)
+
+        // Paged, with records added between the pages: the pages are of the one list at the seq.
+        var paged: [String] = []
+        var after = ""
+        for page in 0..<20 {
+            let part = try listing(alice, "pg LIST inventory AT \(atBackup.seq)\(after) LIMIT 7", keepRevs: true)
+            XCTAssertEqual(part.seq, atBackup.seq)
+            paged += part.records
+            guard let last = part.records.last, part.records.count == 7 else { break }
+            let words = last.split(separator: " ")  // collection id rev position fields
+            after = " AFTER \(words[3]) \(words[1])"
+            try alice.expect(#"x PUT inventory between\#(page) 0 {"n":0}"#, prefix: "x OK PUT")
+        }
+        XCTAssertEqual(paged, atBackup.records, "no record twice, none missed, none added since")
         server.stop()
         let copy = scratch + "/restored"
         let restored = PlistSyncCommand.run(["restore", scratch + "/store.backup", "--data", copy])

@@ -51,6 +51,12 @@ final class CommandParserTests: XCTestCase {
                        .log(collection: "c", query: LogQuery(since: 7, author: .device("0123456789ab"), limit: 5)))
         XCTAssertEqual(try command("t LOG c BY bob"), .log(collection: "c", query: LogQuery(since: nil, author: .user("bob"), limit: 100)))
         XCTAssertEqual(try command("t LIST c AT 12"), .listAt(collection: "c", seq: 12))
+        XCTAssertEqual(try command("t LIST c AT 12 LIMIT 5"), .listPageAt(collection: "c", seq: 12, after: nil, limit: 5))
+        XCTAssertEqual(try command("t LIST c at 12 after a0 \"x y\" limit 5"),
+                       .listPageAt(collection: "c", seq: 12, after: RecordCursor(position: "a0", id: "x y"), limit: 5))
+        for bad in ["t LIST c AT 12 LIMIT 0", "t LIST c AT -1 LIMIT 5", "t LIST c AT 12 AFTER a0 x", "t LIST c AT 12 LIMIT 5 AFTER a0 x"] {
+            XCTAssertThrowsError(try command(bad), bad)
+        }
         XCTAssertEqual(try command("t REVERT c TO 3 DEVICE password DRY-RUN"), .revert(collection: "c", toSeq: 3, author: .device("password"), dryRun: true))
         XCTAssertEqual(try command("t REVERT c BY bob TO 3"), .revert(collection: "c", toSeq: 3, author: .user("bob"), dryRun: false))
         for bad in ["t LOG c SINCE", "t LOG c SINCE 1 SINCE 2", "t LOG c LIMIT 1001", "t LOG c BY bob DEVICE password", "t LOG c DEVICE laptop",
@@ -58,7 +64,8 @@ final class CommandParserTests: XCTestCase {
             XCTAssertEqual(code(bad), .badRequest, bad)
         }
         for command in [Command.log(collection: "c", query: LogQuery(since: 4, author: .user("bob"), limit: 9)),
-                        .revert(collection: "c", toSeq: 3, author: .device("0123456789ab"), dryRun: true), .listAt(collection: "c", seq: 2)] {
+                        .revert(collection: "c", toSeq: 3, author: .device("0123456789ab"), dryRun: true), .listAt(collection: "c", seq: 2),
+                        .listPageAt(collection: "c", seq: 2, after: RecordCursor(position: "a0", id: "x y"), limit: 3)] {
             XCTAssertEqual(try self.command("t " + command.requestText), command, "encodes as it parses")
         }
     }

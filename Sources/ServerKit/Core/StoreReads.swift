@@ -135,6 +135,8 @@ enum StoreQuery: Sendable, Equatable {
     case versions(collection: String, id: String, limit: Int)
     /// The collection's live records as they stood at `seq`, as a listing.
     case listingAt(collection: String, seq: Int64)
+    /// A page of that list: at most `limit` records after `after`.
+    case pageAt(collection: String, seq: Int64, after: RecordCursor?, limit: Int)
     case log(collection: String, LogQuery)
     /// What REVERT would write: the changes after `seq` and the states before them.
     case revertPlan(collection: String, seq: Int64, author: LogQuery.Author?)
@@ -155,6 +157,8 @@ enum StoreQuery: Sendable, Equatable {
         case .versions(let collection, let id, let limit): .versions(try store.versions(collection, id, limit: limit))
         case .listingAt(let collection, let seq):
             .pastListing(try store.list(collection, at: seq).map { ListingHandle(WholeListing(records: $0, seq: seq)) })
+        case .pageAt(let collection, let seq, let after, let limit):
+            .pastPage(try store.list(collection, at: seq).map { Self.page(of: $0, after: after, limit: limit) })
         case .log(let collection, let query): .log(try store.log(collection, query))
         case .revertPlan(let collection, let seq, let author): .revertPlan(try Self.plan(collection, seq, author, on: store))
         case .changes(let collection, let since, let limit): .changes(try store.changes(collection, since: since, limit: limit))
@@ -166,6 +170,20 @@ enum StoreQuery: Sendable, Equatable {
 }
 
 extension StoreQuery {
+    /// The records of `list` (in list order) after `cursor`, at most `limit`.
+    static func page(of list: [RecordState], after cursor: RecordCursor?, limit: Int) -> [RecordState] {
+        var start = 0
+        if let cursor {
+            // The first record the cursor precedes (the list is live records in order).
+            var end = list.count
+            while start < end {
+                let middle = (start + end) / 2
+                if let key = RecordCursor(list[middle]), cursor.precedes(key) { end = middle } else { start = middle + 1 }
+            }
+        }
+        return Array(list[start..<min(list.count, start + limit)])
+    }
+
     /// Reads every change after `seq` and the states the records it touches had at `seq`.
     private static func plan(_ collection: String, _ seq: Int64, _ author: LogQuery.Author?, on store: ServerStore) throws(StoreFailure) -> RevertPlanAnswer {
         let changes = try store.log(collection, LogQuery(since: seq, author: nil, limit: RevertPlan.maxChanges + 1))
@@ -203,6 +221,8 @@ enum StoreAnswer: Sendable {
     case versions([RecordVersion])
     /// nil: the log no longer reaches back that far.
     case pastListing(ListingHandle?)
+    /// nil: the log no longer reaches the seq.
+    case pastPage([RecordState]?)
     case log([LoggedChange])
     case revertPlan(RevertPlanAnswer)
 }

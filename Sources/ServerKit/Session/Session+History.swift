@@ -13,6 +13,18 @@ extension Session {
         }
     }
 
+    /// A page of the list at `seq`. The list at a seq never changes while the log reaches it,
+    /// so pages read one after the other agree with each other, unlike today's.
+    func listPageAt(_ tag: String, _ collection: String, seq: Int64, after: RecordCursor?, limit: Int) throws(ProtocolError) {
+        try requireRole(.read, collection)
+        ask(.pageAt(collection: collection, seq: seq, after: after, limit: limit), tag) { [self] answer in
+            guard case .pastPage(let found) = answer else { return }
+            guard let records = found else { throw historyExpired(seq) }
+            if !records.isEmpty { send(.notices(records.map { .record(collection: collection, state: $0) })) }
+            send(.ok(tag: tag, .listed(collection: collection, count: records.count, seq: seq)))
+        }
+    }
+
     func log(_ tag: String, _ collection: String, _ query: LogQuery) throws(ProtocolError) {
         try requireRole(.read, collection)
         ask(.log(collection: collection, query), tag) { [self] answer in

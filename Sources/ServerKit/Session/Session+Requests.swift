@@ -134,6 +134,8 @@ extension Session {
             }
         case .listAt(let collection, let seq):
             try listAt(tag, collection, seq: seq)
+        case .listPageAt(let collection, let seq, let after, let limit):
+            try listPageAt(tag, collection, seq: seq, after: after, limit: limit)
         case .log(let collection, let query):
             try log(tag, collection, query)
         case .revert(let collection, let seq, let author, let dryRun):
