@@ -78,13 +78,15 @@ extension BenchCommand {
     /// `bench reads`: 8 clients read one collection of `--records` (default 1,000,000) whole at
     /// once, 4 by LIST and 4 by SUB SINCE 0, while a ninth sends a PING every 2 ms: the bytes
     /// served a second of the server's CPU, and how long the PINGs waited behind the reads.
+    /// `--edits K` writes every record K more times first (a collection with a history to skip).
     static func reads(_ options: Arguments) throws {
         let size = try options.integer("records", default: 1_000_000, range: 10...100_000_000)
+        let edits = try options.integer("edits", default: 0, range: 0...1_000)
         let arguments = options.value("server-args").map { $0.split(separator: " ").map(String.init) } ?? []
         let server = try ThrowawayServer(arguments: arguments)
         defer { server.stop() }
         let target = BenchTarget(address: SocketAddress(host: "127.0.0.1", port: server.port), user: "bench", password: "bench")
-        try Populate.run(against: target, collection: "reads", count: size)
+        try Populate.run(against: target, collection: "reads", count: size, edits: edits)
         let probe = PingProbe()
         probe.start(against: target)
         usleep(200_000)

@@ -20,7 +20,7 @@ enum BenchCommand: Subcommand {
                plistsync bench sse [--subscribers M] [--messages K] [--rate R] [--count K]
                plistsync bench scale [--sizes 10000,100000,1000000] [--moves N] [--users 1000,10000]
                                      [--collections N] [--agent-sizes 10000,100000] [--server-args "ARGS"]
-               plistsync bench reads [--records N]
+               plistsync bench reads [--records N] [--edits K]
                plistsync bench accounts [--count N] [--processes P] [--window W] [--grants-only]
                plistsync bench put|fanout --peer redis|nats|postgres|etcd --server HOST:PORT ...
                plistsync bench propagate --peer syncthing --folders A,B [--rescan HOST:PORT --api-key KEY]
@@ -52,6 +52,8 @@ enum BenchCommand: Subcommand {
                              members each, measured during 200 user adds.
           --agent-sizes A,…  (scale) Records an agent mirrors: first sync, save -> CHANGE.
           --server-args ARGS (scale) More options for the throwaway servers' serve.
+          --records N        (reads) Records in the collection read (default 1000000).
+          --edits K          (reads) Times each record is written again first (default 0).
           --binary PATH      The plistsync the throwaway servers and agents run (default this
                              one): an older build measured by this one's clients.
           --peer NAME        Measure that peer instead: redis, postgres, etcd (put, fanout), nats
@@ -76,7 +78,7 @@ enum BenchCommand: Subcommand {
             arguments,
             valueOptions: ["clients", "seconds", "file-kind", "elements", "window", "subscribers", "messages", "rate", "server", "user", "password", "peer", "record",
                            "trials", "burst", "initial", "count", "processes", "since", "folders", "rescan", "api-key", "folder-id",
-                           "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data", "records"],
+                           "fingerprint", "ca", "sizes", "moves", "users", "collections", "agent-sizes", "server-args", "binary", "data", "records", "edits"],
             flagOptions: ["tls", "grants-only"])
         guard options.positionals.count == 1, let scenario = options.positionals.first else {
             throw UsageError("name one scenario: put, fanout, propagate, connections, http, sse, scale or accounts")
