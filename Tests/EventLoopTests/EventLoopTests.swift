@@ -196,45 +196,50 @@ final class EventLoopTests: XCTestCase {
 }
 
 final class FolderWatcherTests: XCTestCase {
-    func testReportsCreatedAndWrittenFilesByName() throws {
-        let folder = NSTemporaryDirectory() + "watch-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+    /// A fresh folder under watch, removed at the test's end; `events` is what the watch reported.
+    private final class WatchedFolder {
+        let path = NSTemporaryDirectory() + "watch-" + UUID().uuidString
         let loop = EventLoop()
         var events: [FolderWatcher.Event] = []
-        let watcher = try FolderWatcher(loop: loop, path: folder) { events.append($0) }
-        let timer = LoopTimer(loop: loop)
+        private(set) var watcher: FolderWatcher!
+
+        init() throws {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            watcher = try FolderWatcher(loop: loop, path: path) { [unowned self] in events.append($0) }
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    func testReportsCreatedAndWrittenFilesByName() throws {
+        let folder = try WatchedFolder()
+        let timer = LoopTimer(loop: folder.loop)
         timer.start(after: 20) {
-            _ = FileManager.default.createFile(atPath: folder + "/Ada.plist", contents: Data("x".utf8))
+            _ = FileManager.default.createFile(atPath: folder.path + "/Ada.plist", contents: Data("x".utf8))
             timer.start(after: 50) {
-                watcher.close()
+                folder.watcher.close()
                 timer.close()
             }
         }
-        loop.run()
-        XCTAssertTrue(events.contains(.renamed("Ada.plist")), "\(events)")
-        XCTAssertTrue(loop.close())
+        folder.loop.run()
+        XCTAssertTrue(folder.events.contains(.renamed("Ada.plist")), "\(folder.events)")
+        XCTAssertTrue(folder.loop.close())
     }
 
     /// A folder removed and made again often gets the same inode back (ext4 does at once), so
     /// the watch must know from its own events that its folder went, not from the inode.
     func testAWatchKnowsItsFolderWasRemovedEvenWhenTheNewFolderHasTheSameInode() throws {
-        let folder = NSTemporaryDirectory() + "watch-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let loop = EventLoop()
-        var events: [FolderWatcher.Event] = []
-        let watcher = try FolderWatcher(loop: loop, path: folder) { events.append($0) }
-        XCTAssertTrue(watcher.watchesTheFolderAtItsPath)
-        try FileManager.default.removeItem(atPath: folder)
+        let folder = try WatchedFolder()
+        XCTAssertTrue(folder.watcher.watchesTheFolderAtItsPath)
+        try FileManager.default.removeItem(atPath: folder.path)
         let deadline = Date().addingTimeInterval(5)
-        while events.isEmpty && Date() < deadline { loop.runOnce(wait: false); usleep(1_000) }
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        XCTAssertFalse(events.isEmpty, "the removal was reported")
-        XCTAssertFalse(watcher.watchesTheFolderAtItsPath, "\(events)")
-        watcher.close()
-        loop.runOnce(wait: false)
-        XCTAssertTrue(loop.close())
+        while folder.events.isEmpty && Date() < deadline { folder.loop.runOnce(wait: false); usleep(1_000) }
+        try FileManager.default.createDirectory(atPath: folder.path, withIntermediateDirectories: true)
+        XCTAssertFalse(folder.events.isEmpty, "the removal was reported")
+        XCTAssertFalse(folder.watcher.watchesTheFolderAtItsPath, "\(folder.events)")
+        folder.watcher.close()
+        folder.loop.runOnce(wait: false)
+        XCTAssertTrue(folder.loop.close())
     }
 
     func testMissingFolderIsAnError() {
