@@ -415,6 +415,11 @@ def scenario_activity(driver, url, line_port, user, password, args):
     click(driver, "#undo-confirm", "Undo")
     until("the undo's message", lambda: driver.find_element(By.ID, "message").text.startswith("undid"))
     result("message", driver.find_element(By.ID, "message").text)
+    # On a phone the changes are cards the width of the screen: nothing scrolls sideways.
+    driver.set_window_size(390, 844)
+    until("the cards", lambda: driver.execute_script("return getComputedStyle(document.querySelector('#activity tbody tr')).display") == "grid")
+    result("phone_overflow", driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+    driver.save_screenshot(screenshot.replace(".png", "-phone.png"))
 
 
 def scenario_defects(driver, url, line_port, user, password, args):

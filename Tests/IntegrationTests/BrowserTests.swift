@@ -342,6 +342,7 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["records"], "Linus,Linus,Spam,Grace,Ada,Linus,Grace,Ada", "newest first")
         XCTAssertEqual(results["preview"], #"Ada → name: Ada, phone: 555-0111;Grace → name: Grace, phone: 555-0142;Spam → (deleted);Linus: kept, changed since by alice"#)
         XCTAssertEqual(results["message"], "undid 3 record(s) of alice on stolen laptop; 1 changed since by others, kept")
+        XCTAssertEqual(results["phone_overflow"], "0", "on a phone the changes are cards, nothing scrolls sideways")
         try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 3 a0 {"name":"Ada","phone":"555-0111"}"#)
         try line.expect("g GET contacts Grace", equals: #"g OK GET contacts Grace 3 a1 {"name":"Grace","phone":"555-0142"}"#)
         try line.expect("g GET contacts Spam", equals: "g OK GET contacts Spam 2 - DELETED")

@@ -54,13 +54,14 @@ export async function showActivity(collection) {
     const seq = plain(member(change, 'seq'));
     const by = who(member(change, 'by'));
     const tr = element('tr', undefined, { 'data-seq': String(seq) });
-    const actions = element('td');
+    const actions = element('td', undefined, { class: 'actions' });
     if (filter) {
       actions.append(button('Undo from here', `Undo what ${by.shown} changed from seq ${seq} on`,
         () => previewUndo(collection, Number(seq) - 1, filterQuery(filter), picker.selectedOptions[0].text)));
     }
-    tr.append(element('td', when(plain(member(change, 'time')))), element('td', by.user), element('td', by.shown), element('td', by.via),
-      element('td', plain(member(change, 'id'))), element('td', stateText(change)), actions);
+    const cell = (text, name) => element('td', text, { class: name });
+    tr.append(cell(when(plain(member(change, 'time'))), 'when'), cell(by.user, 'who'), cell(by.shown, 'device'), cell(by.via, 'via'),
+      cell(plain(member(change, 'id')), 'record'), cell(stateText(change), 'now'), actions);
     return tr;
   }));
   if (changes.length === 0) tbody.append(element('tr', undefined).appendChild(element('td', 'No changes kept.')).parentNode);
