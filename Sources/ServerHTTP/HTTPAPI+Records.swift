@@ -73,6 +73,9 @@ extension HTTPAPI {
         let offset = Int(query["offset"] ?? "0") ?? -1
         let limit = query["limit"].map { Int($0) ?? -1 } ?? Int.max
         guard offset >= 0 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset is a whole number") }
+        guard at == nil || offset == 0 else {
+            return exchange.fail(400, ErrorCode.badRequest.rawValue, "offset cannot be used with at (each page rebuilds the list); page with after")
+        }
         // A page of none would answer `next: null`, which tells a pager the list has ended.
         guard limit >= 1 else { return exchange.fail(400, ErrorCode.badRequest.rawValue, "limit is a whole number from 1 (LIST … LIMIT 0 is refused too)") }
         var cursor: RecordCursor?

@@ -58,11 +58,14 @@ final class RecordPages {
                 remaining -= 1
             }
             let ended = count < wanted
-            if remaining > 0, !ended {
+            // A page of the list at a seq rebuilds the whole list: one a request, so no request
+            // costs more than one LIST AT (the pager follows `next`).
+            let onePageOnly = at != nil && remaining > 0 && !ended
+            if remaining > 0, !ended, !onePageOnly {
                 write(text)
                 return next()
             }
-            let next = remaining == 0 && !(ended && records.last.flatMap(RecordCursor.init) == cursor) ? cursor : nil
+            let next = onePageOnly || (remaining == 0 && !(ended && records.last.flatMap(RecordCursor.init) == cursor)) ? cursor : nil
             let tail = "],\"seq\":\(seq),\"next\":" + (next.map { ValueJSON.quoted("\($0.position).\($0.id)") } ?? "null") + "}\n"
             write(text + tail)
             exchange.connection.writeBody(HTTPResponse.lastChunk)

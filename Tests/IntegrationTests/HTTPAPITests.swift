@@ -59,6 +59,24 @@ final class HTTPAPITests: XCTestCase {
         XCTAssertEqual(try alice().request("GET", "/api/collections").status, 200, "the server keeps serving")
     }
 
+    /// A page of the list at a seq rebuilds the whole list, so one request reads one page (at
+    /// most 1,000 records, `next` says where to go on) and `offset` is refused: no request costs
+    /// more than one LIST AT.
+    func testTheListAtASeqIsReadAPageARequest() throws {
+        let client = try aliceWithCollection()
+        let line = try server.login("alice", "pw")
+        for index in 0..<1_005 { try line.send(#"p PUT inventory r\#(index) 0 {}"#) }
+        for _ in 0..<1_005 { XCTAssertEqual(try line.readLine()?.hasPrefix("p OK PUT"), true) }
+        let page = try client.request("GET", "/api/collections/inventory/records?at=1005&limit=5000")
+        XCTAssertEqual(page.status, 200)
+        XCTAssertEqual((page.json["records"] as? [Any])?.count, 1_000)
+        let next = try XCTUnwrap(page.json["next"] as? String)
+        let rest = try client.request("GET", "/api/collections/inventory/records?at=1005&limit=5000&after=" + next.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+        XCTAssertEqual((rest.json["records"] as? [Any])?.count, 5)
+        XCTAssertTrue(rest.json["next"] is NSNull, "the list has ended")
+        XCTAssertEqual(try client.request("GET", "/api/collections/inventory/records?at=1005&offset=1").status, 400)
+    }
+
     /// Issue 29's parsing items against the real listener: exactly one response per request,
     /// and a request that asks for a protocol switch changes nothing.
     func testOneResponsePerRequestAndSmugglingShapesAreRefused() throws {
