@@ -17,6 +17,8 @@ public final class FolderWatcher {
     }
 
     public let path: String
+    /// The folder's own name: how libuv names an event of the folder itself.
+    private let name: String
     /// The folder watched (device and inode when the watch began): a folder removed and made
     /// again under the same path is another folder, which this watch does not see.
     private let watched: FolderIdentity?
@@ -29,6 +31,7 @@ public final class FolderWatcher {
 
     public init(loop: EventLoop, path: String, _ callback: @escaping (Event) -> Void) throws(LoopError) {
         self.path = path
+        name = path.split(separator: "/").last.map(String.init) ?? path
         self.callback = callback
         watched = FolderIdentity(path)
         handle = .allocate(capacity: 1)
@@ -59,7 +62,7 @@ public final class FolderWatcher {
     }
 
     private func noteRename(of entry: String) {
-        guard entry == path.split(separator: "/").last.map(String.init), access(path + "/" + entry, F_OK) != 0 else { return }
+        guard entry == name, access(path + "/" + entry, F_OK) != 0 else { return }
         mayHaveLostItsFolder = true
     }
 

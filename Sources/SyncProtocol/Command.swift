@@ -168,25 +168,8 @@ public enum CommandParser {
             .versions(collection: try collection(args[0]), id: try recordID(args[1]))
         },
         VerbSpec(verb: "LIST", arguments: 1...8, takesPayload: false,
-                 usage: "LIST <collection> [AT <seq>] [[AFTER <position> <id>] LIMIT <n>]") {
-            args, _, usage throws(ProtocolError) in
-            let name = try collection(args[0], orConflicts: true)
-            switch args.count {
-            case 1:
-                return .list(collection: name)
-            case 3 where args[1].uppercased() == "AT":
-                return .listAt(collection: name, seq: try seq(args[2]))
-            case 5 where args[1].uppercased() == "AT" && args[3].uppercased() == "LIMIT":
-                return .listPageAt(collection: name, seq: try seq(args[2]), after: nil, limit: try pageLimit(args[4]))
-            case 8 where args[1].uppercased() == "AT" && args[3].uppercased() == "AFTER" && args[6].uppercased() == "LIMIT":
-                return .listPageAt(collection: name, seq: try seq(args[2]), after: try cursor(args[4], args[5]), limit: try pageLimit(args[7]))
-            case 3 where args[1].uppercased() == "LIMIT":
-                return .listPage(collection: name, after: nil, limit: try pageLimit(args[2]))
-            case 6 where args[1].uppercased() == "AFTER" && args[4].uppercased() == "LIMIT":
-                return .listPage(collection: name, after: try cursor(args[2], args[3]), limit: try pageLimit(args[5]))
-            default:
-                throw ProtocolError(.badRequest, "usage: \(usage)")
-            }
+                 usage: "LIST <collection> [AT <seq>] [[AFTER <position> <id>] LIMIT <n>]") { args, _, usage throws(ProtocolError) in
+            try list(args, usage: usage)
         },
         VerbSpec(verb: "LOG", arguments: 1...7, takesPayload: false, usage: "LOG <collection> [SINCE <seq>] [BY <user>|DEVICE <id>] [LIMIT <n>]") {
             args, _, usage throws(ProtocolError) in
@@ -307,10 +290,8 @@ public enum CommandParser {
             if let after { _ = try cursor(after.position, after.id) }
             _ = try pageLimit(String(limit))
         case .listPageAt(let name, let seq, let after, let limit):
-            _ = try collection(name, orConflicts: true)
-            guard seq >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
-            if let after { _ = try cursor(after.position, after.id) }
-            _ = try pageLimit(String(limit))
+            try validate(.listAt(collection: name, seq: seq))
+            try validate(.listPage(collection: name, after: after, limit: limit))
         case .subscribe(let name, let since), .listAt(let name, let since):
             _ = try collection(name, orConflicts: true)
             guard since >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
@@ -363,7 +344,7 @@ public enum CommandParser {
         return id
     }
 
-    private static func seq(_ text: String) throws(ProtocolError) -> Int64 {
+    static func seq(_ text: String) throws(ProtocolError) -> Int64 {
         guard let seq = Int64(text), seq >= 0 else { throw ProtocolError(.badRequest, "seq must be a non-negative integer") }
         return seq
     }
@@ -397,36 +378,6 @@ public enum CommandParser {
             throw ProtocolError(.badRequest, "invalid record id: 1-200 bytes, no '/', control characters or leading '.'")
         }
         return id
-    }
-
-    /// The most records one LIST page may ask for.
-    public static let maxPageRecords = 1000
-
-    private static func pageLimit(_ text: String) throws(ProtocolError) -> Int {
-        guard let limit = Int(text), (1...maxPageRecords).contains(limit) else {
-            throw ProtocolError(.badRequest, "LIMIT is a whole number from 1 to \(maxPageRecords)")
-        }
-        return limit
-    }
-
-    /// A place to list after: a position of `[0-9A-Za-z]` (any, not only a key in use) and a
-    /// record id (an id, not a conflict copy's: those sort by the same rules).
-    private static func cursor(_ position: String, _ id: String) throws(ProtocolError) -> RecordCursor {
-        guard !position.isEmpty, position.utf8.count <= 255, position.utf8.allSatisfy(Self.isPositionDigit) else {
-            throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
-        }
-        guard !id.isEmpty, id.utf8.count <= 255, !id.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            throw ProtocolError(.badRequest, "AFTER takes a position of [0-9A-Za-z] and a record id")
-        }
-        return RecordCursor(position: position, id: id)
-    }
-
-    /// `[0-9A-Za-z]`: what position keys are made of.
-    private static func isPositionDigit(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"): true
-        default: false
-        }
     }
 
     private static func revision(_ text: String) throws(ProtocolError) -> Int64 {

@@ -172,16 +172,9 @@ enum StoreQuery: Sendable, Equatable {
 extension StoreQuery {
     /// The records of `list` (in list order) after `cursor`, at most `limit`.
     static func page(of list: [RecordState], after cursor: RecordCursor?, limit: Int) -> [RecordState] {
-        var start = 0
-        if let cursor {
-            // The first record the cursor precedes (the list is live records in order).
-            var end = list.count
-            while start < end {
-                let middle = (start + end) / 2
-                if let key = RecordCursor(list[middle]), cursor.precedes(key) { end = middle } else { start = middle + 1 }
-            }
-        }
-        return Array(list[start..<min(list.count, start + limit)])
+        // A scan: the page already cost the list's rebuild.
+        let start = cursor.map { cursor in list.firstIndex { RecordCursor($0).map(cursor.precedes) ?? false } ?? list.count } ?? 0
+        return Array(list[start...].prefix(limit))
     }
 
     /// Reads every change after `seq` and the states the records it touches had at `seq`.
