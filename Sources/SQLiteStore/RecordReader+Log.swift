@@ -38,8 +38,8 @@ extension RecordReader {
 
     /// The record's changes the log keeps, newest first, at most `limit`, and whether the walk
     /// reached the record's first kept change.
-    private func chain(_ collection: String, _ id: String, limit: Int) throws(StoreError) -> (changes: [LoggedChange], complete: Bool) {
-        var next = try db.queryFirst("SELECT seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { $0.integer(0) }
+    private func chain(_ collection: String, _ id: String, limit: Int, _ view: PendingRecords.ReadView) throws(StoreError) -> (changes: [LoggedChange], complete: Bool) {
+        var next = try latestSeq(collection, id, view)
         var changes: [LoggedChange] = []
         while let seq = next, changes.count < limit {
             guard let (change, previous) = try db.queryFirst("\(Self.logged) WHERE c.seq = ?", .integer(seq), row: { Self.decodeLogged($0, collection) })
@@ -53,9 +53,11 @@ extension RecordReader {
     /// The record's earlier versions, newest first: from its logged changes, then the versions
     /// kept before the log.
     public func versions(_ collection: String, _ id: String, limit: Int) throws(StoreError) -> [RecordVersion] {
-        try db.transaction { () throws(StoreError) in
+        let view = pending.beginRead()
+        defer { view.end() }
+        return try db.transaction { () throws(StoreError) in
             // A MOVE is a change without a version: walk a few more than asked.
-            let (changes, complete) = try chain(collection, id, limit: limit * 4 + 1)
+            let (changes, complete) = try chain(collection, id, limit: limit * 4 + 1, view)
             var versions = Array(RecordVersion.fromLog(changes.reversed()).prefix(limit))
             guard complete, versions.count < limit else { return versions }
             let oldest = changes.last?.state.rev ?? Int64.max
@@ -96,10 +98,15 @@ extension RecordReader {
     /// The live records in order as they stood at `seq`, read in one transaction; nil when a
     /// change it needs is no longer kept.
     public func list(_ collection: String, at seq: Int64) throws(StoreError) -> [RecordState]? {
-        try db.transaction { () throws(StoreError) -> [RecordState]? in
+        let view = pending.beginRead()
+        defer { view.end() }
+        let waiting = view.entries(of: collection)
+        return try db.transaction { () throws(StoreError) -> [RecordState]? in
             guard try reaches(seq) else { return nil }
             let rows = try db.query("SELECT id, rev, position, fields, seq FROM records WHERE collection = ?", .text(collection)) { row in
-                (state: Self.decodeState(row, id: 0, rev: 1, position: 2, fields: 3), seq: row.integer(4))
+                let id = row.text(0) ?? ""
+                if let edit = waiting[RecordID(id)], edit.seq > row.integer(4) { return (state: edit.state(id: id), seq: edit.seq) }
+                return (state: Self.decodeState(row, id: 0, rev: 1, position: 2, fields: 3), seq: row.integer(4))
             }
             var live: [RecordState] = []
             for row in rows {
@@ -118,13 +125,13 @@ extension RecordReader {
     }
 
     public func states(_ collection: String, _ ids: [String], at seq: Int64) throws(StoreError) -> [String: RecordState]? {
-        try db.transaction { () throws(StoreError) -> [String: RecordState]? in
+        let view = pending.beginRead()
+        defer { view.end() }
+        return try db.transaction { () throws(StoreError) -> [String: RecordState]? in
             guard try reaches(seq) else { return nil }
             var states: [String: RecordState] = [:]
             for id in ids {
-                guard let current = try db.queryFirst(
-                    "SELECT seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id), row: { $0.integer(0) })
-                else { continue }
+                guard let current = try latestSeq(collection, id, view) else { continue }
                 switch try state(collection, from: current, at: seq) {
                 case nil: return nil
                 case .absent: continue

@@ -6,9 +6,12 @@ import SyncProtocol
 /// is in flight on the thread pool). Used on the loop thread.
 public final class RecordReader {
     let db: SQLiteDatabase
+    /// The edits committed whose rows are written behind: every read lays them over its rows.
+    let pending: PendingRecords
 
-    public init(folder: DataFolder) throws(StoreError) {
+    init(folder: DataFolder, pending: PendingRecords) throws(StoreError) {
         db = try folder.open()
+        self.pending = pending
     }
 
     public typealias CollectionInfo = SyncCore.CollectionInfo
@@ -51,45 +54,69 @@ public final class RecordReader {
 
     /// Bytes of live record fields per collection (a full scan: used only when byte quotas are on).
     public func storedBytesByCollection() throws(StoreError) -> [String: Int] {
-        var sizes: [String: Int] = [:]
-        for (collection, bytes) in try db.query(
-            "SELECT collection, sum(length(CAST(fields AS BLOB))) FROM records WHERE fields IS NOT NULL GROUP BY collection",
-            row: { row in (row.text(0) ?? "", Int(row.integer(1))) })
-        {
-            sizes[collection] = bytes
+        let view = pending.beginRead()
+        defer { view.end() }
+        return try db.transaction { () throws(StoreError) in
+            var sizes: [String: Int] = [:]
+            for (collection, bytes) in try db.query(
+                "SELECT collection, sum(length(CAST(fields AS BLOB))) FROM records WHERE fields IS NOT NULL GROUP BY collection",
+                row: { row in (row.text(0) ?? "", Int(row.integer(1))) })
+            {
+                sizes[collection] = bytes
+            }
+            for collection in sizes.keys {
+                for (id, edit) in view.entries(of: collection) {
+                    guard let row = try db.queryFirst(
+                        "SELECT seq, length(CAST(fields AS BLOB)) FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id.string),
+                        row: { row in (seq: row.integer(0), bytes: Int(row.integer(1))) }), edit.seq > row.seq else { continue }
+                    sizes[collection, default: 0] += edit.fieldsJSON.utf8.count - row.bytes
+                }
+            }
+            return sizes
         }
-        return sizes
     }
 
     /// One record's state, nil when it never existed (or its tombstone was purged).
     public func record(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
-        try Self.state(in: db, collection, id)
+        let view = pending.beginRead()
+        defer { view.end() }
+        let row = try db.queryFirst(
+            "SELECT id, rev, position, fields, seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { row in
+            (state: Self.decodeState(row, id: 0, rev: 1, position: 2, fields: 3), seq: row.integer(4))
+        }
+        if let edit = view.entry(collection, id), edit.seq > row?.seq ?? 0 { return edit.state(id: id) }
+        return row?.state
     }
 
     /// The live records of a collection in order, and the seq the listing is current to.
     public func list(_ collection: String) throws(StoreError) -> (records: [RecordState], seq: Int64) {
-        try db.transaction { () throws(StoreError) in
-            let seq = try currentSeq()
-            let records = try db.query(Self.liveInOrder, .text(collection)) { row in Self.decodeLive(row) }
-            return (records, seq)
+        let view = pending.beginRead()
+        defer { view.end() }
+        let waiting = WaitingEdits(view.entries(of: collection))
+        return try db.transaction { () throws(StoreError) in
+            let records = try db.query(Self.liveInOrder, .text(collection)) { row in waiting.state(row) }
+            return (records, view.seq)
         }
     }
 
     /// The live records of a collection in order, stepped a page at a time on a connection of
     /// their own that holds one snapshot until the end (`SQLiteListing`).
     public func listing(_ collection: String, on connection: SQLiteDatabase) throws(StoreError) -> SQLiteListing {
-        let (cursor, seq) = try SQLiteCursor.open(
+        let view = pending.beginRead()
+        let waiting = WaitingEdits(view.entries(of: collection))
+        let (cursor, _) = try SQLiteCursor.open(
             on: connection, prelude: Self.currentSeqQuery, first: { $0.integer(0) }, sql: Self.liveInOrder, .text(collection))
-        return SQLiteListing(cursor: cursor, seq: seq ?? 0)
+        return SQLiteListing(cursor: cursor, seq: view.seq, waiting: waiting, view: view)
     }
 
-    /// A collection's live records in order (LIST), read whole or stepped by a listing.
-    static let liveInOrder = "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id"
+    /// A collection's live records in order (LIST), read whole or stepped by a listing; the
+    /// row's seq last, to lay a waiting edit over it.
+    static let liveInOrder = "SELECT id, rev, position, fields, seq FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id"
     /// The last seq handed out: the log's last change, or the counter in meta where changes at
     /// the end of the log were deleted since (a purge, a dropped collection).
     static let currentSeqQuery = "SELECT max(coalesce((SELECT value FROM meta WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM changes), 0))"
 
-    /// A row of `liveInOrder` (its fields are never NULL).
+    /// A row of `liveInOrder` (its fields are never NULL), without its waiting edit.
     static func decodeLive(_ row: Row) -> RecordState {
         RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
     }
@@ -97,19 +124,21 @@ public final class RecordReader {
     /// At most `limit` live records after `after` in order, read along `records_in_order` (no
     /// record before the cursor is visited), and the seq the page is current to.
     public func page(_ collection: String, after: RecordCursor?, limit: Int) throws(StoreError) -> (records: [RecordState], seq: Int64) {
-        try db.transaction { () throws(StoreError) in
-            let seq = try currentSeq()
-            let decode = { (row: Row) in
-                RecordState(id: row.text(0) ?? "", rev: row.integer(1), body: .live(position: row.text(2) ?? "", fieldsJSON: row.text(3) ?? "{}"))
-            }
+        let view = pending.beginRead()
+        defer { view.end() }
+        let waiting = WaitingEdits(view.entries(of: collection))
+        return try db.transaction { () throws(StoreError) in
             guard let after else {
                 return (try db.query(
-                    "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id LIMIT ?",
-                    .text(collection), .integer(Int64(limit)), row: decode), seq)
+                    "SELECT id, rev, position, fields, seq FROM records WHERE collection = ? AND position IS NOT NULL ORDER BY position, id LIMIT ?",
+                    .text(collection), .integer(Int64(limit)), row: waiting.state), view.seq)
             }
             return (try db.query(
-                "SELECT id, rev, position, fields FROM records WHERE collection = ? AND position IS NOT NULL AND (position, id) > (?, ?) ORDER BY position, id LIMIT ?",
-                .text(collection), .text(after.position), .text(after.id), .integer(Int64(limit)), row: decode), seq)
+                """
+                SELECT id, rev, position, fields, seq FROM records WHERE collection = ? AND position IS NOT NULL AND (position, id) > (?, ?)
+                ORDER BY position, id LIMIT ?
+                """,
+                .text(collection), .text(after.position), .text(after.id), .integer(Int64(limit)), row: waiting.state), view.seq)
         }
     }
 
@@ -118,32 +147,41 @@ public final class RecordReader {
     /// back: then nothing after `since` is missing); nil when tombstones after `since` may have
     /// been purged.
     public func changes(_ collection: String, since: Int64, limit: Int = Int(Int32.max)) throws(StoreError) -> (changes: [Change], seq: Int64)? {
-        try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
+        let view = pending.beginRead()
+        defer { view.end() }
+        return try db.transaction { () throws(StoreError) -> (changes: [Change], seq: Int64)? in
             guard try keepsChanges(after: since) else { return nil }
-            let seq = try currentSeq()
-            let changes = try db.query(Self.latestChangesSince, .text(collection), .integer(since), .integer(Int64(limit))) { row in
-                Change(collection: collection, seq: row.integer(2), state: Self.decodeState(row, id: 0, rev: 1, position: 3, fields: 4))
-            }
-            return (changes, seq)
+            var changes: [Change] = []
+            try replay(collection, since: since, limit: limit, view, row: { row in
+                changes.append(Change(collection: collection, seq: row.integer(2), state: Self.decodeState(row, id: 0, rev: 1, position: 3, fields: 4)))
+            }, edit: { id, edit in
+                changes.append(Change(collection: collection, seq: edit.seq, state: edit.state(id: id)))
+            })
+            return (changes, view.seq)
         }
     }
 
     /// `changes` as `* CHANGE` lines written from the rows.
     public func changeLines(_ collection: String, since: Int64, limit: Int) throws(StoreError) -> (lines: EncodedLines, seq: Int64)? {
-        try db.transaction { () throws(StoreError) -> (lines: EncodedLines, seq: Int64)? in
+        let view = pending.beginRead()
+        defer { view.end() }
+        return try db.transaction { () throws(StoreError) -> (lines: EncodedLines, seq: Int64)? in
             guard try keepsChanges(after: since) else { return nil }
-            let seq = try currentSeq()
             let prefix = EncodedLines.prefix("CHANGE", collection)
             var lines = EncodedLines()
             lines.bytes.reserveCapacity(min(limit, 4096) * 128)
-            _ = try db.query(Self.latestChangesSince, .text(collection), .integer(since), .integer(Int64(limit))) { row in
+            try replay(collection, since: since, limit: limit, view, row: { row in
                 let changeSeq = row.integer(2)
                 RowLines.appendChangeStart(prefix, seq: changeSeq, to: &lines.bytes)
                 RowLines.appendState(row, id: 0, rev: 1, position: 3, fields: 4, to: &lines.bytes)
                 lines.count += 1
                 lines.lastSeq = changeSeq
-            }
-            return (lines, seq)
+            }, edit: { id, edit in
+                lines.bytes.append(contentsOf: Change(collection: collection, seq: edit.seq, state: edit.state(id: id)).line.utf8)
+                lines.count += 1
+                lines.lastSeq = edit.seq
+            })
+            return (lines, view.seq)
         }
     }
 

@@ -15,11 +15,22 @@ public final class RecordWriter: @unchecked Sendable {
     /// The log's author rows by who they are, as committed.
     private var authorIDs: [ChangeAuthor: Int64] = [:]
     private var lastAuthor: (author: ChangeAuthor, id: Int64)?
+    /// Field edits committed to the log whose rows are written behind (`RecordWriter+Apply`).
+    let pending: PendingRecords
+    /// What the transaction in progress did to the waiting edits: published when it commits.
+    var staged: [PendingRecords.Key: PendingRecords.Staged] = [:]
+    /// Every change up to this seq is in its row (`meta.applied_seq`).
+    var appliedSeq: Int64
+    /// The waiting edits being written to their rows, a chunk at a time.
+    var drain: Drain?
 
     public init(folder: DataFolder) throws(StoreError) {
         db = try folder.open()
         statements = try RecordStatements(db)
         seq = try db.queryFirst(RecordReader.currentSeqQuery) { $0.integer(0) } ?? 0
+        appliedSeq = seq
+        pending = PendingRecords(seq: seq)
+        try catchUpRows()
     }
 
     /// Applies `operations` in order and makes them durable; one outcome per operation. When
@@ -27,8 +38,10 @@ public final class RecordWriter: @unchecked Sendable {
     public func commit(_ operations: [StoreOperation], now: Date = Date()) throws(StoreError) -> [StoreOutcome] {
         let startSeq = seq
         let timestamp = Int64(now.timeIntervalSince1970)
+        staged.removeAll(keepingCapacity: true)
+        let outcomes: [StoreOutcome]
         do {
-            return try db.transaction(immediate: true) { () throws(StoreError) in
+            outcomes = try db.transaction(immediate: true) { () throws(StoreError) in
                 var outcomes: [StoreOutcome] = []
                 outcomes.reserveCapacity(operations.count)
                 for operation in operations {
@@ -38,11 +51,15 @@ public final class RecordWriter: @unchecked Sendable {
             }
         } catch {
             seq = startSeq
-            // Rows made in the rolled-back transaction are gone.
+            // Rows made in the rolled-back transaction are gone, and so are its waiting edits.
             authorIDs = [:]
             lastAuthor = nil
+            staged.removeAll()
             throw error
         }
+        pending.publish(staged, seq: seq)
+        staged.removeAll(keepingCapacity: true)
+        return outcomes
     }
 
     private func apply(_ operation: StoreOperation, timestamp: Int64) throws(StoreError) -> StoreOutcome {
@@ -71,6 +88,7 @@ public final class RecordWriter: @unchecked Sendable {
             try db.execute("INSERT INTO members (collection, user, role) VALUES (?, ?, ?)", .text(name), .text(owner), .integer(Int64(Role.admin.rawValue)))
             return .done
         case .dropCollection(let name):
+            try writeWaitingRows()
             let removed = try db.execute("DELETE FROM collections WHERE name = ?", .text(name))
             guard removed > 0 else { return .refused(ProtocolError(.notFound, "no collection \(name)")) }
             try db.execute("DELETE FROM members WHERE collection = ?", .text(name))
@@ -81,6 +99,7 @@ public final class RecordWriter: @unchecked Sendable {
             try keepSeq()
             return .done
         case .renameCollection(let from, let to):
+            try writeWaitingRows()
             let taken = try db.queryFirst("SELECT 1 FROM collections WHERE name = ?", .text(to)) { _ in true } ?? false
             if taken { return .refused(ProtocolError(.exists, "collection \(to) exists")) }
             let copied = try db.execute(
@@ -191,6 +210,7 @@ public final class RecordWriter: @unchecked Sendable {
             }
             return try accountsChanged()
         case .purgeTombstones(let cutoff, let history):
+            try writeWaitingRows()
             try purge(tombstonesUpdatedBefore: cutoff, history: history)
             return .done
         }
@@ -243,13 +263,13 @@ public final class RecordWriter: @unchecked Sendable {
 
     private func move(_ collection: String, _ id: String, _ baseRev: Int64, _ placement: Placement, _ stamp: Stamp) throws(StoreError) -> StoreOutcome {
         let current = try state(collection, id)
-        switch try placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: Neighbours(db: db, collection: collection, moving: id)) {
+        switch try placement.plan(moving: id, of: collection, baseRev: baseRev, over: current, in: Neighbours(writer: self, collection: collection, moving: id)) {
         case .conflict:
             return .conflict(collection: collection, id: id, current: current)
         case .refused(let error):
             return .refused(error)
         case .rebalance(let fieldsJSON, let lower, let upper):
-            let neighbours = Neighbours(db: db, collection: collection, moving: id)
+            let neighbours = Neighbours(writer: self, collection: collection, moving: id)
             let states = try LocalRekey.states(moving: id, baseRev: baseRev, fieldsJSON: fieldsJSON, between: lower, upper, in: neighbours)
             // Same fields, new key: each state replaces one of the same size.
             return try .rebalanced(writing: states) { state throws(StoreError) in try record(collection, state, stamp, previousBytes: state.storedFieldBytes) }
@@ -276,6 +296,9 @@ public final class RecordWriter: @unchecked Sendable {
     /// What a PUT or DEL needs of the record it replaces, in one read that makes no value of
     /// its fields.
     private func stored(_ collection: String, _ id: String) throws(StoreError) -> StoredRecord? {
+        if let edit = waitingEdit(collection, id) {
+            return StoredRecord(head: RecordHead(rev: edit.rev, position: edit.position), fieldBytes: edit.fieldsJSON.utf8.count, seq: edit.seq)
+        }
         try statements.head.bind(1, collection)
         try statements.head.bind(2, id)
         return try statements.head.first { row in
@@ -285,38 +308,56 @@ public final class RecordWriter: @unchecked Sendable {
         }
     }
 
-    private func state(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
-        try RecordReader.state(in: db, collection, id)
+    /// The record as committed so far: its waiting edit, else its row.
+    func state(_ collection: String, _ id: String) throws(StoreError) -> RecordState? {
+        if let edit = waitingEdit(collection, id) { return edit.state(id: id) }
+        return try RecordReader.state(in: db, collection, id)
     }
 
     /// Writes `state` (the next seq) over the record `previous` read.
     private func write(_ collection: String, _ state: RecordState, _ stamp: Stamp, over previous: StoredRecord?) throws(StoreError) -> StoreOutcome {
         guard let previous else { return try record(collection, state, stamp, previousBytes: 0, previous: .known(nil)) }
-        // Fields only (the record keeps its place): the order index is not touched.
+        // Fields only (the record keeps its place): the order index is not touched, and the
+        // row is written behind the log.
         let keepsPlace = state.position != nil && state.position == previous.head.position
-        return try record(collection, state, stamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace, previous: .known(previous.seq))
+        return try record(collection, state, stamp, previousBytes: previous.fieldBytes, keepsPlace: keepsPlace, rowBehind: keepsPlace,
+                          previous: .known(previous.seq))
     }
 
     /// Appends `state` (the next seq) to the log, then writes it in place of a record whose
-    /// fields took `previousBytes`: its fields alone when it `keepsPlace`, else the whole row.
+    /// fields took `previousBytes`: its fields alone when it `keepsPlace`, else the whole row;
+    /// or, `rowBehind`, leaves the row to be written behind (a waiting edit).
     /// `previous` is the record's change before, when the caller read it with the record.
     private func record(
-        _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false, previous: PreviousChange = .lookUp
+        _ collection: String, _ state: RecordState, _ stamp: Stamp, previousBytes: Int, keepsPlace: Bool = false, rowBehind: Bool = false,
+        previous: PreviousChange = .lookUp
     ) throws(StoreError) -> StoreOutcome {
         seq += 1
+        let waiting = waitingEdit(collection, state.id)
         let append: PreparedStatement
         switch previous {
         case .known(let seq):
             append = statements.append
             if let seq { try append.bind(9, seq) } else { try append.bind(9, nil) }
         case .lookUp:
-            // Run before the record's row changes: it reads the seq that row has now.
-            append = statements.appendLookingUp
+            if let waiting {
+                append = statements.append
+                try append.bind(9, waiting.seq)
+            } else {
+                // Run before the record's row changes: it reads the seq that row has now.
+                append = statements.appendLookingUp
+            }
         }
         try bindState(append, collection, state, stamp.at)
         try append.bind(7, state.position)
         try append.bind(8, stamp.author)
         try run(append, fields: Self.loggedFields(state.fieldsJSON, keepsPlace: keepsPlace))
+        let key = PendingRecords.Key(collection: collection, id: state.id)
+        if rowBehind, case .live(let position, let fieldsJSON) = state.body {
+            staged[key] = .waiting(PendingRecords.Entry(rev: state.rev, seq: seq, position: position, fieldsJSON: fieldsJSON, at: stamp.at))
+            return .changed(Change(collection: collection, seq: seq, state: state, storedBytesDelta: state.storedFieldBytes - previousBytes))
+        }
+        if waiting != nil { staged[key] = .retired }
         let write = keepsPlace ? statements.updateFields : statements.upsert
         try bindState(write, collection, state, stamp.at)
         if !keepsPlace { try write.bind(7, state.position) }

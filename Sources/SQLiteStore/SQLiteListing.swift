@@ -2,6 +2,7 @@ import Foundation
 import SQLiteKit
 import Synchronization
 import SyncCore
+import SyncProtocol
 
 /// A LIST read from SQLite a page at a time: a cursor on a connection of its own, holding one
 /// read snapshot (WAL: writers go on) until the last page or until it is let go.
@@ -18,6 +19,9 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
 
     public let seq: Int64
     private var cursor: SQLiteCursor?
+    /// The collection's edits whose rows are written behind, as of the listing's start.
+    private let waiting: WaitingEdits
+    private var view: PendingRecords.ReadView?
     private var rest: ArraySlice<RecordState> = []
     private let opened = Date()
 
@@ -33,16 +37,18 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
         open.subtract(1, ordering: .relaxed)
     }
 
-    /// `cursor` was opened after a successful `reserve()`.
-    init(cursor: SQLiteCursor, seq: Int64) {
+    /// `cursor` was opened after a successful `reserve()`, and after `view` began.
+    init(cursor: SQLiteCursor, seq: Int64, waiting: WaitingEdits, view: PendingRecords.ReadView) {
         self.cursor = cursor
         self.seq = seq
+        self.waiting = waiting
+        self.view = view
     }
 
     public func next(_ limit: Int) throws(StoreFailure) -> [RecordState] {
         do {
             if let cursor, Date().timeIntervalSince(opened) > Self.maxSnapshotSeconds {
-                rest = try cursor.next(Int.max, row: RecordReader.decodeLive)[...]
+                rest = try cursor.next(Int.max, row: waiting.state)[...]
                 release()
             }
             guard let cursor else {
@@ -50,7 +56,7 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
                 rest = rest.dropFirst(limit)
                 return Array(page)
             }
-            let page = try cursor.next(limit, row: RecordReader.decodeLive)
+            let page = try cursor.next(limit, row: waiting.state)
             if page.count < limit { release() }
             return page
         } catch {
@@ -68,6 +74,10 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
             var bytes: [UInt8] = []
             bytes.reserveCapacity(limit * 128)
             let count = try cursor.next(limit) { row in
+                if let (id, edit) = waiting.edit(over: row) {
+                    bytes.append(contentsOf: ServerNotice.record(collection: collection, state: edit.state(id: id)).line.utf8)
+                    return
+                }
                 bytes.append(contentsOf: prefix)
                 RowLines.appendState(row, id: 0, rev: 1, position: 2, fields: 3, to: &bytes)
             }
@@ -80,6 +90,8 @@ public final class SQLiteListing: RecordListing, @unchecked Sendable {
     }
 
     private func release() {
+        view?.end()
+        view = nil
         guard cursor != nil else { return }
         cursor = nil
         Self.open.subtract(1, ordering: .relaxed)

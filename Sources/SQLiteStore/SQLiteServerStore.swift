@@ -8,6 +8,7 @@ import SyncProtocol
 public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public let folder: DataFolder
     private let writer: RecordWriter
+    private let rows: RowApplier
     private let reader: RecordReader
     private let accounts: Accounts
     private let control: ControlChannel
@@ -15,17 +16,31 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     /// Files whose mode could not be made owner-only, for the server to warn about.
     public let permissionProblems: [String]
 
-    public init(folder: DataFolder) throws(StoreFailure) {
+    /// `rowsBehindAutomatically` off: edits wait for their rows until `applyBehind()` (the
+    /// simulation chooses when).
+    public init(folder: DataFolder, rowsBehindAutomatically: Bool = true) throws(StoreFailure) {
         self.folder = folder
         let control = ControlChannel(folder: folder)
         self.control = control
         let locked = try Self.run { () throws(StoreError) in try control.lockForServer() }
         guard let locked else { throw StoreFailure(.failed, "another plistsync server is using \(folder.path)") }
         lock = locked
-        writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
-        reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder) }
+        let writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
+        self.writer = writer
+        rows = RowApplier(writer: writer, automatic: rowsBehindAutomatically)
+        reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder, pending: writer.pending) }
         accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }
         permissionProblems = folder.restrictPermissions()
+    }
+
+    deinit { rows.stop() }
+
+    /// Edits committed whose rows are not written yet.
+    public var editsWaitingForRows: Int { writer.pending.waitingCount }
+
+    /// Writes every waiting edit to its row now.
+    public func applyBehind() throws(StoreFailure) {
+        try Self.run { () throws(StoreError) in try rows.applyBehind() }
     }
 
     private static func failure(_ error: StoreError) -> StoreFailure {
@@ -104,7 +119,7 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
     public func accountsEpoch() throws(StoreFailure) -> Int64 { try Self.run { () throws(StoreError) in try accounts.epoch() } }
 
     public func commit(_ operations: [StoreOperation]) throws(StoreFailure) -> [StoreOutcome] {
-        try Self.run { () throws(StoreError) in try writer.commit(operations) }
+        try Self.run { () throws(StoreError) in try rows.commit(operations) }
     }
 
     public func sizeBytes() -> Int64 { folder.storeSizeBytes() }

@@ -147,5 +147,13 @@ enum Schema {
         DROP INDEX changes_by_collection;
         CREATE INDEX changes_by_collection ON changes (collection, seq, id);
         """,
+        """
+        -- A record's row may lag the log: an edit of its fields is committed as its change
+        -- alone and written to the row behind, in batches. 'applied_seq': every change up to
+        -- it is in its row; a start writes those after it again. (An older release would read
+        -- the rows as they lag, so this version mark keeps it from opening the store.)
+        INSERT OR IGNORE INTO meta (key, value)
+            SELECT 'applied_seq', max(coalesce((SELECT value FROM meta WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM changes), 0));
+        """,
     ]
 }

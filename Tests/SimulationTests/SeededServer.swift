@@ -21,13 +21,16 @@ final class SeededServer {
     private var dataFolder: String
     /// Restarts and restores so far (what the store holds changes with a commit or one of them).
     private var restarts = 0
+    /// The store served now. Its edits wait for their rows until `writeRowsBehind()`.
+    private var store: SQLiteServerStore
 
     init(folder: String, scheduler: Scheduler, users: [(name: String, password: String)]) throws {
         self.folder = folder
         dataFolder = folder
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let data = DataFolder(path: folder)
-        let store = try SQLiteServerStore(folder: data)
+        let store = try SQLiteServerStore(folder: data, rowsBehindAutomatically: false)
+        self.store = store
         let accounts = try Accounts(folder: data)
         for user in users {
             _ = try accounts.addUser(user.name, passwordHash: PasswordHasher.hash(user.password, iterations: 1), isAdmin: false)
@@ -42,18 +45,35 @@ final class SeededServer {
     /// Changes to what the store holds so far: commits made, restarts and restores.
     var writes: Int { faults.commits + restarts }
 
+    /// The store writes the edits that wait for their rows (the server's row thread, which a
+    /// seeded run drives itself).
+    func writeRowsBehind() {
+        do {
+            try store.applyBehind()
+        } catch {
+            // As the row thread: the edits stay in the log and wait.
+        }
+    }
+
     /// The fields (canonical JSON) of every live record the store holds now, in every
     /// collection, read from its file by a connection of its own: what is committed, whatever
-    /// the server is doing (stalled, refusing writes).
+    /// the server is doing (stalled, refusing writes). A record whose row lags the log is its
+    /// latest logged change.
     func storedFields() throws -> [String] {
         let path = DataFolder(path: dataFolder).storePath
         if reader?.path != path { reader = (path, try SQLiteDatabase(path: path)) }
-        return try reader!.database.query("SELECT fields FROM records WHERE fields IS NOT NULL") { row in row.text(0) }.compactMap { $0 }
+        return try reader!.database.query(
+            """
+            SELECT CASE WHEN c.seq > r.seq THEN c.fields ELSE r.fields END FROM records r
+            LEFT JOIN (SELECT collection, id, max(seq) AS seq FROM changes GROUP BY collection, id) m ON m.collection = r.collection AND m.id = r.id
+            LEFT JOIN changes c ON c.seq = m.seq
+            """) { row in row.text(0) }.compactMap { $0 }
     }
 
     /// Where the change log and the records disagree, if anywhere: every record's row must be
-    /// its latest logged change (same seq, id, rev, place and fields), and every logged change
-    /// must name, as the one before it, an earlier change of the same record.
+    /// a logged change of it (same seq, id, rev, place and fields), and any later change of it
+    /// one that waits for the row (after `applied_seq`, a live edit in the row's place); every
+    /// logged change must name, as the one before it, an earlier change of the same record.
     /// Each change's link is checked once (a check reads the changes logged since the last).
     func logDisagreement() throws -> String? {
         let path = DataFolder(path: dataFolder).storePath
@@ -68,7 +88,15 @@ final class SeededServer {
                 OR c.position IS NOT r.position OR c.fields IS NOT r.fields
             LIMIT 1
             """) { $0.text(0) }
-        if let unlogged { return "the log's latest change of \(unlogged ?? "?") is not the record" }
+        if let unlogged { return "the log's change of \(unlogged ?? "?") is not the record" }
+        let lagging = try database.queryFirst(
+            """
+            SELECT r.collection || '/' || r.id || ' seq ' || c.seq FROM records r
+            JOIN changes c ON c.collection = r.collection AND c.id = r.id AND c.seq > r.seq
+            WHERE c.seq <= (SELECT value FROM meta WHERE key = 'applied_seq') OR c.position IS NOT r.position OR c.fields IS NULL
+            LIMIT 1
+            """) { $0.text(0) }
+        if let lagging { return "the row of \(lagging ?? "?") lags a change that cannot wait for it" }
         let broken = try database.queryFirst(
             """
             SELECT c.collection || '/' || c.id || ' seq ' || c.seq FROM changes c JOIN changes p ON p.seq = c.prev_seq
@@ -115,7 +143,8 @@ final class SeededServer {
         try fill(target)
         server.stop()
         dataFolder = target
-        try server.start(on: try SQLiteServerStore(folder: DataFolder(path: dataFolder)))
+        store = try SQLiteServerStore(folder: DataFolder(path: dataFolder), rowsBehindAutomatically: false)
+        try server.start(on: store)
     }
 
     func connect(deliver: @escaping ([[UInt8]]) -> Void) -> SimulatedConnection {

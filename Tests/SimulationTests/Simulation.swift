@@ -91,6 +91,9 @@ final class Simulation {
             let roll = Int.random(in: 0..<100, using: &random)
             let pick = Int.random(in: 0..<1000, using: &random)
             world.scheduler.after(time - world.scheduler.now) { [self] in
+                // Now and then the store writes the edits waiting for their rows (so runs
+                // crash, back up and restore with rows lagging the log, and with none).
+                if pick % 10 == 0 { world.server.writeRowsBehind() }
                 switch faults.fault(roll: roll, pick: pick) {
                 case nil:
                     if let listApp, pick % 100 < 40 { listApp.act(on: machine) } else { apps.act(on: machine) }
