@@ -43,8 +43,9 @@ extension BenchCommand {
         updates.existingRecords = size
         let writtenBefore = ProcessStats.writtenBytes(server.pid)
         guard let updated = updates.run(against: target) else { throw RuntimeError("the updates could not connect") }
-        // Checkpoints may write a little of it after the run; what the run itself wrote is the figure.
-        let writtenPerUpdate = Double(ProcessStats.writtenBytes(server.pid) - writtenBefore) / Double(max(1, updated.acknowledged))
+        // What the server writes once the updates end counts too: rows written behind their
+        // logged changes, checkpoints.
+        let writtenPerUpdate = Double(ProcessStats.writtenBytesOnceQuiet(server.pid) - writtenBefore) / Double(max(1, updated.acknowledged))
 
         var reads: [String] = []
         var figures: [(name: String, value: Double, unit: String)] = [

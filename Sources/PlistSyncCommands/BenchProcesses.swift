@@ -96,6 +96,21 @@ enum ProcessStats {
         return Int(line.split(separator: " ").last ?? "0") ?? 0
     }
 
+    /// `writtenBytes` once the process has written nothing for `quietSeconds` (at most
+    /// `maxSeconds` from now): what work it finishes after the requests end (rows written
+    /// behind their logged changes, checkpoints) counts too.
+    static func writtenBytesOnceQuiet(_ pid: pid_t, quietSeconds: Double = 1, maxSeconds: Double = 20) -> Int {
+        let deadline = Date().addingTimeInterval(maxSeconds)
+        var last = writtenBytes(pid)
+        var quietSince = Date()
+        while Date() < deadline, Date().timeIntervalSince(quietSince) < quietSeconds {
+            usleep(100_000)
+            let now = writtenBytes(pid)
+            if now != last { last = now; quietSince = Date() }
+        }
+        return last
+    }
+
     /// User + system clock ticks so far (fields 14 and 15 of /proc/PID/stat).
     static func cpuTicks(_ pid: pid_t) -> Int {
         let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
