@@ -43,6 +43,11 @@ extension RecordWriter {
     /// what a start after a crash reads again.
     static let maxLagSeqs: Int64 = 65_536
 
+    /// Whether `applyBehind(limit:threshold:)` would write a chunk now.
+    func chunkIsDue(threshold: Int) -> Bool {
+        drain != nil || pending.waitingCount >= threshold || seq - appliedSeq >= Self.maxLagSeqs
+    }
+
     /// Writes up to `limit` waiting edits to their rows, the next chunk of the drain, which
     /// begins when at least `threshold` edits wait (or the rows lag `maxLagSeqs`). Returns
     /// whether the drain has more to do. Runs between commits, on the commit connection.

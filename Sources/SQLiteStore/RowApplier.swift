@@ -20,7 +20,10 @@ final class RowApplier: @unchecked Sendable {
     /// The commit connection: a commit or a chunk at a time.
     private let turn = NSLock()
     private let wake = NSCondition()
+    /// Commits after which a chunk is due (a drain is under way or should begin).
     private var commits = 0
+    /// When the last commit ended (`DispatchTime` nanoseconds).
+    private var lastCommit: UInt64 = 0
     private var stopped = false
     private let finished = DispatchSemaphore(value: 0)
     private let automatic: Bool
@@ -40,9 +43,15 @@ final class RowApplier: @unchecked Sendable {
         while writer.pending.waitingCount >= Self.maxWaiting, try writer.applyBehind(limit: Self.chunk, threshold: Self.drainThreshold) {}
         let outcomes = try writer.commit(operations)
         if automatic {
+            // Only a commit that leaves work wakes the thread: a wakeup a commit would cost
+            // every small commit a thread handoff.
+            let due = writer.chunkIsDue(threshold: Self.drainThreshold)
             wake.lock()
-            commits += 1
-            wake.signal()
+            lastCommit = DispatchTime.now().uptimeNanoseconds
+            if due {
+                commits += 1
+                wake.signal()
+            }
             wake.unlock()
         }
         return outcomes
@@ -73,19 +82,24 @@ final class RowApplier: @unchecked Sendable {
             let afterCommit = commits > 0
             commits = 0
             let stop = stopped
+            let idle = DispatchTime.now().uptimeNanoseconds - lastCommit >= UInt64(Self.idleSeconds * 1e9)
             wake.unlock()
             if stop { break }
+            guard afterCommit || idle else {
+                more = false
+                continue
+            }
             turn.lock()
             do {
-                more = try writer.applyBehind(limit: Self.chunk, threshold: afterCommit ? Self.drainThreshold : 1)
+                more = try writer.applyBehind(limit: Self.chunk, threshold: idle ? 1 : Self.drainThreshold)
             } catch {
                 // The rows wait in the log; the next turn tries again (a commit meets the same
                 // trouble and reports it).
                 more = false
             }
             turn.unlock()
-            // After a commit, the next chunk waits for the next commit; idle, it goes on.
-            if afterCommit { more = false }
+            // While commits come, the next chunk waits for the next commit; idle, it goes on.
+            if !idle { more = false }
         }
         finished.signal()
     }
