@@ -1,5 +1,8 @@
 import Synchronization
 import SyncCore
+#if SIMULATION_MUTATIONS
+import SyncProtocol
+#endif
 
 /// Field edits that are committed (their change is in the log, fsynced) but not yet written to
 /// their record's row: the rows lag the log by these, and every read lays them over the rows.
@@ -105,6 +108,9 @@ final class PendingRecords: Sendable {
         }
 
         fileprivate static func sees(_ entry: Entry, at generation: UInt64) -> Bool {
+            #if SIMULATION_MUTATIONS
+            if Mutation.active == .waitingEditsNotLaidOver { return false }
+            #endif
             guard let retiredAt = entry.retiredAt else { return true }
             return retiredAt > generation
         }

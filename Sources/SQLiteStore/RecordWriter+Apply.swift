@@ -1,5 +1,8 @@
 import SQLiteKit
 import SyncCore
+#if SIMULATION_MUTATIONS
+import SyncProtocol
+#endif
 
 /// The rows written behind the log: a commit of field edits appends them to the log only (one
 /// page at its end), and they wait in `PendingRecords` until a drain writes them to their rows
@@ -108,6 +111,9 @@ extension RecordWriter {
     func catchUpRows() throws(StoreError) {
         appliedSeq = try db.queryFirst("SELECT value FROM meta WHERE key = 'applied_seq'") { $0.integer(0) } ?? seq
         guard appliedSeq < seq else { return }
+        #if SIMULATION_MUTATIONS
+        if Mutation.active == .rowsNotCaughtUpAtStart { return }
+        #endif
         try db.transaction(immediate: true) { () throws(StoreError) in
             let rows = try db.query(
                 "SELECT collection, id, rev, seq, position, fields, at FROM changes WHERE seq > ? ORDER BY seq", .integer(appliedSeq)) { row in

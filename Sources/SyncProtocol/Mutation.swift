@@ -35,6 +35,12 @@ public enum Mutation: String, CaseIterable, Sendable {
     /// The SQLite store logs an edit of fields alone (the record keeps its place) without its
     /// fields: the history misses what was written, and a revert or LIST AT would read it wrong.
     case fieldEditsNotLogged = "field-edits-not-logged"
+    /// The SQLite store's reads leave out the edits whose rows are written behind: they read
+    /// the rows as they lag the log.
+    case waitingEditsNotLaidOver = "waiting-edits-not-laid-over"
+    /// The SQLite store starts without writing the rows the log holds past `applied_seq` (the
+    /// edits that waited when it stopped).
+    case rowsNotCaughtUpAtStart = "rows-not-caught-up-at-start"
 
     /// The mutation this process runs with, if any.
     public static let active: Mutation? = getenv("PLISTSYNC_MUTATION").flatMap { Mutation(rawValue: String(cString: $0)) }

@@ -13,7 +13,7 @@ runs=${MUTATION_RUNS:-2000}
 mutations=("$@")
 [ "${#mutations[@]}" -gt 0 ] || mutations=(names-compared-as-strings refused-push-never-retried stale-save-order-rule-removed older-change-taken
     merge-conflict-copy-skipped delete-beats-edit save-during-push-taken-as-pushed binary-dates-from-1970 big-integers-through-double
-    stale-save-kept-as-version disk-full-mode-never-left field-edits-not-logged)
+    stale-save-kept-as-version disk-full-mode-never-left field-edits-not-logged waiting-edits-not-laid-over rows-not-caught-up-at-start)
 bundle=.build/simulation/release/PlistSyncPackageTests.xctest
 status=0
 for mutation in "${mutations[@]}"; do
