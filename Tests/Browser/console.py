@@ -420,6 +420,22 @@ def scenario_activity(driver, url, line_port, user, password, args):
     until("the cards", lambda: driver.execute_script("return getComputedStyle(document.querySelector('#activity tbody tr')).display") == "grid")
     result("phone_overflow", driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth"))
     driver.save_screenshot(screenshot.replace(".png", "-phone.png"))
+    # With no network (Chromium's own offline mode) the view says why it shows no changes, and
+    # the changes come back with the server.
+    driver.execute_cdp_cmd("Network.enable", {})
+    network = lambda offline: driver.execute_cdp_cmd(
+        "Network.emulateNetworkConditions", {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    network(True)
+    driver.execute_script("location.hash = 'records'")
+    driver.execute_script("location.hash = 'activity'")
+    until("the offline note", lambda: driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr.offline"))
+    result("offline_note", driver.find_element(By.CSS_SELECTOR, "#activity tbody tr.offline").text)
+    result("offline_rows", len(driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr[data-seq]")))
+    driver.save_screenshot(screenshot.replace(".png", "-offline.png"))
+    network(False)
+    # (Still filtered to the laptop: its four changes.)
+    until("the changes back", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr[data-seq]")) == 4
+          and not driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr.offline"), 15)
 
 
 def scenario_defects(driver, url, line_port, user, password, args):
@@ -563,7 +579,7 @@ def main():
         expected = {"login": "status of 401", "conflict": "status of 409", "conflict-all": "status of 409", "defects": "status of 409", "offline-shell": "ERR_CONNECTION_REFUSED", "replica": "ERR_CONNECTION_REFUSED",
                     "offline-edits": ("ERR_CONNECTION_REFUSED", "status of 409"), "browser-offline": ("ERR_INTERNET_DISCONNECTED", "status of 409"),
                     "session-ended": ("ERR_INTERNET_DISCONNECTED", "status of 401"), "team-password": "status of 403",
-                    "team-invite": "status of 401"}.get(scenario, "\0")
+                    "team-invite": "status of 401", "activity": "ERR_INTERNET_DISCONNECTED"}.get(scenario, "\0")
         result("console_errors", json.dumps(severe_errors(driver, *(expected if isinstance(expected, tuple) else (expected,)))))
     finally:
         driver.quit()

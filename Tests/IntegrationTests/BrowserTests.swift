@@ -326,7 +326,7 @@ final class BrowserTests: XCTestCase {
 
     /// Issue 47: the Activity view shows who changed what from which device; a lost laptop's
     /// changes are undone from the console, after a preview, as new revisions; a change someone
-    /// else made since is kept.
+    /// else made since is kept. With no network the view says the activity is the server's.
     func testTheActivityViewUndoesWhatALostDeviceChanged() throws {
         let token = try line.expect(#"t TOKEN NEW "stolen laptop""#, prefix: "t OK TOKEN ").split(separator: " ")[3]
         let laptop = try server.connect()
@@ -346,6 +346,9 @@ final class BrowserTests: XCTestCase {
         XCTAssertEqual(results["preview"], #"Ada → name: Ada, phone: 555-0111;Grace → name: Grace, phone: 555-0142;Spam → (deleted);Linus: kept, changed since by alice"#)
         XCTAssertEqual(results["message"], "undid 3 record(s) of alice on stolen laptop; 1 changed since by others, kept")
         XCTAssertEqual(results["phone_overflow"], "0", "on a phone the changes are cards, nothing scrolls sideways")
+        XCTAssertEqual(results["offline_note"],
+                       "The activity is kept on the server, which cannot be reached now: it shows here once the server answers again.")
+        XCTAssertEqual(results["offline_rows"], "0")
         try line.expect("g GET contacts Ada", equals: #"g OK GET contacts Ada 3 a0 {"name":"Ada","phone":"555-0111"}"#)
         try line.expect("g GET contacts Grace", equals: #"g OK GET contacts Grace 3 a1 {"name":"Grace","phone":"555-0142"}"#)
         try line.expect("g GET contacts Spam", equals: "g OK GET contacts Spam 2 - DELETED")

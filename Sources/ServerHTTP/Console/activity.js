@@ -2,7 +2,7 @@
 // server's change log, LOG), filtered by person or device; and "undo from here": a preview of
 // what taking that person's or device's changes back would write (REVERT … DRY-RUN), then the
 // revert itself, as new revisions every device receives.
-import { callTyped, path } from './api.js';
+import { callTyped, path, OfflineError } from './api.js';
 import { member, display, plain } from './values.js';
 import { element, button, say } from './dom.js';
 import { when } from './team.js';
@@ -36,7 +36,15 @@ export async function showActivity(collection) {
   if (!collection) { tbody.replaceChildren(); return; }
   const filter = picker.value;
   const query = new URLSearchParams({ limit: '200', ...filterQuery(filter) });
-  const result = await callTyped('GET', path('collections', collection, 'log') + '?' + query);
+  let result;
+  try {
+    result = await callTyped('GET', path('collections', collection, 'log') + '?' + query);
+  } catch (error) {
+    if (!(error instanceof OfflineError)) throw error;
+    // The log is the server's: nothing of it is kept on the device. Shown again once it answers.
+    if (mine === turn) tbody.replaceChildren(note('The activity is kept on the server, which cannot be reached now: it shows here once the server answers again.', 'offline'));
+    return;
+  }
   if (mine !== turn) return;
   if (!result.ok) { say(result.json?.message || 'cannot read the activity', true); return; }
   const changes = member(result.value, 'changes').items.slice().reverse();
@@ -64,7 +72,14 @@ export async function showActivity(collection) {
       cell(plain(member(change, 'id')), 'record'), cell(stateText(change), 'now'), actions);
     return tr;
   }));
-  if (changes.length === 0) tbody.append(element('tr', undefined).appendChild(element('td', 'No changes kept.')).parentNode);
+  if (changes.length === 0) tbody.append(note('No changes kept.'));
+}
+
+// A row that says something instead of changes.
+function note(text, name) {
+  const row = element('tr', undefined, name ? { class: name } : undefined);
+  row.append(element('td', text, { colspan: '7' }));
+  return row;
 }
 
 // What the revert would write, shown before anything is written; Undo writes it.

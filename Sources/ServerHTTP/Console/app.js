@@ -160,6 +160,8 @@ let started = false;
 reachability.addEventListener('change', (e) => {
   $('#offline').hidden = e.detail;
   if (e.detail && !started) start();
+  // The activity is read from the server only: it comes back with it.
+  if (e.detail && started && !$('#activity-view').hidden) showActivity(currentCollection());
 });
 
 // The session ended while the console was open (the device revoked, the password changed, the
