@@ -27,10 +27,11 @@ public final class SQLiteServerStore: ServerStore, @unchecked Sendable {
         lock = locked
         let writer = try Self.run { () throws(StoreError) in try RecordWriter(folder: folder) }
         self.writer = writer
-        rows = RowApplier(writer: writer, automatic: rowsBehindAutomatically)
         reader = try Self.run { () throws(StoreError) in try RecordReader(folder: folder, pending: writer.pending) }
         accounts = try Self.run { () throws(StoreError) in try Accounts(folder: folder) }
         permissionProblems = folder.restrictPermissions()
+        // Last: its thread runs until deinit, which an init that threw would never reach.
+        rows = RowApplier(writer: writer, automatic: rowsBehindAutomatically)
     }
 
     deinit { rows.stop() }
