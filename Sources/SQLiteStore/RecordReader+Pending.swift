@@ -35,8 +35,7 @@ extension RecordReader {
     ) throws(StoreError) {
         var newer: [RecordID: PendingRecords.Entry] = [:]
         for (id, edit) in view.entries(of: collection) where edit.seq > since {
-            let rowSeq = try db.queryFirst("SELECT seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id.string)) { $0.integer(0) } ?? 0
-            if edit.seq > rowSeq { newer[id] = edit }
+            if edit.seq > (try rowSeq(collection, id.string) ?? 0) { newer[id] = edit }
         }
         guard !newer.isEmpty else {
             _ = try db.query(Self.latestChangesSince, .text(collection), .integer(since), .integer(Int64(limit))) { row in emitRow(row) }
@@ -67,8 +66,13 @@ extension RecordReader {
 
     /// The seq of the record's latest change this read sees: its waiting edit's or its row's.
     func latestSeq(_ collection: String, _ id: String, _ view: PendingRecords.ReadView) throws(StoreError) -> Int64? {
-        let rowSeq = try db.queryFirst("SELECT seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { $0.integer(0) }
+        let rowSeq = try rowSeq(collection, id)
         guard let edit = view.entry(collection, id), edit.seq > rowSeq ?? 0 else { return rowSeq }
         return edit.seq
+    }
+
+    /// The seq of the record's row, nil when it has none.
+    private func rowSeq(_ collection: String, _ id: String) throws(StoreError) -> Int64? {
+        try db.queryFirst("SELECT seq FROM records WHERE collection = ? AND id = ?", .text(collection), .text(id)) { $0.integer(0) }
     }
 }

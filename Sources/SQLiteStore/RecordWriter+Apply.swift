@@ -31,11 +31,8 @@ extension RecordWriter {
     /// Writes every waiting edit to its row in the transaction in progress (before an
     /// operation that reads or deletes rows in bulk: a drop, a rename, a purge).
     func writeWaitingRows() throws(StoreError) {
-        var keys = Set(pending.waitingKeys())
-        for (key, change) in staged {
-            if case .waiting = change { keys.insert(key) } else { keys.remove(key) }
-        }
-        for key in keys.sorted() {
+        // `waitingEdit` leaves out the keys this transaction retired.
+        for key in Set(pending.waitingKeys()).union(staged.keys).sorted() {
             guard let entry = waitingEdit(key.collection.string, key.id.string) else { continue }
             try writeRow(key, entry)
             staged[key] = .retired
