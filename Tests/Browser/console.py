@@ -431,6 +431,8 @@ def scenario_activity(driver, url, line_port, user, password, args):
     until("the offline note", lambda: driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr.offline"))
     result("offline_note", driver.find_element(By.CSS_SELECTOR, "#activity tbody tr.offline").text)
     result("offline_rows", len(driver.find_elements(By.CSS_SELECTOR, "#activity tbody tr[data-seq]")))
+    driver.save_screenshot(screenshot.replace(".png", "-offline-phone.png"))
+    driver.set_window_size(1280, 800)
     driver.save_screenshot(screenshot.replace(".png", "-offline.png"))
     network(False)
     # (Still filtered to the laptop: its four changes.)
